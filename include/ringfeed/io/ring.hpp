@@ -1,0 +1,237 @@
+// ringfeed::io::ring — an io_uring reactor with its own thread.
+//
+// Coroutines on any thread start operations (openat, statx, read_at, close);
+// each operation object lives in the awaiting coroutine's frame and is linked
+// into a lock-free submission list. The ring thread moves everything queued
+// into SQEs and submits them with one io_uring_enter, reaps completions in
+// batches (collect, advance the CQ, and only then act on them), retries
+// -EINTR/-EAGAIN and continues short reads itself, and posts the finished
+// operations' coroutines to the executor given at construction (a
+// thread_pool): nothing is resumed on the ring thread.
+//
+// Shape follows libunifex's io_uring_context and Seastar's reactor backend.
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include <ringfeed/executor.hpp>
+
+struct io_uring_sqe;  // liburing stays out of the public interface
+
+namespace ringfeed::io {
+
+/// Thrown by ring's constructor when io_uring cannot be used in this process
+/// (blocked by seccomp, disabled by sysctl, missing from the kernel, or
+/// lacking an operation ringfeed needs). what() says why and how to enable
+/// it; code() carries the errno. Callers fall back to plain syscalls.
+class ring_unavailable : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
+/// An owned file descriptor plus the path it was opened from (for errors).
+/// The destructor closes a still-open descriptor with close(2).
+class file {
+ public:
+  file() noexcept = default;
+  file(int fd, std::string path) noexcept : m_fd(fd), m_path(std::move(path)) {}
+  file(file&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)), m_path(std::move(o.m_path)) {}
+  file& operator=(file&& o) noexcept;
+  file(const file&) = delete;
+  file& operator=(const file&) = delete;
+  ~file();
+
+  [[nodiscard]] int fd() const noexcept { return m_fd; }
+  [[nodiscard]] const std::string& path() const noexcept { return m_path; }
+  [[nodiscard]] bool is_open() const noexcept { return m_fd >= 0; }
+  /// Gives up ownership: the caller must close the returned descriptor.
+  [[nodiscard]] int release() noexcept { return std::exchange(m_fd, -1); }
+
+ private:
+  int m_fd = -1;
+  std::string m_path;
+};
+
+/// What statx reports that ringfeed uses.
+struct file_info {
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0;
+  std::uint32_t block_size = 0;  // preferred I/O size
+  std::int64_t mtime_ns = 0;
+};
+
+struct ring_options {
+  /// Submission queue entries (rounded up to a power of two by the kernel);
+  /// the completion queue has twice as many, and at most that many
+  /// operations are in the kernel at once (the rest wait their turn).
+  unsigned entries = 256;
+  /// Kernel-side submission polling. Off by default: it burns a core.
+  bool sqpoll = false;
+  unsigned sqpoll_idle_ms = 50;
+};
+
+/// Counters, read with relaxed loads: a consistent snapshot only when idle.
+struct ring_stats {
+  std::uint64_t submitted = 0;      // SQEs handed to the kernel (retries included)
+  std::uint64_t completed = 0;      // operations finished and posted
+  std::uint64_t retried = 0;        // resubmissions: EINTR, EAGAIN, short reads
+  std::uint64_t enter_calls = 0;    // io_uring_submit / submit_and_wait calls
+};
+
+class ring {
+ public:
+  /// Sets up the ring and starts its thread. Completed operations resume on
+  /// `resume_on`, which must outlive the ring.
+  /// Throws ring_unavailable if io_uring cannot be used here.
+  explicit ring(executor& resume_on, ring_options options = {});
+
+  /// Lets every operation already started finish and posts its coroutine,
+  /// then stops the thread. Must not run while another thread may still
+  /// start operations on this ring.
+  ~ring();
+
+  ring(const ring&) = delete;
+  ring& operator=(const ring&) = delete;
+
+  /// Base of every operation: the awaitable's state while the kernel has it.
+  class operation {
+   public:
+    operation(const operation&) = delete;
+    operation& operator=(const operation&) = delete;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) noexcept;
+
+   protected:
+    enum class kind : std::uint8_t { openat, statx, read, close };
+    operation(ring& r, kind k) noexcept : m_ring(&r), m_kind(k) {}
+    ~operation() = default;
+    /// Throws std::system_error(m_error, "<verb> '<path>'") if it failed.
+    void throw_if_failed(std::string_view verb, std::string_view path) const;
+
+    ring* m_ring;
+    kind m_kind;
+    int m_error = 0;  // errno on failure
+
+   private:
+    friend class ring;
+    work_item m_item;
+    operation* m_next = nullptr;  // submission list link
+  };
+
+  class openat_operation final : public operation {
+   public:
+    openat_operation(ring& r, int dirfd, std::string path, int flags, unsigned mode)
+        : operation(r, kind::openat), m_dirfd(dirfd), m_path(std::move(path)), m_flags(flags), m_mode(mode) {}
+    /// The opened file; throws std::system_error naming the path on failure.
+    file await_resume();
+
+   private:
+    friend class ring;
+    int m_dirfd;
+    std::string m_path;
+    int m_flags;
+    unsigned m_mode;
+    int m_fd = -1;
+  };
+
+  class statx_operation final : public operation {
+   public:
+    statx_operation(ring& r, int dirfd, std::string path, int at_flags, std::string_view error_path)
+        : operation(r, kind::statx), m_dirfd(dirfd), m_path(std::move(path)), m_at_flags(at_flags),
+          m_error_path(error_path) {}
+    /// Throws std::system_error naming the path on failure.
+    file_info await_resume();
+
+   private:
+    friend class ring;
+    int m_dirfd;
+    std::string m_path;
+    int m_at_flags;
+    std::string_view m_error_path;
+    alignas(8) std::byte m_statx[256];  // struct statx, kept out of this header
+  };
+
+  class read_operation final : public operation {
+   public:
+    read_operation(ring& r, int fd, std::span<std::byte> buffer, std::uint64_t offset,
+                   std::string_view error_path) noexcept
+        : operation(r, kind::read), m_fd(fd), m_buffer(buffer), m_offset(offset), m_error_path(error_path) {}
+    /// Bytes read: buffer.size(), or fewer only at end of file. Throws
+    /// std::system_error naming the path on failure.
+    std::size_t await_resume();
+
+   private:
+    friend class ring;
+    int m_fd;
+    std::span<std::byte> m_buffer;
+    std::uint64_t m_offset;
+    std::string_view m_error_path;
+    std::size_t m_done = 0;
+  };
+
+  class close_operation final : public operation {
+   public:
+    close_operation(ring& r, file&& f) noexcept
+        : operation(r, kind::close), m_path(f.path()), m_fd(f.release()) {}
+    /// Throws std::system_error naming the path if close(2) reported an
+    /// error (the descriptor is released either way).
+    void await_resume();
+
+   private:
+    friend class ring;
+    std::string m_path;
+    int m_fd;
+  };
+
+  /// Opens `path` (relative paths against `dirfd`). Any thread.
+  [[nodiscard]] openat_operation openat(std::string path, int flags = 0 /* O_RDONLY */,
+                                        unsigned mode = 0, int dirfd = -100 /* AT_FDCWD */) {
+    return openat_operation{*this, dirfd, std::move(path), flags, mode};
+  }
+
+  /// statx of a path (follows symlinks). Any thread.
+  [[nodiscard]] statx_operation statx(std::string path) {
+    return statx_operation{*this, -100, path, 0, {}};
+  }
+  /// statx of an open file. `f` must outlive the operation. Any thread.
+  [[nodiscard]] statx_operation statx(const file& f);
+
+  /// Reads up to buffer.size() bytes at `offset`, continuing short reads until
+  /// the buffer is full or the file ends. `f` and `buffer` must outlive the
+  /// operation. Any thread.
+  [[nodiscard]] read_operation read_at(const file& f, std::span<std::byte> buffer, std::uint64_t offset) noexcept {
+    return read_operation{*this, f.fd(), buffer, offset, f.path()};
+  }
+  /// As above, for a bare descriptor (errors then name the descriptor).
+  [[nodiscard]] read_operation read_at(int fd, std::span<std::byte> buffer, std::uint64_t offset) noexcept {
+    return read_operation{*this, fd, buffer, offset, {}};
+  }
+
+  /// Closes `f` on the ring (it no longer owns the descriptor). Any thread.
+  [[nodiscard]] close_operation close(file&& f) noexcept { return close_operation{*this, std::move(f)}; }
+
+  [[nodiscard]] ring_stats stats() const noexcept;
+
+  /// Human-readable reason io_uring cannot be used here, or empty if it can.
+  /// Tries to set up (and tears down) a tiny ring.
+  [[nodiscard]] static std::string unavailable_reason();
+
+ private:
+  struct state;
+  void submit(operation& op) noexcept;
+  void run();
+
+  std::unique_ptr<state> m_state;
+  std::thread m_thread;
+};
+
+}  // namespace ringfeed::io

@@ -1,0 +1,459 @@
+#include <ringfeed/io/ring.hpp>
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringfeed::io {
+namespace {
+
+// user_data of the ring's own read of its wake-up eventfd. Operations are
+// pointers to aligned objects, so they can never be 1.
+constexpr std::uint64_t wake_token = 1;
+
+// One SQE reads at most this much; longer reads continue as short reads.
+constexpr std::size_t max_read_chunk = std::size_t{1} << 30;
+
+int read_io_uring_disabled_sysctl() {
+  std::ifstream in("/proc/sys/kernel/io_uring_disabled");
+  int v = -1;
+  if (in) in >> v;
+  return v;
+}
+
+std::string describe_setup_error(int err) {
+  std::string why = "io_uring is unavailable: ";
+  switch (err) {
+    case EPERM: {
+      const int disabled = read_io_uring_disabled_sysctl();
+      if (disabled == 2)
+        why += "it is disabled system-wide (sysctl kernel.io_uring_disabled=2); "
+               "set kernel.io_uring_disabled=0 to enable it";
+      else if (disabled == 1)
+        why += "it is limited to the group in kernel.io_uring_group (sysctl kernel.io_uring_disabled=1); "
+               "add this user to that group or set kernel.io_uring_disabled=0";
+      else
+        why += "io_uring_setup was refused with EPERM, most likely by a seccomp profile "
+               "(Docker's default profile blocks io_uring since Docker 25); run the container "
+               "with a profile that allows io_uring_setup, io_uring_enter and io_uring_register "
+               "(or --security-opt seccomp=unconfined)";
+      break;
+    }
+    case ENOSYS:
+      why += "this kernel has no io_uring (io_uring_setup: ENOSYS); it needs Linux 5.6 or newer "
+             "built with CONFIG_IO_URING";
+      break;
+    case ENOMEM:
+      why += "io_uring_setup could not allocate its rings (ENOMEM); before Linux 5.12 the rings "
+             "count against RLIMIT_MEMLOCK: raise it (ulimit -l)";
+      break;
+    default:
+      why += std::string("io_uring_setup failed: ") + std::strerror(err);
+      break;
+  }
+  return why;
+}
+
+// Returns the name of the first operation ringfeed needs that the kernel
+// lacks, or nullptr.
+const char* missing_opcode(io_uring* uring) {
+  io_uring_probe* probe = io_uring_get_probe_ring(uring);
+  if (probe == nullptr) return "IORING_REGISTER_PROBE (kernel older than 5.6)";
+  const char* missing = nullptr;
+  if (!io_uring_opcode_supported(probe, IORING_OP_OPENAT))
+    missing = "IORING_OP_OPENAT";
+  else if (!io_uring_opcode_supported(probe, IORING_OP_STATX))
+    missing = "IORING_OP_STATX";
+  else if (!io_uring_opcode_supported(probe, IORING_OP_READ))
+    missing = "IORING_OP_READ";
+  else if (!io_uring_opcode_supported(probe, IORING_OP_CLOSE))
+    missing = "IORING_OP_CLOSE";
+  io_uring_free_probe(probe);
+  return missing;
+}
+
+bool retryable(int res) noexcept { return res == -EINTR || res == -EAGAIN; }
+
+}  // namespace
+
+static_assert(sizeof(struct statx) <= 256, "ring::statx_operation::m_statx is too small");
+
+// --- file --------------------------------------------------------------------
+
+file& file::operator=(file&& o) noexcept {
+  if (this != &o) {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = std::exchange(o.m_fd, -1);
+    m_path = std::move(o.m_path);
+  }
+  return *this;
+}
+
+file::~file() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+// --- ring state ----------------------------------------------------------------
+
+struct ring::state {
+  explicit state(executor& e) : exec(e) {}
+  state(const state&) = delete;
+  state& operator=(const state&) = delete;
+  ~state() {
+    if (uring_ready) io_uring_queue_exit(&uring);
+    if (event_fd >= 0) ::close(event_fd);
+  }
+
+  executor& exec;
+  io_uring uring{};
+  bool uring_ready = false;
+  int event_fd = -1;
+  unsigned max_in_flight = 0;
+
+  // Submission list: a lock-free LIFO stack any thread pushes onto; the ring
+  // thread takes it whole and reverses it.
+  std::atomic<operation*> incoming{nullptr};
+  // True while the ring thread is (about to be) blocked in the kernel.
+  std::atomic<bool> sleeping{false};
+  std::atomic<bool> stopping{false};
+
+  std::atomic<std::uint64_t> submitted{0};
+  std::atomic<std::uint64_t> completed{0};
+  std::atomic<std::uint64_t> retried{0};
+  std::atomic<std::uint64_t> enter_calls{0};
+
+  // Ring thread only.
+  operation* pending_head = nullptr;
+  operation* pending_tail = nullptr;
+  unsigned in_flight = 0;  // operations in the kernel, the wake-up read excluded
+  bool wake_armed = false;
+  std::uint64_t event_buffer = 0;
+  std::vector<std::pair<std::uint64_t, int>> reaped;
+
+  void wake_thread() noexcept {
+    const std::uint64_t one = 1;
+    // A failed write can only mean the counter is saturated: already awake.
+    [[maybe_unused]] ssize_t n = ::write(event_fd, &one, sizeof one);
+  }
+
+  void append_pending(operation* op) noexcept {
+    op->m_next = nullptr;
+    if (pending_tail != nullptr)
+      pending_tail->m_next = op;
+    else
+      pending_head = op;
+    pending_tail = op;
+  }
+};
+
+// --- setup and teardown --------------------------------------------------------
+
+ring::ring(executor& resume_on, ring_options options) : m_state(std::make_unique<state>(resume_on)) {
+  state& s = *m_state;
+  io_uring_params params{};
+  params.flags = IORING_SETUP_CQSIZE;
+  params.cq_entries = std::max(2u, options.entries) * 2;
+  if (options.sqpoll) {
+    params.flags |= IORING_SETUP_SQPOLL;
+    params.sq_thread_idle = options.sqpoll_idle_ms;
+  }
+  const int rc = io_uring_queue_init_params(std::max(2u, options.entries), &s.uring, &params);
+  if (rc < 0) throw ring_unavailable(std::error_code(-rc, std::system_category()), describe_setup_error(-rc));
+  s.uring_ready = true;
+  if (const char* missing = missing_opcode(&s.uring))
+    throw ring_unavailable(std::error_code(ENOSYS, std::system_category()),
+                           std::string("io_uring is unavailable: the kernel lacks ") + missing +
+                               ", which ringfeed needs (Linux 5.6 or newer)");
+  s.max_in_flight = params.cq_entries;
+  s.reaped.reserve(params.cq_entries);
+  s.event_fd = ::eventfd(0, EFD_CLOEXEC);
+  if (s.event_fd < 0) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
+  m_thread = std::thread([this] { run(); });
+}
+
+ring::~ring() {
+  m_state->stopping.store(true, std::memory_order_release);
+  m_state->wake_thread();
+  m_thread.join();
+}
+
+std::string ring::unavailable_reason() {
+  io_uring probe_ring{};
+  const int rc = io_uring_queue_init(2, &probe_ring, 0);
+  if (rc < 0) return describe_setup_error(-rc);
+  const char* missing = missing_opcode(&probe_ring);
+  io_uring_queue_exit(&probe_ring);
+  if (missing != nullptr) return std::string("io_uring is unavailable: the kernel lacks ") + missing;
+  return {};
+}
+
+ring_stats ring::stats() const noexcept {
+  const state& s = *m_state;
+  return {s.submitted.load(std::memory_order_relaxed), s.completed.load(std::memory_order_relaxed),
+          s.retried.load(std::memory_order_relaxed), s.enter_calls.load(std::memory_order_relaxed)};
+}
+
+// --- submission (any thread) --------------------------------------------------------
+
+void ring::operation::await_suspend(std::coroutine_handle<> h) noexcept {
+  m_item.handle = h;
+  m_ring->submit(*this);  // `this` may complete and be gone once submitted
+}
+
+void ring::submit(operation& op) noexcept {
+  state& s = *m_state;
+  operation* head = s.incoming.load(std::memory_order_relaxed);
+  do {
+    op.m_next = head;
+    // seq_cst: release publishes the operation to the ring thread's acquire
+    // exchange; seq_cst orders it before the load of `sleeping` below
+    // (Dekker's handshake with the ring thread, which stores `sleeping` and
+    // then loads `incoming`, both seq_cst).
+  } while (!s.incoming.compare_exchange_weak(head, &op, std::memory_order_seq_cst,
+                                             std::memory_order_relaxed));
+  if (s.sleeping.load(std::memory_order_seq_cst) &&
+      s.sleeping.exchange(false, std::memory_order_acq_rel))
+    s.wake_thread();  // only the first submitter after it slept pays the syscall
+}
+
+ring::statx_operation ring::statx(const file& f) {
+  return statx_operation{*this, f.fd(), std::string(), AT_EMPTY_PATH, f.path()};
+}
+
+// --- completion results (the awaiting thread) --------------------------------------
+
+void ring::operation::throw_if_failed(std::string_view verb, std::string_view path) const {
+  if (m_error == 0) return;
+  std::string what(verb);
+  what += " '";
+  what += path;
+  what += '\'';
+  throw std::system_error(std::error_code(m_error, std::system_category()), what);
+}
+
+file ring::openat_operation::await_resume() {
+  throw_if_failed("open", m_path);
+  return file{m_fd, std::move(m_path)};
+}
+
+file_info ring::statx_operation::await_resume() {
+  throw_if_failed("statx", m_error_path.empty() ? std::string_view(m_path) : m_error_path);
+  const auto* stx = reinterpret_cast<const struct statx*>(m_statx);
+  file_info info;
+  info.size = stx->stx_size;
+  info.mode = stx->stx_mode;
+  info.block_size = stx->stx_blksize;
+  info.mtime_ns = static_cast<std::int64_t>(stx->stx_mtime.tv_sec) * 1'000'000'000 + stx->stx_mtime.tv_nsec;
+  return info;
+}
+
+std::size_t ring::read_operation::await_resume() {
+  if (m_error != 0) {
+    std::string where = m_error_path.empty() ? "fd " + std::to_string(m_fd)
+                                             : std::string(m_error_path);
+    where += "' at offset " + std::to_string(m_offset + m_done);
+    std::string what = "read '" + where;
+    throw std::system_error(std::error_code(m_error, std::system_category()), what);
+  }
+  return m_done;
+}
+
+void ring::close_operation::await_resume() { throw_if_failed("close", m_path); }
+
+// --- the ring thread ------------------------------------------------------------
+
+namespace {
+
+// Fills `sqe` for `op`. Friend access goes through ring's nested types.
+template <typename Op>
+Op& as(ring::operation& op) {
+  return static_cast<Op&>(op);
+}
+
+}  // namespace
+
+void ring::run() {
+  state& s = *m_state;
+  io_uring* const uring = &s.uring;
+
+  auto get_sqe = [&]() -> io_uring_sqe* {
+    io_uring_sqe* sqe = io_uring_get_sqe(uring);
+    if (sqe == nullptr) {  // SQ full: hand what we have to the kernel first
+      io_uring_submit(uring);
+      s.enter_calls.fetch_add(1, std::memory_order_relaxed);
+      sqe = io_uring_get_sqe(uring);
+    }
+    return sqe;
+  };
+
+  auto prep = [](operation& op, io_uring_sqe* sqe) {
+    switch (op.m_kind) {
+      case operation::kind::openat: {
+        auto& o = as<openat_operation>(op);
+        io_uring_prep_openat(sqe, o.m_dirfd, o.m_path.c_str(), o.m_flags | O_CLOEXEC, o.m_mode);
+        break;
+      }
+      case operation::kind::statx: {
+        auto& o = as<statx_operation>(op);
+        io_uring_prep_statx(sqe, o.m_dirfd, o.m_path.c_str(), o.m_at_flags,
+                            STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME,
+                            reinterpret_cast<struct statx*>(o.m_statx));
+        break;
+      }
+      case operation::kind::read: {
+        auto& o = as<read_operation>(op);
+        const std::size_t len = std::min(o.m_buffer.size() - o.m_done, max_read_chunk);
+        io_uring_prep_read(sqe, o.m_fd, o.m_buffer.data() + o.m_done, static_cast<unsigned>(len),
+                           o.m_offset + o.m_done);
+        break;
+      }
+      case operation::kind::close:
+        io_uring_prep_close(sqe, as<close_operation>(op).m_fd);
+        break;
+    }
+    io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uint64_t>(&op));
+  };
+
+  // Applies a completion; returns false if the operation must be resubmitted.
+  auto complete = [](operation& op, int res) -> bool {
+    if (retryable(res)) return false;
+    if (res < 0) {
+      op.m_error = -res;
+      return true;
+    }
+    switch (op.m_kind) {
+      case operation::kind::openat:
+        as<openat_operation>(op).m_fd = res;
+        return true;
+      case operation::kind::read: {
+        auto& o = as<read_operation>(op);
+        if (res == 0) return true;  // end of file
+        o.m_done += static_cast<std::size_t>(res);
+        return o.m_done >= o.m_buffer.size();  // short read: continue from where it stopped
+      }
+      case operation::kind::statx:
+      case operation::kind::close:
+        return true;
+    }
+    return true;
+  };
+
+  for (;;) {
+    // 1. Take everything submitted since the last round, oldest first.
+    // acquire: pairs with the submitters' release CAS.
+    if (operation* list = s.incoming.exchange(nullptr, std::memory_order_acquire)) {
+      operation* reversed = nullptr;
+      while (list != nullptr) {
+        operation* next = list->m_next;
+        list->m_next = reversed;
+        reversed = list;
+        list = next;
+      }
+      while (reversed != nullptr) {
+        operation* next = reversed->m_next;
+        s.append_pending(reversed);
+        reversed = next;
+      }
+    }
+
+    // 2. Turn pending operations into SQEs, up to the in-flight bound.
+    unsigned queued = 0;
+    if (!s.wake_armed) {
+      if (io_uring_sqe* sqe = get_sqe()) {
+        io_uring_prep_read(sqe, s.event_fd, &s.event_buffer, sizeof s.event_buffer, 0);
+        io_uring_sqe_set_data64(sqe, wake_token);
+        s.wake_armed = true;
+      }
+    }
+    while (s.pending_head != nullptr && s.in_flight < s.max_in_flight) {
+      io_uring_sqe* sqe = get_sqe();
+      if (sqe == nullptr) break;
+      operation* op = s.pending_head;
+      s.pending_head = op->m_next;
+      if (s.pending_head == nullptr) s.pending_tail = nullptr;
+      prep(*op, sqe);
+      ++s.in_flight;
+      ++queued;
+    }
+    s.submitted.fetch_add(queued, std::memory_order_relaxed);
+
+    if (s.stopping.load(std::memory_order_acquire) && s.in_flight == 0 && s.pending_head == nullptr &&
+        s.incoming.load(std::memory_order_acquire) == nullptr)
+      break;
+
+    // 3. Submit; block for a completion only when there is nothing else to do.
+    bool block = io_uring_cq_ready(uring) == 0 &&
+                 (s.pending_head == nullptr || s.in_flight >= s.max_in_flight);
+    if (block) {
+      // seq_cst store then seq_cst load: our half of the handshake in submit().
+      s.sleeping.store(true, std::memory_order_seq_cst);
+      if (s.incoming.load(std::memory_order_seq_cst) != nullptr ||
+          s.stopping.load(std::memory_order_seq_cst))
+        block = false;
+    }
+    int rc;
+    do {
+      rc = block ? io_uring_submit_and_wait(uring, 1) : io_uring_submit(uring);
+      s.enter_calls.fetch_add(1, std::memory_order_relaxed);
+    } while (rc == -EINTR);
+    s.sleeping.store(false, std::memory_order_relaxed);
+    if (rc < 0 && rc != -EAGAIN && rc != -EBUSY) {
+      std::fprintf(stderr, "ringfeed::io::ring: io_uring_enter failed: %s\n", std::strerror(-rc));
+      std::abort();  // the kernel refused a ring it accepted before: nothing sane to fall back to
+    }
+
+    // 4. Reap a batch: collect, advance the CQ, and only then act.
+    s.reaped.clear();
+    unsigned head = 0;
+    unsigned seen = 0;
+    io_uring_cqe* cqe = nullptr;
+    io_uring_for_each_cqe(uring, head, cqe) {
+      s.reaped.emplace_back(cqe->user_data, cqe->res);
+      ++seen;
+    }
+    io_uring_cq_advance(uring, seen);
+
+    work_item* first = nullptr;
+    work_item* last = nullptr;
+    std::size_t finished = 0;
+    for (const auto& [user_data, res] : s.reaped) {
+      if (user_data == wake_token) {
+        s.wake_armed = false;  // re-armed at the top of the next round
+        continue;
+      }
+      auto* op = reinterpret_cast<operation*>(user_data);
+      --s.in_flight;
+      if (!complete(*op, res)) {
+        s.retried.fetch_add(1, std::memory_order_relaxed);
+        s.append_pending(op);
+        continue;
+      }
+      op->m_item.next = nullptr;
+      if (last != nullptr)
+        last->next = &op->m_item;
+      else
+        first = &op->m_item;
+      last = &op->m_item;
+      ++finished;
+    }
+    if (finished > 0) {
+      s.completed.fetch_add(finished, std::memory_order_relaxed);
+      s.exec.post_list(first, finished);  // the operations may be gone after this
+    }
+  }
+}
+
+}  // namespace ringfeed::io

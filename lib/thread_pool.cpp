@@ -1,0 +1,230 @@
+#include <ringfeed/thread_pool.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+#include <ringfeed/detail/work_stealing_deque.hpp>
+
+// Sleep protocol.
+//
+// A worker that finds no work announces itself (m_sleepers += 1, seq_cst),
+// looks everywhere once more, and only then waits for a wake-up token.
+// A poster publishes its item (a seq_cst store of the deque's bottom, or a
+// seq_cst increment of the injection queue's size), then loads m_sleepers
+// (seq_cst). This is Dekker's handshake: in the single total order of seq_cst
+// operations either the poster's load follows the announcement (so it hands
+// out a token) or the sleeper's re-check follows the publication (so it sees
+// the item). Tokens are counted under m_sleep_mutex, so a token handed out
+// before the sleeper reaches its wait is not lost.
+
+namespace ringfeed {
+namespace {
+
+thread_local const thread_pool* t_pool = nullptr;
+thread_local void* t_worker = nullptr;  // the thread_pool::worker this thread runs
+
+// Take from the LIFO slot at most this many times in a row; then the slot's
+// item goes to the back of the injection queue, so two coroutines handing
+// work back and forth cannot starve the rest of the worker's queue.
+constexpr unsigned lifo_streak_limit = 16;
+// Every this many iterations a worker serves the injection queue first, so
+// outside posts are not starved by workers that always have local work.
+constexpr std::uint32_t global_queue_interval = 61;
+// Rounds of searching (with a yield between) before a worker goes to sleep:
+// cheap insurance against sleeping just before a ping-pong partner posts.
+constexpr int search_rounds_before_sleep = 3;
+
+}  // namespace
+
+struct alignas(detail::cache_line_size) thread_pool::worker {
+  explicit worker(std::size_t i) : index(i), rng(0x9E3779B97F4A7C15ull * (i + 1)) {}
+
+  std::size_t index;
+  std::uint64_t rng;                // owner only
+  unsigned lifo_streak = 0;         // owner only
+  std::uint32_t tick = 0;           // owner only
+  std::atomic<work_item*> lifo{nullptr};
+  detail::work_stealing_deque<work_item*> deque;
+  std::thread thread;
+
+  std::uint64_t next_random() noexcept {  // xorshift64
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  }
+};
+
+thread_pool::thread_pool(std::size_t threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  m_workers.reserve(threads);
+  for (std::size_t i = 0; i < threads; ++i) m_workers.push_back(std::make_unique<worker>(i));
+  // Threads start only once every worker exists: they steal from each other.
+  std::size_t started = 0;
+  try {
+    for (; started < threads; ++started)
+      m_workers[started]->thread = std::thread([this, started] { run_worker(started); });
+  } catch (...) {
+    {
+      std::lock_guard lock(m_sleep_mutex);
+      m_stopping.store(true, std::memory_order_release);
+    }
+    m_sleep_cv.notify_all();
+    for (std::size_t i = 0; i < started; ++i) m_workers[i]->thread.join();
+    throw;
+  }
+}
+
+thread_pool::~thread_pool() {
+  {
+    // Under the mutex, so a worker between its predicate check and its wait
+    // cannot miss the notification.
+    std::lock_guard lock(m_sleep_mutex);
+    m_stopping.store(true, std::memory_order_release);
+  }
+  m_sleep_cv.notify_all();
+  for (auto& w : m_workers) w->thread.join();
+}
+
+bool thread_pool::on_worker_thread() const noexcept { return t_pool == this; }
+
+void thread_pool::post(work_item& item) noexcept {
+  item.next = nullptr;
+  if (t_pool == this) {
+    auto& self = *static_cast<worker*>(t_worker);
+    // acq_rel: release publishes item.handle to a thief that takes the slot;
+    // acquire pairs with the release of whoever put the displaced item there.
+    work_item* displaced = self.lifo.exchange(&item, std::memory_order_acq_rel);
+    if (displaced == nullptr) return;  // this worker runs it next; no one to wake
+    self.deque.push(displaced);
+    wake(1);
+    return;
+  }
+  push_global(&item, &item, 1);
+  wake(1);
+}
+
+void thread_pool::post_list(work_item* first, std::size_t count) noexcept {
+  if (first == nullptr) return;
+  work_item* last = first;
+  while (last->next != nullptr) last = last->next;
+  push_global(first, last, count);
+  wake(count);
+}
+
+void thread_pool::push_global(work_item* first, work_item* last, std::size_t count) noexcept {
+  std::lock_guard lock(m_global_mutex);
+  if (m_global_tail != nullptr)
+    m_global_tail->next = first;
+  else
+    m_global_head = first;
+  m_global_tail = last;
+  // seq_cst: the publication half of the sleep handshake (see top of file).
+  m_global_size.fetch_add(count, std::memory_order_seq_cst);
+}
+
+void thread_pool::wake(std::size_t how_many) noexcept {
+  // seq_cst: the poster's half of the handshake; pairs with the sleeper's
+  // seq_cst increment of m_sleepers.
+  if (m_sleepers.load(std::memory_order_seq_cst) == 0) return;
+  std::size_t grant = 0;
+  {
+    std::lock_guard lock(m_sleep_mutex);
+    const std::size_t sleepers = m_sleepers.load(std::memory_order_relaxed);
+    if (sleepers > m_wakeups) grant = std::min(how_many, sleepers - m_wakeups);
+    m_wakeups += grant;
+  }
+  if (grant == 1)
+    m_sleep_cv.notify_one();
+  else if (grant > 1)
+    m_sleep_cv.notify_all();
+}
+
+work_item* thread_pool::pop_global() {
+  // seq_cst load: also used in the sleeper's re-check (handshake).
+  if (m_global_size.load(std::memory_order_seq_cst) == 0) return nullptr;
+  std::lock_guard lock(m_global_mutex);
+  work_item* item = m_global_head;
+  if (item == nullptr) return nullptr;
+  m_global_head = item->next;
+  if (m_global_head == nullptr) m_global_tail = nullptr;
+  m_global_size.fetch_sub(1, std::memory_order_relaxed);
+  return item;
+}
+
+work_item* thread_pool::steal_from_others(worker& self) {
+  const std::size_t n = m_workers.size();
+  if (n < 2) return nullptr;
+  const std::size_t start = static_cast<std::size_t>(self.next_random() % n);
+  for (std::size_t k = 0; k < n; ++k) {
+    worker& victim = *m_workers[(start + k) % n];
+    if (&victim == &self) continue;
+    if (auto stolen = victim.deque.steal()) return *stolen;
+  }
+  // Deques are empty: take a LIFO item that its owner has not got to (the
+  // owner may be busy with one long item).
+  for (std::size_t k = 0; k < n; ++k) {
+    worker& victim = *m_workers[(start + k) % n];
+    if (&victim == &self || victim.lifo.load(std::memory_order_relaxed) == nullptr) continue;
+    if (work_item* item = victim.lifo.exchange(nullptr, std::memory_order_acq_rel)) return item;
+  }
+  return nullptr;
+}
+
+work_item* thread_pool::find_work(worker& self) {
+  if (++self.tick % global_queue_interval == 0) {
+    if (work_item* item = pop_global()) return item;
+  }
+  if (self.lifo_streak < lifo_streak_limit) {
+    if (work_item* item = self.lifo.exchange(nullptr, std::memory_order_acq_rel)) {
+      ++self.lifo_streak;
+      return item;
+    }
+  } else if (work_item* item = self.lifo.exchange(nullptr, std::memory_order_acq_rel)) {
+    item->next = nullptr;
+    push_global(item, item, 1);  // to the back of the FIFO queue
+  }
+  self.lifo_streak = 0;
+  if (auto item = self.deque.pop()) return *item;
+  if (work_item* item = pop_global()) return item;
+  return steal_from_others(self);
+}
+
+void thread_pool::run_worker(std::size_t index) {
+  worker& self = *m_workers[index];
+  t_pool = this;
+  t_worker = &self;
+  for (;;) {
+    work_item* item = find_work(self);
+    for (int round = 0; item == nullptr && round < search_rounds_before_sleep; ++round) {
+      std::this_thread::yield();
+      item = find_work(self);
+    }
+    if (item == nullptr) {
+      m_sleepers.fetch_add(1, std::memory_order_seq_cst);  // announce (handshake)
+      item = find_work(self);                               // re-check everything
+      if (item == nullptr) {
+        if (m_stopping.load(std::memory_order_acquire)) {
+          m_sleepers.fetch_sub(1, std::memory_order_relaxed);
+          break;  // drained: nothing queued anywhere and no more posts may come
+        }
+        sleep_until_woken();
+      }
+      m_sleepers.fetch_sub(1, std::memory_order_relaxed);
+      if (item == nullptr) continue;
+    }
+    item->handle.resume();  // `item` may be gone now: never touch it again
+  }
+  t_pool = nullptr;
+  t_worker = nullptr;
+}
+
+void thread_pool::sleep_until_woken() {
+  std::unique_lock lock(m_sleep_mutex);
+  m_sleep_cv.wait(lock, [this] {
+    return m_wakeups > 0 || m_stopping.load(std::memory_order_relaxed);
+  });
+  if (m_wakeups > 0) --m_wakeups;
+}
+
+}  // namespace ringfeed
