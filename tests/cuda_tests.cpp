@@ -1,2 +1,20 @@
 #include <catch2/catch.hpp>
-TEST_CASE("placeholder") {}
+
+#include <ringfeed/config.hpp>
+#include <ringfeed/cuda/device.hpp>
+
+#include "test_support.hpp"
+
+// Everything here needs a CUDA device; without one the executable reports
+// "skipped" with the CUDA runtime's own reason (e.g. cudaErrorNoDevice).
+static ringfeed::test::skip_if_unavailable skip_without_device{[]() -> std::string {
+  const auto p = ringfeed::cuda::probe_devices();
+  return p.available() ? std::string() : "no usable CUDA device: " + p.reason;
+}};
+
+TEST_CASE("the probe reports devices and no reason when they exist", "[cuda]") {
+  REQUIRE(ringfeed::built_with_cuda);
+  const auto p = ringfeed::cuda::probe_devices();
+  REQUIRE(p.device_count > 0);
+  REQUIRE(p.reason.empty());
+}
