@@ -87,6 +87,8 @@ const char* missing_opcode(io_uring* uring) {
 
 bool retryable(int res) noexcept { return res == -EINTR || res == -EAGAIN; }
 
+thread_local const ring* t_ring = nullptr;  // the ring whose thread this is
+
 }  // namespace
 
 static_assert(sizeof(struct statx) <= 256, "ring::statx_operation::m_statx is too small");
@@ -136,8 +138,10 @@ struct ring::state {
   std::atomic<std::uint64_t> enter_calls{0};
 
   // Ring thread only.
-  operation* pending_head = nullptr;
+  operation* pending_head = nullptr;  // waiting for an SQE
   operation* pending_tail = nullptr;
+  operation* ready_head = nullptr;    // finished, to resume on the ring thread
+  operation* ready_tail = nullptr;
   unsigned in_flight = 0;  // operations in the kernel, the wake-up read excluded
   bool wake_armed = false;
   std::uint64_t event_buffer = 0;
@@ -149,14 +153,16 @@ struct ring::state {
     [[maybe_unused]] ssize_t n = ::write(event_fd, &one, sizeof one);
   }
 
-  void append_pending(operation* op) noexcept {
+  static void append(operation*& head, operation*& tail, operation* op) noexcept {
     op->m_next = nullptr;
-    if (pending_tail != nullptr)
-      pending_tail->m_next = op;
+    if (tail != nullptr)
+      tail->m_next = op;
     else
-      pending_head = op;
-    pending_tail = op;
+      head = op;
+    tail = op;
   }
+  void append_pending(operation* op) noexcept { append(pending_head, pending_tail, op); }
+  void append_ready(operation* op) noexcept { append(ready_head, ready_tail, op); }
 };
 
 // --- setup and teardown --------------------------------------------------------
@@ -213,8 +219,21 @@ void ring::operation::await_suspend(std::coroutine_handle<> h) noexcept {
   m_ring->submit(*this);  // `this` may complete and be gone once submitted
 }
 
+bool ring::on_ring_thread() const noexcept { return t_ring == this; }
+
 void ring::submit(operation& op) noexcept {
   state& s = *m_state;
+  if (t_ring == this) {
+    // Started by a coroutine running on the ring thread: no hand-off, and it
+    // resumes here. schedule() from here is a plain yield.
+    op.m_resume_on_ring = true;
+    if (op.m_kind == operation::kind::schedule)
+      s.append_ready(&op);
+    else
+      s.append_pending(&op);
+    return;
+  }
+  op.m_resume_on_ring = op.m_kind == operation::kind::schedule;
   operation* head = s.incoming.load(std::memory_order_relaxed);
   do {
     op.m_next = head;
@@ -264,7 +283,8 @@ std::size_t ring::read_operation::await_resume() {
   if (m_error != 0) {
     std::string where = m_error_path.empty() ? "fd " + std::to_string(m_fd)
                                              : std::string(m_error_path);
-    where += "' at offset " + std::to_string(m_offset + m_done);
+    where += m_offset == stream_position ? "' after " + std::to_string(m_done) + " bytes"
+                                         : "' at offset " + std::to_string(m_offset + m_done);
     std::string what = "read '" + where;
     throw std::system_error(std::error_code(m_error, std::system_category()), what);
   }
@@ -316,13 +336,16 @@ void ring::run() {
       case operation::kind::read: {
         auto& o = as<read_operation>(op);
         const std::size_t len = std::min(o.m_buffer.size() - o.m_done, max_read_chunk);
-        io_uring_prep_read(sqe, o.m_fd, o.m_buffer.data() + o.m_done, static_cast<unsigned>(len),
-                           o.m_offset + o.m_done);
+        const std::uint64_t offset =
+            o.m_offset == stream_position ? stream_position : o.m_offset + o.m_done;  // -1: current position
+        io_uring_prep_read(sqe, o.m_fd, o.m_buffer.data() + o.m_done, static_cast<unsigned>(len), offset);
         break;
       }
       case operation::kind::close:
         io_uring_prep_close(sqe, as<close_operation>(op).m_fd);
         break;
+      case operation::kind::schedule:
+        break;  // never becomes an SQE
     }
     io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uint64_t>(&op));
   };
@@ -346,11 +369,13 @@ void ring::run() {
       }
       case operation::kind::statx:
       case operation::kind::close:
+      case operation::kind::schedule:
         return true;
     }
     return true;
   };
 
+  t_ring = this;
   for (;;) {
     // 1. Take everything submitted since the last round, oldest first.
     // acquire: pairs with the submitters' release CAS.
@@ -364,7 +389,10 @@ void ring::run() {
       }
       while (reversed != nullptr) {
         operation* next = reversed->m_next;
-        s.append_pending(reversed);
+        if (reversed->m_kind == operation::kind::schedule)
+          s.append_ready(reversed);
+        else
+          s.append_pending(reversed);
         reversed = next;
       }
     }
@@ -391,11 +419,11 @@ void ring::run() {
     s.submitted.fetch_add(queued, std::memory_order_relaxed);
 
     if (s.stopping.load(std::memory_order_acquire) && s.in_flight == 0 && s.pending_head == nullptr &&
-        s.incoming.load(std::memory_order_acquire) == nullptr)
+        s.ready_head == nullptr && s.incoming.load(std::memory_order_acquire) == nullptr)
       break;
 
     // 3. Submit; block for a completion only when there is nothing else to do.
-    bool block = io_uring_cq_ready(uring) == 0 &&
+    bool block = io_uring_cq_ready(uring) == 0 && s.ready_head == nullptr &&
                  (s.pending_head == nullptr || s.in_flight >= s.max_in_flight);
     if (block) {
       // seq_cst store then seq_cst load: our half of the handshake in submit().
@@ -441,6 +469,10 @@ void ring::run() {
         s.append_pending(op);
         continue;
       }
+      if (op->m_resume_on_ring) {
+        s.append_ready(op);
+        continue;
+      }
       op->m_item.next = nullptr;
       if (last != nullptr)
         last->next = &op->m_item;
@@ -453,7 +485,21 @@ void ring::run() {
       s.completed.fetch_add(finished, std::memory_order_relaxed);
       s.exec.post_list(first, finished);  // the operations may be gone after this
     }
+
+    // 5. Resume the coroutines that live on this thread. What they start
+    // lands in the pending list and is submitted together next round.
+    operation* ready = std::exchange(s.ready_head, nullptr);
+    s.ready_tail = nullptr;
+    std::size_t resumed = 0;
+    while (ready != nullptr) {
+      operation* next = ready->m_next;  // read first: resuming may end the operation
+      ready->m_item.handle.resume();
+      ready = next;
+      ++resumed;
+    }
+    s.completed.fetch_add(resumed, std::memory_order_relaxed);
   }
+  t_ring = nullptr;
 }
 
 }  // namespace ringfeed::io

@@ -7,7 +7,16 @@
 // batches (collect, advance the CQ, and only then act on them), retries
 // -EINTR/-EAGAIN and continues short reads itself, and posts the finished
 // operations' coroutines to the executor given at construction (a
-// thread_pool): nothing is resumed on the ring thread.
+// thread_pool).
+//
+// A coroutine may also move onto the ring thread (`co_await r.schedule()`).
+// Operations started from the ring thread complete there: after a batch of
+// completions is reaped and the CQ advanced, their coroutines are resumed on
+// the ring thread, start their next operations, and everything they started
+// goes to the kernel in one io_uring_enter. This is the fast path for chains
+// of small I/O (open, statx, read, close), as fio does it: no cross-thread
+// hand-off per step. Such coroutines must only do light work there and hop
+// to the pool (`co_await pool.schedule()`) for anything heavy.
 //
 // Shape follows libunifex's io_uring_context and Seastar's reactor backend.
 #pragma once
@@ -111,7 +120,7 @@ class ring {
     void await_suspend(std::coroutine_handle<> h) noexcept;
 
    protected:
-    enum class kind : std::uint8_t { openat, statx, read, close };
+    enum class kind : std::uint8_t { openat, statx, read, close, schedule };
     operation(ring& r, kind k) noexcept : m_ring(&r), m_kind(k) {}
     ~operation() = default;
     /// Throws std::system_error(m_error, "<verb> '<path>'") if it failed.
@@ -125,6 +134,13 @@ class ring {
     friend class ring;
     work_item m_item;
     operation* m_next = nullptr;  // submission list link
+    bool m_resume_on_ring = false;  // started on the ring thread: resume it there
+  };
+
+  class schedule_operation final : public operation {
+   public:
+    explicit schedule_operation(ring& r) noexcept : operation(r, kind::schedule) {}
+    void await_resume() const noexcept {}
   };
 
   class openat_operation final : public operation {
@@ -205,6 +221,10 @@ class ring {
   /// statx of an open file. `f` must outlive the operation. Any thread.
   [[nodiscard]] statx_operation statx(const file& f);
 
+  /// Offset meaning "the descriptor's current position", for pipes and other
+  /// streams (the position then advances as io_uring reads).
+  static constexpr std::uint64_t stream_position = ~std::uint64_t{0};
+
   /// Reads up to buffer.size() bytes at `offset`, continuing short reads until
   /// the buffer is full or the file ends. `f` and `buffer` must outlive the
   /// operation. Any thread.
@@ -218,6 +238,13 @@ class ring {
 
   /// Closes `f` on the ring (it no longer owns the descriptor). Any thread.
   [[nodiscard]] close_operation close(file&& f) noexcept { return close_operation{*this, std::move(f)}; }
+
+  /// `co_await r.schedule()` continues the coroutine on the ring thread.
+  /// Any thread.
+  [[nodiscard]] schedule_operation schedule() noexcept { return schedule_operation{*this}; }
+
+  /// True when called on this ring's thread.
+  [[nodiscard]] bool on_ring_thread() const noexcept;
 
   [[nodiscard]] ring_stats stats() const noexcept;
 
