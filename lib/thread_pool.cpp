@@ -114,11 +114,7 @@ void thread_pool::post_list(work_item* first, std::size_t count) noexcept {
 
 void thread_pool::push_global(work_item* first, work_item* last, std::size_t count) noexcept {
   std::lock_guard lock(m_global_mutex);
-  if (m_global_tail != nullptr)
-    m_global_tail->next = first;
-  else
-    m_global_head = first;
-  m_global_tail = last;
+  m_global.push_back_list(first, last);
   // seq_cst: the publication half of the sleep handshake (see top of file).
   m_global_size.fetch_add(count, std::memory_order_seq_cst);
 }
@@ -144,10 +140,8 @@ work_item* thread_pool::pop_global() {
   // seq_cst load: also used in the sleeper's re-check (handshake).
   if (m_global_size.load(std::memory_order_seq_cst) == 0) return nullptr;
   std::lock_guard lock(m_global_mutex);
-  work_item* item = m_global_head;
+  work_item* item = m_global.pop_front();
   if (item == nullptr) return nullptr;
-  m_global_head = item->next;
-  if (m_global_head == nullptr) m_global_tail = nullptr;
   m_global_size.fetch_sub(1, std::memory_order_relaxed);
   return item;
 }
@@ -181,7 +175,6 @@ work_item* thread_pool::find_work(worker& self) {
       return item;
     }
   } else if (work_item* item = self.lifo.exchange(nullptr, std::memory_order_acq_rel)) {
-    item->next = nullptr;
     push_global(item, item, 1);  // to the back of the FIFO queue
   }
   self.lifo_streak = 0;

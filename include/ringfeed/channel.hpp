@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <ringfeed/detail/intrusive_fifo.hpp>
 #include <ringfeed/executor.hpp>
 
 namespace ringfeed {
@@ -47,7 +48,7 @@ class channel {
   /// would strand them forever, so that aborts with a message: close() the
   /// channel and let the waiters finish first.
   ~channel() {
-    if (m_senders.head != nullptr || m_receivers.head != nullptr) {
+    if (!m_senders.empty() || !m_receivers.empty()) {
       std::fputs("ringfeed::channel destroyed with suspended waiters; close() it first\n", stderr);
       std::abort();
     }
@@ -107,33 +108,6 @@ class channel {
     waiter* next_woken = nullptr;
   };
 
-  template <typename Op>
-  struct fifo {
-    Op* head = nullptr;
-    Op* tail = nullptr;
-    void push(Op* op) noexcept {
-      op->m_next_waiter = nullptr;
-      if (tail != nullptr)
-        tail->m_next_waiter = op;
-      else
-        head = op;
-      tail = op;
-    }
-    Op* pop() noexcept {
-      Op* op = head;
-      if (op != nullptr) {
-        head = op->m_next_waiter;
-        if (head == nullptr) tail = nullptr;
-      }
-      return op;
-    }
-    Op* take_all() noexcept {
-      Op* op = head;
-      head = tail = nullptr;
-      return op;
-    }
-  };
-
  public:
   class send_operation : private waiter {
    public:
@@ -183,7 +157,7 @@ class channel {
         op.m_result = false;
         return false;
       }
-      if (receive_operation* r = m_receivers.pop()) {
+      if (receive_operation* r = m_receivers.pop_front()) {
         // A waiting receiver means the buffer is empty: hand over directly.
         r->m_value.emplace(std::move(op.m_value));
         woken = r;
@@ -191,7 +165,7 @@ class channel {
         m_slots[(m_head + m_size) % m_capacity].emplace(std::move(op.m_value));
         ++m_size;
       } else {
-        m_senders.push(&op);
+        m_senders.push_back(&op);
         return true;
       }
       op.m_result = true;
@@ -210,13 +184,13 @@ class channel {
         front.reset();
         m_head = (m_head + 1) % m_capacity;
         --m_size;
-        if (send_operation* s = m_senders.pop()) {  // refill the freed slot
+        if (send_operation* s = m_senders.pop_front()) {  // refill the freed slot
           m_slots[(m_head + m_size) % m_capacity].emplace(std::move(s->m_value));
           ++m_size;
           s->m_result = true;
           woken = s;
         }
-      } else if (send_operation* s = m_senders.pop()) {
+      } else if (send_operation* s = m_senders.pop_front()) {
         // Empty buffer with a waiting sender: only with capacity 0.
         op.m_value.emplace(std::move(s->m_value));
         s->m_result = true;
@@ -224,7 +198,7 @@ class channel {
       } else if (m_closed) {
         op.m_value.reset();
       } else {
-        m_receivers.push(&op);
+        m_receivers.push_back(&op);
         return true;
       }
     }
@@ -257,8 +231,8 @@ class channel {
   std::size_t m_head = 0;  // guarded by m_mutex
   std::size_t m_size = 0;  // guarded by m_mutex
   bool m_closed = false;   // guarded by m_mutex
-  fifo<send_operation> m_senders;
-  fifo<receive_operation> m_receivers;
+  detail::intrusive_fifo<send_operation, &send_operation::m_next_waiter> m_senders;       // guarded by m_mutex
+  detail::intrusive_fifo<receive_operation, &receive_operation::m_next_waiter> m_receivers;  // guarded by m_mutex
   executor* m_executor;
 };
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <ringfeed/detail/intrusive_fifo.hpp>
 #include <ringfeed/executor.hpp>
 
 namespace ringfeed {
@@ -84,8 +85,7 @@ class thread_pool final : public executor {
 
   // Injection queue: FIFO, intrusive, for posts from outside the pool.
   alignas(64) std::mutex m_global_mutex;
-  work_item* m_global_head = nullptr;  // guarded by m_global_mutex
-  work_item* m_global_tail = nullptr;  // guarded by m_global_mutex
+  detail::intrusive_fifo<work_item, &work_item::next> m_global;  // guarded by m_global_mutex
   // Hint read without the lock to skip locking an empty queue; exact under it.
   std::atomic<std::size_t> m_global_size{0};
 

@@ -1,5 +1,7 @@
 #include <ringfeed/io/ring.hpp>
 
+#include <ringfeed/detail/intrusive_fifo.hpp>
+
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/eventfd.h>
@@ -138,10 +140,8 @@ struct ring::state {
   std::atomic<std::uint64_t> enter_calls{0};
 
   // Ring thread only.
-  operation* pending_head = nullptr;  // waiting for an SQE
-  operation* pending_tail = nullptr;
-  operation* ready_head = nullptr;    // finished, to resume on the ring thread
-  operation* ready_tail = nullptr;
+  detail::intrusive_fifo<operation, &operation::m_next> pending;  // waiting for an SQE
+  detail::intrusive_fifo<operation, &operation::m_next> ready;    // finished, to resume here
   unsigned in_flight = 0;  // operations in the kernel, the wake-up read excluded
   bool wake_armed = false;
   std::uint64_t event_buffer = 0;
@@ -153,16 +153,6 @@ struct ring::state {
     [[maybe_unused]] ssize_t n = ::write(event_fd, &one, sizeof one);
   }
 
-  static void append(operation*& head, operation*& tail, operation* op) noexcept {
-    op->m_next = nullptr;
-    if (tail != nullptr)
-      tail->m_next = op;
-    else
-      head = op;
-    tail = op;
-  }
-  void append_pending(operation* op) noexcept { append(pending_head, pending_tail, op); }
-  void append_ready(operation* op) noexcept { append(ready_head, ready_tail, op); }
 };
 
 // --- setup and teardown --------------------------------------------------------
@@ -228,9 +218,9 @@ void ring::submit(operation& op) noexcept {
     // resumes here. schedule() from here is a plain yield.
     op.m_resume_on_ring = true;
     if (op.m_kind == operation::kind::schedule)
-      s.append_ready(&op);
+      s.ready.push_back(&op);
     else
-      s.append_pending(&op);
+      s.pending.push_back(&op);
     return;
   }
   op.m_resume_on_ring = op.m_kind == operation::kind::schedule;
@@ -390,9 +380,9 @@ void ring::run() {
       while (reversed != nullptr) {
         operation* next = reversed->m_next;
         if (reversed->m_kind == operation::kind::schedule)
-          s.append_ready(reversed);
+          s.ready.push_back(reversed);
         else
-          s.append_pending(reversed);
+          s.pending.push_back(reversed);
         reversed = next;
       }
     }
@@ -406,25 +396,23 @@ void ring::run() {
         s.wake_armed = true;
       }
     }
-    while (s.pending_head != nullptr && s.in_flight < s.max_in_flight) {
+    while (!s.pending.empty() && s.in_flight < s.max_in_flight) {
       io_uring_sqe* sqe = get_sqe();
       if (sqe == nullptr) break;
-      operation* op = s.pending_head;
-      s.pending_head = op->m_next;
-      if (s.pending_head == nullptr) s.pending_tail = nullptr;
+      operation* op = s.pending.pop_front();
       prep(*op, sqe);
       ++s.in_flight;
       ++queued;
     }
     s.submitted.fetch_add(queued, std::memory_order_relaxed);
 
-    if (s.stopping.load(std::memory_order_acquire) && s.in_flight == 0 && s.pending_head == nullptr &&
-        s.ready_head == nullptr && s.incoming.load(std::memory_order_acquire) == nullptr)
+    if (s.stopping.load(std::memory_order_acquire) && s.in_flight == 0 && s.pending.empty() &&
+        s.ready.empty() && s.incoming.load(std::memory_order_acquire) == nullptr)
       break;
 
     // 3. Submit; block for a completion only when there is nothing else to do.
-    bool block = io_uring_cq_ready(uring) == 0 && s.ready_head == nullptr &&
-                 (s.pending_head == nullptr || s.in_flight >= s.max_in_flight);
+    bool block = io_uring_cq_ready(uring) == 0 && s.ready.empty() &&
+                 (s.pending.empty() || s.in_flight >= s.max_in_flight);
     if (block) {
       // seq_cst store then seq_cst load: our half of the handshake in submit().
       s.sleeping.store(true, std::memory_order_seq_cst);
@@ -466,11 +454,11 @@ void ring::run() {
       --s.in_flight;
       if (!complete(*op, res)) {
         s.retried.fetch_add(1, std::memory_order_relaxed);
-        s.append_pending(op);
+        s.pending.push_back(op);
         continue;
       }
       if (op->m_resume_on_ring) {
-        s.append_ready(op);
+        s.ready.push_back(op);
         continue;
       }
       op->m_item.next = nullptr;
@@ -488,8 +476,7 @@ void ring::run() {
 
     // 5. Resume the coroutines that live on this thread. What they start
     // lands in the pending list and is submitted together next round.
-    operation* ready = std::exchange(s.ready_head, nullptr);
-    s.ready_tail = nullptr;
+    operation* ready = s.ready.take_all();
     std::size_t resumed = 0;
     while (ready != nullptr) {
       operation* next = ready->m_next;  // read first: resuming may end the operation
