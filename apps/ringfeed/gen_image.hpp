@@ -1,0 +1,95 @@
+// Synthetic photograph-like JPEGs for `ringfeed gen`.
+//
+// The point is a realistic *decoder workload*, not pretty pictures: sizes,
+// qualities, chroma subsampling, progressive and grayscale files in roughly
+// the mix an ImageNet tree has, and content whose spectrum falls off like a
+// photograph's (smooth fields, objects with edges and texture, sensor noise)
+// so the entropy-coded size per pixel is in ImageNet's range. Flat colours or
+// white noise would compress far too well or far too badly.
+//
+// Everything is a pure function of a 64-bit seed. No libm transcendental and
+// no std::*_distribution is used (both are implementation-defined), only
+// IEEE +, -, *, / and sqrt, so the same seed gives the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace ringfeed::cli {
+
+/// splitmix64 (Steele, Lea, Flood, OOPSLA'14): tiny, fast, well mixed; the
+/// seeding generator recommended for xoshiro. Good enough for procedural
+/// content, and its output is fixed by definition.
+class splitmix64 {
+ public:
+  explicit constexpr splitmix64(std::uint64_t seed) noexcept : m_state(seed) {}
+
+  constexpr std::uint64_t next() noexcept {
+    std::uint64_t z = (m_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1) with 24 bits of precision (exact in float).
+  constexpr float uniform() noexcept { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
+  constexpr float uniform(float lo, float hi) noexcept { return lo + (hi - lo) * uniform(); }
+  /// Uniform integer in [lo, hi] (inclusive); the tiny modulo bias is irrelevant here.
+  constexpr int between(int lo, int hi) noexcept {
+    return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  constexpr bool chance(float p) noexcept { return uniform() < p; }
+
+ private:
+  std::uint64_t m_state;
+};
+
+/// Derives an independent seed for item `index` of stream `stream` from the
+/// user's seed, so each image depends only on (seed, stream, index) and not on
+/// which thread made it or in what order.
+std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) noexcept;
+
+/// What one file will be. `subsamp` is a TJSAMP_* value; TJSAMP_GRAY means a
+/// single-channel image.
+struct image_spec {
+  int width = 0;
+  int height = 0;
+  int quality = 90;
+  int subsamp = 0;
+  bool progressive = false;
+  std::uint64_t content_seed = 0;
+
+  [[nodiscard]] bool gray() const noexcept;
+};
+
+/// Draws an ImageNet-like spec: ~1% tiny (<100 px), ~2% large (1024+ px on
+/// the long side), the rest 300-800 x 250-600 clustered at 500x375 / 375x500;
+/// quality 75-95; 4:2:0 mostly, some 4:4:4 and 4:2:2; ~3% grayscale; ~5%
+/// progressive.
+[[nodiscard]] image_spec draw_image_spec(std::uint64_t seed) noexcept;
+
+/// Renders the pixels of `spec` into `out` (RGB, or one channel when gray),
+/// tightly packed, resizing `out` as needed.
+void render_image(const image_spec& spec, std::vector<unsigned char>& out);
+
+/// Renders and compresses specs with TurboJPEG, reusing its pixel and output
+/// buffers between calls. Move-only; one per thread. The bytes depend only on
+/// the spec, never on what was encoded before (see encode() in the .cpp).
+class jpeg_encoder {
+ public:
+  jpeg_encoder();
+  ~jpeg_encoder();
+  jpeg_encoder(jpeg_encoder&&) noexcept;
+  jpeg_encoder& operator=(jpeg_encoder&&) noexcept;
+
+  /// Renders and compresses `spec`. The span stays valid until the next call.
+  /// Throws std::runtime_error with TurboJPEG's message on failure.
+  [[nodiscard]] std::span<const unsigned char> encode(const image_spec& spec);
+
+ private:
+  struct state;
+  std::unique_ptr<state> m_state;
+};
+
+}  // namespace ringfeed::cli
