@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# ringfeed bootstrap: install what is missing (Debian 12), build, and run.
+#
+#   ./bootstrap.sh demo   install, build Release, generate a sample dataset, run `ringfeed bench` on it
+#   ./bootstrap.sh test   install, build, run every test: normal build, ASan+UBSan, and TSan
+#   ./bootstrap.sh deps   only install the Debian packages the build needs
+#
+# Idempotent: packages already present are not touched, builds are incremental.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+jobs="${RINGFEED_JOBS:-$(nproc)}"
+
+# Everything the build, tests and CLI use. The CUDA toolkit is not a Debian
+# package here: it is used from /usr/local/cuda when present (RINGFEED_CUDA=AUTO).
+packages=(
+  g++ cmake ninja-build pkg-config git
+  liburing-dev libboost1.81-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev
+  catch2 libbenchmark-dev libtbb-dev
+  libcli11-dev nlohmann-json3-dev
+)
+
+log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_deps() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "all ${#packages[@]} Debian packages present"
+    return
+  fi
+  log "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Install from the current lists first; refresh them only if that fails.
+  if ! as_root apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+    as_root apt-get update -q
+    as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+configure_and_build() {  # preset
+  log "configure + build: preset $1"
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j "$jobs"
+}
+
+# Runs one ctest preset, prints its summary, and adds its counts to the totals.
+passed=0 failed=0 skipped=0
+run_tests() {  # preset
+  local junit="build/$1/ctest-junit.xml" rc=0
+  log "tests: preset $1"
+  ctest --preset "$1" -j "$jobs" --output-junit "$here/$junit" || rc=$?
+  if [ -f "$junit" ]; then
+    local line t f s
+    line="$(grep -m1 -o '<testsuite [^>]*>' "$junit")"
+    t="$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$line")"
+    f="$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$line")"
+    s="$(sed -n 's/.* skipped="\([0-9]*\)".*/\1/p' <<<"$line")"
+    passed=$((passed + t - f - s)) failed=$((failed + f)) skipped=$((skipped + s))
+  elif [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  return 0
+}
+
+cmd_test() {
+  install_deps
+  configure_and_build default
+  run_tests default
+  configure_and_build asan
+  run_tests asan
+  configure_and_build tsan
+  run_tests tsan
+  echo
+  echo "ringfeed tests (default + asan + tsan):"
+  echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+  [ "$failed" -eq 0 ]
+}
+
+cmd_demo() {
+  install_deps
+  configure_and_build release
+  local cli="build/release/bin/ringfeed" data="build/sample-dataset"
+  log "generating a sample ImageNet-like dataset in $data"
+  "$cli" gen "$data" --images 2000 --classes 10 --seed 1
+  log "ringfeed bench $data/train"
+  "$cli" bench "$data/train" --pipeline none --epochs 3
+}
+
+case "${1:-}" in
+  demo) cmd_demo ;;
+  test) cmd_test ;;
+  deps) install_deps ;;
+  *)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
