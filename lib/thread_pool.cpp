@@ -84,6 +84,8 @@ thread_pool::~thread_pool() {
   }
   m_sleep_cv.notify_all();
   for (auto& w : m_workers) w->thread.join();
+  // acquire: pairs with the posters' release decrement (see m_outside_posters).
+  while (m_outside_posters.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
 bool thread_pool::on_worker_thread() const noexcept { return t_pool == this; }
@@ -100,16 +102,21 @@ void thread_pool::post(work_item& item) noexcept {
     wake(1);
     return;
   }
+  m_outside_posters.fetch_add(1, std::memory_order_relaxed);
   push_global(&item, &item, 1);
   wake(1);
+  m_outside_posters.fetch_sub(1, std::memory_order_release);  // last touch of the pool
 }
 
 void thread_pool::post_list(work_item* first, std::size_t count) noexcept {
   if (first == nullptr) return;
   work_item* last = first;
   while (last->next != nullptr) last = last->next;
+  const bool outside = t_pool != this;
+  if (outside) m_outside_posters.fetch_add(1, std::memory_order_relaxed);
   push_global(first, last, count);
   wake(count);
+  if (outside) m_outside_posters.fetch_sub(1, std::memory_order_release);
 }
 
 void thread_pool::push_global(work_item* first, work_item* last, std::size_t count) noexcept {

@@ -202,3 +202,24 @@ TEST_CASE("a yield loop does not starve other work on the same worker", "[pool]"
   sync_wait(when_all(spinner(pool, other_ran), other(pool, other_ran)));
   REQUIRE(other_ran.load());
 }
+
+TEST_CASE("a pool may be destroyed as soon as work posted from outside has run", "[pool][stress]") {
+  // The poster can still be inside post() (waking a worker) when its item
+  // has already run and let the owner destroy the pool: the destructor must
+  // wait for it. TSan reports the use-after-destroy if it does not.
+  ringfeed::test::watchdog dog("destroy after outside post", std::chrono::seconds(120));
+  for (int round = 0; round < 300; ++round) {
+    auto pool = std::make_unique<thread_pool>(1);
+    std::latch ran(1);
+    async_scope scope;
+    auto job = [](thread_pool& p, std::latch& l) -> task<> {
+      co_await p.schedule();
+      l.count_down();
+    };
+    std::thread poster([&] { scope.spawn(job(*pool, ran)); });
+    ran.wait();
+    pool.reset();
+    poster.join();
+    sync_wait(scope.join());
+  }
+}

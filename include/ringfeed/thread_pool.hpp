@@ -95,6 +95,10 @@ class thread_pool final : public executor {
   std::condition_variable m_sleep_cv;
   std::size_t m_wakeups = 0;  // guarded by m_sleep_mutex
   std::atomic<bool> m_stopping{false};
+  // Outside threads inside post()/post_list(): their item may run, and its
+  // owner destroy the pool, before they finish waking a worker, so the
+  // destructor waits for this to drop to zero.
+  std::atomic<unsigned> m_outside_posters{0};
 };
 
 }  // namespace ringfeed

@@ -133,6 +133,10 @@ struct ring::state {
   // True while the ring thread is (about to be) blocked in the kernel.
   std::atomic<bool> sleeping{false};
   std::atomic<bool> stopping{false};
+  // Threads inside submit(). Once an operation is published it may complete,
+  // its coroutine finish, and its owner destroy the ring, while the submitter
+  // is still waking the ring thread: ~ring waits for this to drop to zero.
+  std::atomic<unsigned> active_submitters{0};
 
   std::atomic<std::uint64_t> submitted{0};
   std::atomic<std::uint64_t> completed{0};
@@ -184,6 +188,9 @@ ring::~ring() {
   m_state->stopping.store(true, std::memory_order_release);
   m_state->wake_thread();
   m_thread.join();
+  // acquire: pairs with the submitters' release decrement; their increment
+  // happens-before this load (it precedes the publication that led here).
+  while (m_state->active_submitters.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
 std::string ring::unavailable_reason() {
@@ -224,6 +231,7 @@ void ring::submit(operation& op) noexcept {
     return;
   }
   op.m_resume_on_ring = op.m_kind == operation::kind::schedule;
+  s.active_submitters.fetch_add(1, std::memory_order_relaxed);
   operation* head = s.incoming.load(std::memory_order_relaxed);
   do {
     op.m_next = head;
@@ -236,6 +244,7 @@ void ring::submit(operation& op) noexcept {
   if (s.sleeping.load(std::memory_order_seq_cst) &&
       s.sleeping.exchange(false, std::memory_order_acq_rel))
     s.wake_thread();  // only the first submitter after it slept pays the syscall
+  s.active_submitters.fetch_sub(1, std::memory_order_release);  // last touch of the ring
 }
 
 ring::statx_operation ring::statx(const file& f) {
