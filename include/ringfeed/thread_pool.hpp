@@ -73,10 +73,10 @@ class thread_pool final : public executor {
   struct worker;
 
   void run_worker(std::size_t index);
-  work_item* find_work(worker& self);
+  work_item* find_work(worker& self, bool last_look);
   void push_global(work_item* first, work_item* last, std::size_t count) noexcept;
   work_item* pop_global();
-  work_item* steal_from_others(worker& self);
+  work_item* steal_from_others(worker& self, bool take_lifo);
   bool any_work_visible();
   void wake(std::size_t how_many) noexcept;
   void sleep_until_woken();
