@@ -70,7 +70,7 @@ class async_scope {
 
  private:
   struct detached {
-    struct promise_type {
+    struct promise_type : detail::cached_frame {
       async_scope* scope = nullptr;
 
       detached get_return_object() noexcept {

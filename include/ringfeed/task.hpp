@@ -23,6 +23,8 @@
 #include <utility>
 #include <variant>
 
+#include <ringfeed/detail/frame_allocator.hpp>
+
 namespace ringfeed {
 
 template <typename T = void>
@@ -30,7 +32,7 @@ class task;
 
 namespace detail {
 
-class task_promise_base {
+class task_promise_base : public cached_frame {
  public:
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }
