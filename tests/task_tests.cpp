@@ -148,7 +148,9 @@ TEST_CASE("frame cache: a freed frame's block is reused for the next frame of it
   void* b = cache.allocate(120);  // same class, a different block
   REQUIRE(a != b);
   cache.deallocate(a, 100);
-  REQUIRE(cache.allocate(128) == a);  // reused, newest first
+  void* again = cache.allocate(128);
+  REQUIRE(again == a);  // reused, newest first
+  cache.deallocate(again, 128);
   void* big = cache.allocate(4096);  // beyond the cached classes: plain new/delete
   cache.deallocate(big, 4096);
   cache.deallocate(b, 120);
