@@ -1,0 +1,192 @@
+// Resampling: Pillow's Image.resize bit for bit (sizes up and down, odd
+// sizes, boxes, every filter, RGB and L), and the window / partial-source
+// forms equal cropping Pillow's output.
+#include <catch2/catch.hpp>
+
+#include <ringfeed/image/resample.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "image_test_data.hpp"
+
+namespace img = ringfeed::image;
+namespace data = ringfeed::test::image_data;
+
+namespace {
+
+img::resample_filter filter_named(const std::string& s) {
+  if (s == "bilinear") return img::resample_filter::bilinear;
+  if (s == "bicubic") return img::resample_filter::bicubic;
+  if (s == "lanczos") return img::resample_filter::lanczos;
+  if (s == "hamming") return img::resample_filter::hamming;
+  if (s == "box") return img::resample_filter::box;
+  throw std::runtime_error("unknown filter " + s);
+}
+
+struct golden_case {
+  std::string golden;
+  std::string kind;
+  img::resample_request request;
+};
+
+std::vector<golden_case> read_cases() {
+  std::ifstream in(data::dir() / "resample" / "cases.txt");
+  std::vector<golden_case> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    golden_case c;
+    std::string filter;
+    std::string box;
+    ls >> c.golden >> c.kind >> filter >> c.request.output.width >> c.request.output.height >> box;
+    c.request.filter = filter_named(filter);
+    if (box != "-") {
+      img::resample_box b;
+      b.x0 = std::stof(box);
+      ls >> b.y0 >> b.x1 >> b.y1;
+      c.request.box = b;
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// A deterministic noisy test image (worst case for any shortcut).
+std::vector<std::uint8_t> noise(int w, int h, int c, unsigned seed) {
+  std::vector<std::uint8_t> v(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * static_cast<std::size_t>(c));
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (auto& p : v) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p = static_cast<std::uint8_t>(x >> 24);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("resize equals Pillow's Image.resize bit for bit", "[image][resample]") {
+  const data::pnm rgb = data::read_pnm(data::dir() / "resample" / "src.ppm");
+  const data::pnm gray = data::read_pnm(data::dir() / "resample" / "src_gray.pgm");
+  const auto cases = read_cases();
+  REQUIRE(cases.size() >= 20);
+  img::resampler rs;
+  for (const golden_case& c : cases) {
+    INFO(c.golden);
+    const data::pnm& src = c.kind == "rgb" ? rgb : gray;
+    const data::pnm expected = data::read_pnm(data::dir() / "resample" / c.golden);
+    img::image_buffer out(expected.width, expected.height, src.channels);
+    img::resample_request rq = c.request;
+    rq.input = {src.width, src.height};
+    rs.resize(src.view(), rq, out.view());
+    const auto stats = data::compare(data::packed(out.view()), expected.pixels);
+    CHECK(stats.differing == 0);
+  }
+}
+
+TEST_CASE("an output window equals the same crop of the whole output", "[image][resample]") {
+  const data::pnm src = data::read_pnm(data::dir() / "resample" / "src.ppm");
+  img::resampler rs;
+  for (const img::size2 out_size : {img::size2{30, 23}, img::size2{122, 94}, img::size2{17, 80}, img::size2{61, 47}}) {
+    img::image_buffer whole(out_size.width, out_size.height, 3);
+    rs.resize(src.view(), whole.view());
+    for (const img::crop_box w : {img::crop_box{0, 0, out_size.height, out_size.width},
+                                  img::crop_box{1, 2, out_size.height - 3, out_size.width - 2},
+                                  img::crop_box{out_size.height / 2, out_size.width / 3, 1, 1},
+                                  img::crop_box{0, out_size.width - 1, out_size.height, 1}}) {
+      INFO(out_size.width << "x" << out_size.height << " window " << w.top << "," << w.left);
+      img::resample_request rq;
+      rq.input = {src.width, src.height};
+      rq.output = out_size;
+      rq.window = w;
+      img::image_buffer part(w.width, w.height, 3);
+      rs.resize(src.view(), rq, part.view());
+      CHECK(data::packed(part.view()) == data::packed(whole.view().crop(w)));
+    }
+  }
+}
+
+TEST_CASE("a source holding only source_region() gives the same pixels", "[image][resample]") {
+  const int w = 211;
+  const int h = 157;
+  const auto pixels = noise(w, h, 3, 7);
+  const img::image_view full{pixels.data(), w, h, 3, w * 3};
+  img::resampler rs;
+  for (const img::size2 out_size : {img::size2{64, 48}, img::size2{300, 200}, img::size2{211, 100}, img::size2{90, 157}}) {
+    for (int boxed = 0; boxed < 2; ++boxed) {
+      img::resample_request rq;
+      rq.input = {w, h};
+      rq.output = out_size;
+      if (boxed) rq.box = img::resample_box{10.5f, 3.25f, 180.0f, 150.5f};
+      rq.window = {out_size.height / 4, out_size.width / 5, out_size.height / 2, out_size.width / 2};
+      img::image_buffer expected(rq.window.width, rq.window.height, 3);
+      rs.resize(full, rq, expected.view());
+      const img::crop_box need = img::resampler::source_region(rq);
+      INFO(out_size.width << "x" << out_size.height << " boxed " << boxed << " need " << need.left << "," << need.top
+                          << " " << need.width << "x" << need.height);
+      REQUIRE(need.left >= 0);
+      REQUIRE(need.top >= 0);
+      REQUIRE(need.right() <= w);
+      REQUIRE(need.bottom() <= h);
+      img::resample_request part = rq;
+      part.src_left = need.left;
+      part.src_top = need.top;
+      img::image_buffer got(rq.window.width, rq.window.height, 3);
+      rs.resize(full.crop(need), part, got.view());
+      CHECK(data::packed(got.view()) == data::packed(expected.view()));
+      // One pixel less on any side is refused, not read out of bounds.
+      const img::crop_box smaller{need.top + 1, need.left, need.height - 1, need.width};
+      part.src_top = smaller.top;
+      CHECK_THROWS_AS(rs.resize(full.crop(smaller), part, got.view()), std::invalid_argument);
+    }
+  }
+}
+
+TEST_CASE("resample checks its arguments as Pillow does", "[image][resample]") {
+  const auto pixels = noise(20, 10, 3, 1);
+  const img::image_view src{pixels.data(), 20, 10, 3, 60};
+  img::resampler rs;
+  img::image_buffer out(5, 5, 3);
+  img::resample_request rq;
+  rq.input = {20, 10};
+  rq.output = {5, 5};
+  rq.box = img::resample_box{-1, 0, 10, 10};
+  CHECK_THROWS_WITH(rs.resize(src, rq, out.view()), Catch::Contains("negative"));
+  rq.box = img::resample_box{0, 0, 21, 10};
+  CHECK_THROWS_WITH(rs.resize(src, rq, out.view()), Catch::Contains("exceed"));
+  rq.box = img::resample_box{5, 0, 4, 10};
+  CHECK_THROWS_WITH(rs.resize(src, rq, out.view()), Catch::Contains("empty"));
+  rq.box.reset();
+  rq.output = {0, 5};
+  CHECK_THROWS_AS(rs.resize(src, rq, out.view()), std::invalid_argument);
+  rq.output = {5, 5};
+  rq.window = {0, 0, 6, 5};
+  CHECK_THROWS_WITH(rs.resize(src, rq, out.view()), Catch::Contains("window"));
+  rq.window = {};
+  img::image_buffer wrong(4, 5, 3);
+  CHECK_THROWS_AS(rs.resize(src, rq, wrong.view()), std::invalid_argument);
+}
+
+TEST_CASE("a resampler is reusable across sizes and channel counts", "[image][resample]") {
+  img::resampler rs;
+  for (int i = 0; i < 30; ++i) {
+    const int w = 17 + (i * 37) % 300;
+    const int h = 9 + (i * 53) % 200;
+    const int c = 1 + i % 4;
+    const auto px = noise(w, h, c, static_cast<unsigned>(i));
+    const img::image_view src{px.data(), w, h, c, static_cast<std::ptrdiff_t>(w) * c};
+    const int ow = 1 + (i * 29) % 257;
+    const int oh = 1 + (i * 31) % 199;
+    img::image_buffer a(ow, oh, c);
+    img::image_buffer b(ow, oh, c);
+    rs.resize(src, a.view());
+    img::resampler once;
+    once.resize(src, b.view());
+    CHECK(data::packed(a.view()) == data::packed(b.view()));
+  }
+}

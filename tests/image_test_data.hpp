@@ -1,0 +1,139 @@
+// Helpers for the image tests: where the committed data lives, reading files
+// and binary PNM goldens, comparing pixels.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ringfeed/image/image.hpp>
+
+namespace ringfeed::test::image_data {
+
+/// tests/data/image in the source tree (this header sits in tests/).
+inline std::filesystem::path dir() { return std::filesystem::path(__FILE__).parent_path() / "data" / "image"; }
+
+inline std::vector<std::byte> read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + p.string());
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(chars.size());
+  std::transform(chars.begin(), chars.end(), out.begin(), [](char c) { return static_cast<std::byte>(c); });
+  return out;
+}
+
+inline void write_file(const std::filesystem::path& p, std::span<const std::byte> bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+/// A binary PPM (P6, RGB) or PGM (P5, gray) with maxval 255.
+struct pnm {
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  std::vector<std::uint8_t> pixels;
+
+  [[nodiscard]] ringfeed::image::image_view view() const {
+    return {pixels.data(), width, height, channels, static_cast<std::ptrdiff_t>(width) * channels};
+  }
+};
+
+inline pnm read_pnm(const std::filesystem::path& p) {
+  const std::vector<std::byte> raw = read_file(p);
+  std::size_t pos = 0;
+  const auto token = [&]() {
+    std::string t;
+    while (pos < raw.size()) {
+      const char c = static_cast<char>(raw[pos]);
+      if (c == '#') {
+        while (pos < raw.size() && static_cast<char>(raw[pos]) != '\n') ++pos;
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        if (!t.empty()) break;
+        ++pos;
+        continue;
+      } else {
+        t += c;
+        ++pos;
+        continue;
+      }
+    }
+    return t;
+  };
+  const std::string magic = token();
+  pnm img;
+  if (magic == "P6") img.channels = 3;
+  else if (magic == "P5") img.channels = 1;
+  else throw std::runtime_error(p.string() + ": not a binary PNM");
+  img.width = std::stoi(token());
+  img.height = std::stoi(token());
+  if (std::stoi(token()) != 255) throw std::runtime_error(p.string() + ": maxval must be 255");
+  ++pos;  // the single whitespace after maxval
+  const std::size_t n = static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.height) *
+                        static_cast<std::size_t>(img.channels);
+  if (raw.size() < pos + n) throw std::runtime_error(p.string() + ": short pixel data");
+  img.pixels.resize(n);
+  std::memcpy(img.pixels.data(), raw.data() + pos, n);
+  return img;
+}
+
+/// Packed copy of a view's pixels (rows concatenated).
+inline std::vector<std::uint8_t> packed(ringfeed::image::image_view v) {
+  std::vector<std::uint8_t> out;
+  const std::size_t row = static_cast<std::size_t>(v.width) * static_cast<std::size_t>(v.channels);
+  out.reserve(row * static_cast<std::size_t>(v.height));
+  for (int y = 0; y < v.height; ++y) out.insert(out.end(), v.row(y), v.row(y) + row);
+  return out;
+}
+
+struct diff_stats {
+  double mean_abs = 0;
+  int max_abs = 0;
+  std::size_t differing = 0;
+};
+
+inline diff_stats compare(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
+  if (a.size() != b.size()) throw std::runtime_error("compare: sizes differ");
+  diff_stats s;
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const int d = std::abs(static_cast<int>(a[i]) - static_cast<int>(b[i]));
+    sum += d;
+    s.max_abs = std::max(s.max_abs, d);
+    if (d != 0) ++s.differing;
+  }
+  s.mean_abs = a.empty() ? 0 : sum / static_cast<double>(a.size());
+  return s;
+}
+
+/// Peak signal-to-noise ratio in dB for 8-bit data (infinity when equal).
+inline double psnr(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
+  if (a.size() != b.size() || a.empty()) throw std::runtime_error("psnr: sizes differ");
+  double se = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    se += d * d;
+  }
+  if (se == 0) return INFINITY;
+  const double mse = se / static_cast<double>(a.size());
+  return 10.0 * std::log10(255.0 * 255.0 / mse);
+}
+
+inline std::span<const std::uint8_t> as_u8(std::span<const std::byte> b) {
+  return {reinterpret_cast<const std::uint8_t*>(b.data()), b.size()};
+}
+
+}  // namespace ringfeed::test::image_data
