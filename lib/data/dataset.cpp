@@ -1,0 +1,399 @@
+// The dataset value type, source strings and shard patterns.
+#include <ringfeed/data/dataset.hpp>
+
+#include <dirent.h>
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <stdexcept>
+#include <system_error>
+
+#include "data/data_detail.hpp"
+
+namespace ringfeed::data {
+namespace {
+
+// "<path>[:<line>]: <reason>", built by appending (GCC 12 -O3 warns
+// -Wrestrict, falsely, on the equivalent chain of operator+).
+std::string error_text(const std::string& path, const std::string& reason, std::size_t line) {
+  std::string what = path;
+  if (line != 0) {
+    what += ':';
+    what += std::to_string(line);
+  }
+  what += ": ";
+  what += reason;
+  return what;
+}
+
+}  // namespace
+
+dataset_error::dataset_error(std::string path, const std::string& reason, std::size_t line)
+    : std::runtime_error(error_text(path, reason, line)),
+      m_path(std::move(path)),
+      m_line(line) {}
+
+void sample_location::full_path(std::string& out) const {
+  out.clear();
+  if (base.empty() || (!path.empty() && path.front() == '/')) {
+    out.append(path);
+    return;
+  }
+  out.append(base);
+  if (out.back() != '/') out.push_back('/');
+  out.append(path);
+}
+
+namespace detail {
+
+void string_table::append(const string_table& other) {
+  const std::uint64_t shift = m_chars.size();
+  m_chars.append(other.m_chars);
+  m_ends.reserve(m_ends.size() + other.m_ends.size());
+  for (const std::uint64_t e : other.m_ends) m_ends.push_back(e + shift);
+}
+
+void string_table::assign(std::string chars, std::vector<std::uint64_t> ends) {
+  std::uint64_t previous = 0;
+  for (const std::uint64_t e : ends) {
+    if (e < previous) throw std::invalid_argument("string_table: decreasing end offsets");
+    previous = e;
+  }
+  if (previous != chars.size()) throw std::invalid_argument("string_table: end offsets do not cover the characters");
+  m_chars = std::move(chars);
+  m_ends = std::move(ends);
+}
+
+}  // namespace detail
+
+dataset::dataset(detail::dataset_contents contents) : m_c(std::move(contents)) {
+  const std::size_t n = m_c.labels.size();
+  if (m_c.names.size() != n) throw std::invalid_argument("dataset: names and labels differ in count");
+  if (m_c.kind == dataset_kind::tar_shards) {
+    if (m_c.shard_of.size() != n || m_c.offsets.size() != n || m_c.sizes.size() != n) {
+      throw std::invalid_argument("dataset: tar sample arrays differ in count");
+    }
+    for (const std::uint32_t s : m_c.shard_of) {
+      if (s >= m_c.shards.size()) throw std::invalid_argument("dataset: sample refers to a missing shard");
+    }
+  }
+  if (!m_c.classes.empty()) {
+    m_num_classes = m_c.classes.size();
+  } else {
+    std::int64_t max = -1;
+    for (const std::int64_t l : m_c.labels) max = std::max(max, l);
+    m_num_classes = static_cast<std::size_t>(max + 1);
+  }
+}
+
+sample_location dataset::location(std::size_t i) const noexcept {
+  sample_location loc;
+  if (m_c.kind == dataset_kind::tar_shards) {
+    loc.shard = m_c.shard_of[i];
+    loc.path = m_c.shards[loc.shard].path;
+    loc.offset = m_c.offsets[i];
+    loc.size = m_c.sizes[i];
+    return loc;
+  }
+  loc.path = m_c.names[i];
+  if (loc.path.empty() || loc.path.front() != '/') loc.base = m_c.root;
+  return loc;
+}
+
+std::string dataset::path(std::size_t i) const {
+  std::string out;
+  location(i).full_path(out);
+  return out;
+}
+
+std::string dataset::describe(std::size_t i) const {
+  if (m_c.kind == dataset_kind::tar_shards) {
+    return m_c.shards[m_c.shard_of[i]].path + ":" + std::string(m_c.names[i]);
+  }
+  return path(i);
+}
+
+const std::vector<std::string_view>& image_extensions() noexcept {
+  static const std::vector<std::string_view> list{".jpg", ".jpeg", ".png", ".ppm", ".bmp",
+                                                  ".pgm", ".tif",  ".tiff", ".webp"};
+  return list;
+}
+
+bool has_image_extension(std::string_view name) noexcept {
+  for (const std::string_view ext : image_extensions()) {
+    if (name.size() < ext.size()) continue;
+    const std::string_view tail = name.substr(name.size() - ext.size());
+    bool same = true;
+    for (std::size_t k = 0; k < ext.size() && same; ++k) {
+      char c = tail[k];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      same = c == ext[k];
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
+// --- braces and globs ----------------------------------------------------
+
+namespace {
+
+// Index of the '}' matching the '{' at `open`, or npos.
+std::size_t matching_brace(std::string_view s, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '{') ++depth;
+    if (s[i] == '}' && --depth == 0) return i;
+  }
+  return std::string_view::npos;
+}
+
+// Top-level comma positions inside a brace body.
+std::vector<std::size_t> top_level_commas(std::string_view body) {
+  std::vector<std::size_t> commas;
+  int depth = 0;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    if (body[i] == '{') ++depth;
+    if (body[i] == '}') --depth;
+    if (body[i] == ',' && depth == 0) commas.push_back(i);
+  }
+  return commas;
+}
+
+bool parse_decimal(std::string_view s, long long& out) {
+  if (s.empty()) return false;
+  const char* first = s.data();
+  if (*first == '+') ++first;
+  const auto [end, ec] = std::from_chars(first, s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// `{a..b}` or `{a..b..step}` (numbers), or nullopt when the body is not a range.
+std::optional<std::vector<std::string>> numeric_range(std::string_view body) {
+  const std::size_t dots = body.find("..");
+  if (dots == std::string_view::npos) return std::nullopt;
+  const std::string_view first = body.substr(0, dots);
+  std::string_view rest = body.substr(dots + 2);
+  std::string_view last = rest;
+  long long step = 1;
+  if (const std::size_t dots2 = rest.find(".."); dots2 != std::string_view::npos) {
+    last = rest.substr(0, dots2);
+    if (!parse_decimal(rest.substr(dots2 + 2), step)) return std::nullopt;
+    step = step < 0 ? -step : step;
+    if (step == 0) step = 1;
+  }
+  long long a = 0;
+  long long b = 0;
+  if (!parse_decimal(first, a) || !parse_decimal(last, b)) return std::nullopt;
+  auto padded = [](std::string_view s) {
+    const std::string_view digits = !s.empty() && (s[0] == '-' || s[0] == '+') ? s.substr(1) : s;
+    return digits.size() > 1 && digits[0] == '0';
+  };
+  const std::size_t width = padded(first) || padded(last) ? std::max(first.size(), last.size()) : 0;
+  std::vector<std::string> out;
+  const long long count = (a <= b ? b - a : a - b) / step + 1;
+  if (count > 10'000'000) throw std::invalid_argument("brace range too long: {" + std::string(body) + "}");
+  out.reserve(static_cast<std::size_t>(count));
+  for (long long k = 0; k < count; ++k) {
+    const long long v = a <= b ? a + k * step : a - k * step;
+    std::string digits = std::to_string(v < 0 ? -v : v);
+    const std::size_t sign = v < 0 ? 1 : 0;
+    if (digits.size() + sign < width) digits.insert(0, width - sign - digits.size(), '0');
+    out.push_back((v < 0 ? "-" : "") + digits);
+  }
+  return out;
+}
+
+void expand_into(std::string_view pattern, std::vector<std::string>& out) {
+  const std::size_t open = pattern.find('{');
+  const std::size_t stray = pattern.find('}');
+  if (open == std::string_view::npos) {
+    if (stray != std::string_view::npos) throw std::invalid_argument("unbalanced '}' in " + std::string(pattern));
+    out.emplace_back(pattern);
+    return;
+  }
+  if (stray < open) throw std::invalid_argument("unbalanced '}' in " + std::string(pattern));
+  const std::size_t close = matching_brace(pattern, open);
+  if (close == std::string_view::npos) throw std::invalid_argument("unbalanced '{' in " + std::string(pattern));
+  const std::string_view prefix = pattern.substr(0, open);
+  const std::string_view body = pattern.substr(open + 1, close - open - 1);
+  const std::string_view suffix = pattern.substr(close + 1);
+
+  std::vector<std::string> middles;
+  const std::vector<std::size_t> commas = top_level_commas(body);
+  if (!commas.empty()) {
+    std::size_t begin = 0;
+    for (std::size_t k = 0; k <= commas.size(); ++k) {
+      const std::size_t end = k < commas.size() ? commas[k] : body.size();
+      expand_into(body.substr(begin, end - begin), middles);
+      begin = end + 1;
+    }
+  } else if (auto range = numeric_range(body)) {
+    middles = std::move(*range);
+  } else {
+    // A single word in braces is literal, as in bash and braceexpand.
+    std::vector<std::string> inner;
+    expand_into(body, inner);
+    for (auto& s : inner) middles.push_back("{" + s + "}");
+  }
+  std::vector<std::string> tails;
+  expand_into(suffix, tails);
+  for (const auto& m : middles) {
+    for (const auto& t : tails) out.push_back(std::string(prefix) + m + t);
+  }
+}
+
+bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+bool ends_with_ci(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && detail::ascii_lower(s.substr(s.size() - suffix.size())) == suffix;
+}
+
+std::filesystem::path absolute_path(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(p, ec);
+  return ec ? p : abs.lexically_normal();
+}
+
+// The non-hidden `.tar` regular files of a directory, sorted by bytes;
+// `has_subdir` tells whether it also holds a non-hidden sub-directory.
+std::vector<std::filesystem::path> tar_files_in(const std::filesystem::path& dir, bool& has_subdir) {
+  std::vector<std::filesystem::path> out;
+  has_subdir = false;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) detail::throw_errno(errno, "cannot list", dir.native());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.empty() || name.front() == '.') continue;
+    unsigned char type = e->d_type;
+    if (type == DT_LNK || type == DT_UNKNOWN) {
+      struct stat st {};
+      if (::stat((dir / std::string(name)).c_str(), &st) != 0) continue;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+    }
+    if (type == DT_DIR) has_subdir = true;
+    if (type == DT_REG && ends_with_ci(name, ".tar")) out.push_back(dir / std::string(name));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.native() < b.native(); });
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_braces(std::string_view pattern) {
+  std::vector<std::string> out;
+  expand_into(pattern, out);
+  return out;
+}
+
+std::vector<std::filesystem::path> expand_shard_pattern(std::string_view pattern) {
+  std::vector<std::filesystem::path> out;
+  std::vector<std::string> pieces;
+  try {
+    pieces = expand_braces(pattern);
+  } catch (const std::invalid_argument& e) {
+    throw dataset_error(std::string(pattern), e.what());
+  }
+  for (const std::string& piece : pieces) {
+    if (has_glob_chars(piece)) {
+      glob_t g{};
+      const int rc = ::glob(piece.c_str(), GLOB_NOSORT, nullptr, &g);
+      std::vector<std::string> matches;
+      if (rc == 0) {
+        for (std::size_t k = 0; k < g.gl_pathc; ++k) {
+          struct stat st {};
+          const std::string_view m = g.gl_pathv[k];
+          if (m.find(".ringfeed.idx") != std::string_view::npos) continue;  // our own shard indexes
+          if (::stat(g.gl_pathv[k], &st) == 0 && S_ISREG(st.st_mode)) matches.emplace_back(m);
+        }
+      }
+      ::globfree(&g);
+      if (rc != 0 && rc != GLOB_NOMATCH) throw dataset_error(piece, "cannot expand the glob");
+      if (matches.empty()) throw dataset_error(piece, "no shard matches this pattern");
+      std::sort(matches.begin(), matches.end());
+      for (auto& m : matches) out.push_back(absolute_path(m));
+    } else {
+      struct stat st {};
+      if (::stat(piece.c_str(), &st) != 0) detail::throw_errno(errno, "cannot open shard", piece);
+      if (!S_ISREG(st.st_mode)) throw dataset_error(piece, "not a regular file");
+      out.push_back(absolute_path(piece));
+    }
+  }
+  return out;
+}
+
+source_kind detect_source_kind(std::string_view source) {
+  if (const std::size_t scheme = source.find("://"); scheme != std::string_view::npos) {
+    const std::string name = detail::ascii_lower(source.substr(0, scheme));
+    if (name == "nfs") {
+      throw dataset_error(std::string(source),
+                          "nfs:// sources are not supported yet (the libnfs reader is a separate issue); "
+                          "mount the export and pass the local path");
+    }
+    throw dataset_error(std::string(source), "unsupported URL scheme '" + name + "://'");
+  }
+  if (source.find('{') != std::string_view::npos || has_glob_chars(source)) return source_kind::tar_shards;
+  if (ends_with_ci(source, ".tar")) return source_kind::tar_shards;
+  if (ends_with_ci(source, ".csv") || ends_with_ci(source, ".tsv")) return source_kind::manifest;
+  const std::string path(source);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) detail::throw_errno(errno, "cannot open dataset source", path);
+  if (S_ISDIR(st.st_mode)) {
+    bool has_subdir = false;
+    const auto tars = tar_files_in(path, has_subdir);
+    return !tars.empty() && !has_subdir ? source_kind::tar_shards : source_kind::image_folder;
+  }
+  throw dataset_error(path, "cannot tell what kind of dataset this is: expected a directory (ImageFolder or .tar "
+                            "shards), a .csv/.tsv manifest, or .tar shards (a file, glob or {a..b} pattern)");
+}
+
+dataset open_dataset(std::string_view source, const dataset_options& options) {
+  source_kind kind = options.kind;
+  if (kind == source_kind::auto_detect) kind = detect_source_kind(source);
+  detail::dataset_contents contents;
+  switch (kind) {
+    case source_kind::image_folder:
+      contents = detail::image_folder_contents(std::filesystem::path(source), options);
+      break;
+    case source_kind::manifest:
+      contents = detail::manifest_contents(std::filesystem::path(source), options);
+      break;
+    case source_kind::tar_shards: {
+      const std::string path(source);
+      struct stat st {};
+      if (!has_glob_chars(source) && source.find('{') == std::string_view::npos && ::stat(path.c_str(), &st) == 0 &&
+          S_ISDIR(st.st_mode)) {
+        bool has_subdir = false;
+        auto tars = tar_files_in(path, has_subdir);
+        if (tars.empty()) throw dataset_error(path, "no .tar shard in this directory");
+        for (auto& t : tars) t = absolute_path(t);
+        contents = detail::tar_contents(tars, options);
+      } else {
+        contents = detail::tar_contents(expand_shard_pattern(source), options);
+      }
+      break;
+    }
+    case source_kind::auto_detect:
+      throw std::invalid_argument("open_dataset: bad source_kind");
+  }
+  contents.source = std::string(source);
+  return dataset(std::move(contents));
+}
+
+dataset scan_image_folder(const std::filesystem::path& root, const dataset_options& options) {
+  return dataset(detail::image_folder_contents(root, options));
+}
+
+dataset read_manifest(const std::filesystem::path& manifest, const dataset_options& options) {
+  return dataset(detail::manifest_contents(manifest, options));
+}
+
+dataset index_tar_shards(const std::vector<std::filesystem::path>& shards, const dataset_options& options) {
+  return dataset(detail::tar_contents(shards, options));
+}
+
+}  // namespace ringfeed::data

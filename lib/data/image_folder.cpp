@@ -1,0 +1,438 @@
+// ImageFolder: torchvision 0.14's DatasetFolder order, scanned concurrently,
+// with a cached index validated by directory inode + mtime.
+//
+// torchvision (datasets/folder.py, 0.14):
+//   classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
+//   for target_class in sorted(class_to_idx):
+//     for root, _, fnames in sorted(os.walk(class_dir, followlinks=True)):
+//       for fname in sorted(fnames):
+//         if path.lower().endswith(IMG_EXTENSIONS): append (path, class_index)
+// sorted(os.walk(...)) orders the walked directories by their path string
+// (not depth-first): "c/a" < "c/a-b" < "c/a/x". os.walk puts an entry in
+// `dirs` when entry.is_dir() (symlinks followed) and everything else,
+// broken symlinks included, in `fnames`. We list each directory once with
+// readdir's d_type (a stat only for DT_LNK and DT_UNKNOWN), remember every
+// listed directory's path and sort the lists as Python would.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <system_error>
+
+#include "data/data_detail.hpp"
+
+namespace ringfeed::data::detail {
+namespace {
+
+constexpr std::string_view folder_magic = "RFIFOLD1";
+constexpr std::uint32_t folder_version = 1;
+
+// A directory whose listing is part of the index: path relative to the
+// root ("" for the root itself) and what it looked like when listed.
+struct dir_record {
+  std::string rel;
+  file_stamp stamp;
+};
+
+// Sorts names in Python str order: bytes when every name is valid UTF-8
+// (the common case), else by python_sort_key.
+void python_sort(std::vector<std::string>& names) {
+  const bool all_valid = std::all_of(names.begin(), names.end(), [](const std::string& s) { return is_valid_utf8(s); });
+  if (all_valid) {
+    std::sort(names.begin(), names.end());
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> keyed;
+  keyed.reserve(names.size());
+  for (auto& n : names) keyed.emplace_back(python_sort_key(n), std::move(n));
+  std::sort(keyed.begin(), keyed.end());
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = std::move(keyed[i].second);
+}
+
+bool is_hidden(std::string_view name) { return !name.empty() && name.front() == '.'; }
+
+bool is_dot_or_dotdot(const char* name) {
+  return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+// Whether the entry is a directory the way os.scandir's entry.is_dir()
+// (follow_symlinks=True) decides: d_type when it is definite, else stat;
+// a failing stat (broken symlink) means "not a directory".
+bool entry_is_dir(int dir_fd, const dirent& e) {
+  if (e.d_type == DT_DIR) return true;
+  if (e.d_type != DT_LNK && e.d_type != DT_UNKNOWN) return false;
+  struct stat st {};
+  return ::fstatat(dir_fd, e.d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Walks one class directory as os.walk(followlinks=True) would, collecting
+// (sub-directory, sorted image names) lists.
+class class_walker {
+ public:
+  class_walker(const std::string& root_display, const std::string& class_name, const dataset_options& options)
+      : m_root(root_display), m_class(class_name), m_options(options) {}
+
+  // Takes ownership of `fd`, the open class directory.
+  void walk_class(int fd) { walk(unique_fd(fd), std::string()); }
+
+  // Appends "class/sub/name" for every image, in torchvision's order.
+  void emit(string_table& out) {
+    std::vector<std::size_t> order(m_dirs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const bool all_valid =
+        std::all_of(m_dirs.begin(), m_dirs.end(), [](const listed_dir& d) { return is_valid_utf8(d.sub); });
+    std::vector<std::string> keys;
+    if (!all_valid) {
+      for (const auto& d : m_dirs) keys.push_back(python_sort_key(d.sub));
+    }
+    // Python compares the whole root strings; they share the class prefix,
+    // so comparing the part below it ("" for the class dir) is the same.
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return all_valid ? m_dirs[a].sub < m_dirs[b].sub : keys[a] < keys[b];
+    });
+    std::string path;
+    for (const std::size_t i : order) {
+      const listed_dir& d = m_dirs[i];
+      for (const std::string& name : d.images) {
+        path.assign(m_class);
+        path.push_back('/');
+        if (!d.sub.empty()) {
+          path.append(d.sub);
+          path.push_back('/');
+        }
+        path.append(name);
+        out.push_back(path);
+      }
+    }
+  }
+
+  std::vector<dir_record>& records() { return m_records; }
+
+ private:
+  struct listed_dir {
+    std::string sub;  // below the class directory, "" for itself
+    std::vector<std::string> images;
+  };
+
+  std::string display(const std::string& sub) const {
+    return m_root + "/" + m_class + (sub.empty() ? std::string() : "/" + sub);
+  }
+
+  void walk(unique_fd fd, std::string sub) {
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw_errno(errno, "cannot stat directory", display(sub));
+    const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+    // A symlink back to a directory being walked: os.walk would descend until
+    // ELOOP, listing the same files again at every level; we stop here.
+    if (std::find(m_ancestors.begin(), m_ancestors.end(), id) != m_ancestors.end()) return;
+    // Stamp before listing: a change made during the listing moves the mtime
+    // past the recorded one, so the cached index is not trusted next time.
+    m_records.push_back({m_class + (sub.empty() ? std::string() : "/" + sub), stamp_of(st)});
+
+    DIR* dir = ::fdopendir(fd.get());
+    if (dir == nullptr) throw_errno(errno, "cannot list directory", display(sub));
+    fd.release();  // now owned by `dir`
+    struct dir_closer {
+      DIR* d;
+      ~dir_closer() { ::closedir(d); }
+    } closer{dir};
+    const int dfd = ::dirfd(dir);
+
+    listed_dir listed{sub, {}};
+    std::vector<std::string> subdirs;
+    for (;;) {
+      errno = 0;
+      const dirent* e = ::readdir(dir);
+      if (e == nullptr) {
+        if (errno != 0) throw_errno(errno, "cannot list directory", display(sub));
+        break;
+      }
+      if (is_dot_or_dotdot(e->d_name)) continue;
+      const std::string_view name = e->d_name;
+      if (!m_options.include_hidden && is_hidden(name)) continue;
+      if (entry_is_dir(dfd, *e)) {
+        subdirs.emplace_back(name);
+      } else if (has_image_extension(name)) {
+        listed.images.emplace_back(name);
+      }
+    }
+    python_sort(listed.images);
+    m_dirs.push_back(std::move(listed));
+
+    m_ancestors.push_back(id);
+    for (const std::string& name : subdirs) {
+      const std::string child = sub.empty() ? name : sub + "/" + name;
+      const int cfd = ::openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (cfd < 0) throw_errno(errno, "cannot open directory", display(child));
+      walk(unique_fd(cfd), child);
+    }
+    m_ancestors.pop_back();
+  }
+
+  const std::string& m_root;
+  const std::string& m_class;
+  const dataset_options& m_options;
+  std::vector<std::pair<dev_t, ino_t>> m_ancestors;
+  std::vector<listed_dir> m_dirs;
+  std::vector<dir_record> m_records;
+};
+
+// What affects the result besides the tree: part of the cache key.
+std::uint64_t options_fingerprint(const dataset_options& options) {
+  std::string f = "include_hidden=" + std::to_string(options.include_hidden ? 1 : 0) + ";ext=";
+  for (const auto ext : image_extensions()) f.append(ext);
+  return hash_bytes(f);
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+struct scan_result {
+  std::vector<std::string> classes;
+  std::vector<std::uint64_t> counts;  // samples per class
+  string_table names;
+  std::vector<dir_record> dirs;
+};
+
+scan_result scan(const std::string& root, const dataset_options& options) {
+  unique_fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) throw_errno(errno, "cannot open ImageFolder root", root);
+  scan_result r;
+  struct stat st {};
+  if (::fstat(root_fd.get(), &st) != 0) throw_errno(errno, "cannot stat", root);
+  r.dirs.push_back({"", stamp_of(st)});
+  {
+    DIR* dir = ::fdopendir(::dup(root_fd.get()));
+    if (dir == nullptr) throw_errno(errno, "cannot list", root);
+    struct dir_closer {
+      DIR* d;
+      ~dir_closer() { ::closedir(d); }
+    } closer{dir};
+    for (;;) {
+      errno = 0;
+      const dirent* e = ::readdir(dir);
+      if (e == nullptr) {
+        if (errno != 0) throw_errno(errno, "cannot list", root);
+        break;
+      }
+      if (is_dot_or_dotdot(e->d_name)) continue;
+      if (!options.include_hidden && is_hidden(e->d_name)) continue;
+      if (entry_is_dir(::dirfd(dir), *e)) r.classes.emplace_back(e->d_name);
+    }
+  }
+  if (r.classes.empty()) throw dataset_error(root, "couldn't find any class folder");
+  python_sort(r.classes);
+
+  const std::size_t n = r.classes.size();
+  std::vector<string_table> per_class(n);
+  std::vector<std::vector<dir_record>> per_class_dirs(n);
+  parallel_for(n, scan_threads(options, n), [&](std::size_t c) {
+    const int fd = ::openat(root_fd.get(), r.classes[c].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw_errno(errno, "cannot open class folder", root + "/" + r.classes[c]);
+    class_walker walker(root, r.classes[c], options);
+    walker.walk_class(fd);
+    walker.emit(per_class[c]);
+    per_class_dirs[c] = std::move(walker.records());
+  });
+
+  std::vector<std::string> empty;
+  std::size_t total = 0;
+  std::size_t chars = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    if (per_class[c].size() == 0) empty.push_back(r.classes[c]);
+    total += per_class[c].size();
+    chars += per_class[c].chars().size();
+  }
+  if (!empty.empty()) {
+    std::string msg = "found no valid file for the classes ";
+    std::string where;
+    for (std::size_t k = 0; k < empty.size(); ++k) {
+      msg += (k != 0 ? ", " : "") + empty[k];
+      where += (k != 0 ? ", " : "") + root + "/" + empty[k];
+    }
+    msg += " (" + where + "). Supported extensions are: ";
+    for (std::size_t k = 0; k < image_extensions().size(); ++k) {
+      msg += (k != 0 ? ", " : "") + std::string(image_extensions()[k]);
+    }
+    throw dataset_error(root, msg);
+  }
+  r.names.reserve(total, chars);
+  r.counts.reserve(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    r.names.append(per_class[c]);
+    r.counts.push_back(per_class[c].size());
+    for (auto& d : per_class_dirs[c]) r.dirs.push_back(std::move(d));
+  }
+  return r;
+}
+
+std::string serialize(const std::string& abs_root, std::uint64_t fingerprint, const scan_result& r) {
+  index_writer w;
+  write_index_header(w, folder_magic, folder_version);
+  w.str(abs_root);
+  w.u64(fingerprint);
+  w.u64(r.dirs.size());
+  for (const auto& d : r.dirs) {
+    w.str(d.rel);
+    w.u64(d.stamp.ino);
+    w.i64(d.stamp.mtime_sec);
+    w.i64(d.stamp.mtime_nsec);
+  }
+  w.u64(r.classes.size());
+  for (std::size_t c = 0; c < r.classes.size(); ++c) {
+    w.str(r.classes[c]);
+    w.u64(r.counts[c]);
+  }
+  w.array(r.names.ends());
+  w.str(r.names.chars());
+  return w.finish();
+}
+
+// The cached scan when the file is intact, made for this root and options,
+// and every recorded directory still has its inode and mtime; else nullopt
+// with the reason in `note`.
+std::optional<scan_result> load_cached(const std::filesystem::path& file, const std::string& root,
+                                       const std::string& abs_root, std::uint64_t fingerprint,
+                                       const dataset_options& options, std::string& note) {
+  auto bytes = read_whole_file(file);
+  if (!bytes) {
+    note = "no cached index yet";
+    return std::nullopt;
+  }
+  scan_result r;
+  try {
+    index_reader in(std::move(*bytes));
+    if (!read_index_header(in, folder_magic, folder_version)) {
+      note = "cached index has another format version";
+      return std::nullopt;
+    }
+    if (in.str() != abs_root || in.u64() != fingerprint) {
+      note = "cached index is for another root or options";
+      return std::nullopt;
+    }
+    const std::uint64_t n_dirs = in.u64();
+    for (std::uint64_t k = 0; k < n_dirs; ++k) {
+      dir_record d;
+      d.rel = in.str();
+      d.stamp.ino = in.u64();
+      d.stamp.mtime_sec = in.i64();
+      d.stamp.mtime_nsec = in.i64();
+      r.dirs.push_back(std::move(d));
+    }
+    const std::uint64_t n_classes = in.u64();
+    std::uint64_t total = 0;
+    for (std::uint64_t k = 0; k < n_classes; ++k) {
+      r.classes.push_back(in.str());
+      r.counts.push_back(in.u64());
+      total += r.counts.back();
+    }
+    auto ends = in.array<std::uint64_t>();
+    auto chars = in.str();
+    if (!in.at_end() || ends.size() != total) throw std::runtime_error("inconsistent counts");
+    r.names.assign(std::move(chars), std::move(ends));
+  } catch (const std::exception& e) {
+    note = std::string("cached index unusable (") + e.what() + ")";
+    return std::nullopt;
+  }
+
+  std::atomic<bool> changed{false};
+  std::mutex note_mutex;
+  std::string changed_dir;
+  parallel_for(r.dirs.size(), scan_threads(options, r.dirs.size() / 64 + 1), [&](std::size_t k) {
+    if (changed.load(std::memory_order_relaxed)) return;
+    const dir_record& d = r.dirs[k];
+    const std::string path = d.rel.empty() ? root : root + "/" + d.rel;
+    struct stat st {};
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    const file_stamp now = exists ? stamp_of(st) : file_stamp{};
+    if (!exists || now.ino != d.stamp.ino || now.mtime_sec != d.stamp.mtime_sec ||
+        now.mtime_nsec != d.stamp.mtime_nsec) {
+      std::lock_guard lock(note_mutex);
+      if (changed_dir.empty()) changed_dir = path;
+      changed.store(true, std::memory_order_relaxed);
+    }
+  });
+  if (changed.load()) {
+    note = "directory changed since the index was cached: " + changed_dir;
+    return std::nullopt;
+  }
+  return r;
+}
+
+}  // namespace
+
+dataset_contents image_folder_contents(const std::filesystem::path& root_path, const dataset_options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string root = root_path.native();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();  // keep "/" itself
+  std::error_code ec;
+  const std::string abs_root = std::filesystem::absolute(root, ec).lexically_normal().native();
+  const std::uint64_t fingerprint = options_fingerprint(options);
+
+  index_report report;
+  std::optional<std::filesystem::path> cache_file;
+  if (options.use_cache) {
+    if (auto dir = cache_dir(options)) {
+      cache_file = *dir / ("folder-" + hex64(hash_bytes(abs_root, fingerprint)) + ".idx");
+      report.cache_path = cache_file->native();
+    } else {
+      report.cache_note = "no cache directory (set RINGFEED_CACHE_DIR, XDG_CACHE_HOME or HOME)";
+    }
+  } else {
+    report.cache_note = "cache disabled";
+  }
+
+  std::optional<scan_result> result;
+  if (cache_file) {
+    result = load_cached(*cache_file, root, abs_root, fingerprint, options, report.cache_note);
+    if (result) {
+      report.from_cache = true;
+      report.cache_note.clear();
+    }
+  }
+  if (!result) {
+    result = scan(root, options);
+    if (cache_file) {
+      const double now = wall_clock_now();
+      const auto racy = std::find_if(result->dirs.begin(), result->dirs.end(),
+                                     [&](const dir_record& d) { return is_racy(d.stamp, now); });
+      if (racy != result->dirs.end()) {
+        report.cache_note = "not cached: " + (racy->rel.empty() ? root : root + "/" + racy->rel) +
+                            " was modified less than 2 s ago (it may still be changing)";
+      } else if (std::string err = write_file_atomically(*cache_file, serialize(abs_root, fingerprint, *result));
+                 !err.empty()) {
+        report.cache_note = "not cached: " + err;
+      } else {
+        report.cache_note.clear();  // written: reused next time
+      }
+    }
+  }
+
+  dataset_contents c;
+  c.kind = dataset_kind::image_folder;
+  c.source = root_path.native();
+  c.root = root;
+  c.classes = std::move(result->classes);
+  c.names = std::move(result->names);
+  c.labels.reserve(c.names.size());
+  for (std::size_t k = 0; k < result->counts.size(); ++k) {
+    c.labels.insert(c.labels.end(), result->counts[k], static_cast<std::int64_t>(k));
+  }
+  report.directories = result->dirs.size();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  c.report = std::move(report);
+  return c;
+}
+
+}  // namespace ringfeed::data::detail

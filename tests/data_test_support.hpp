@@ -1,0 +1,91 @@
+// Helpers shared by the data layer's tests (dataset_tests, tar_tests).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <ringfeed/data/dataset.hpp>
+
+namespace ringfeed::test::data_support {
+
+namespace fs = std::filesystem;
+using ringfeed::data::dataset;
+
+/// Debian's interpreter (the `python3` on PATH may be another one).
+inline const char* const python = "/usr/bin/python3";
+
+inline void write_file(const fs::path& p, std::string_view content) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  REQUIRE(out.good());
+}
+
+inline std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+inline int run(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+inline bool python_has(const char* module) {
+  static std::map<std::string, bool> known;
+  auto it = known.find(module);
+  if (it == known.end()) {
+    const std::string cmd = std::string(python) + " -c 'import " + module + "' >/dev/null 2>&1";
+    it = known.emplace(module, run(cmd) == 0).first;
+  }
+  return it->second;
+}
+
+// Sets every mtime under `root` (not following symlinks) an hour back, so
+// indexes made now are not "racy" and get cached.
+inline void backdate(const fs::path& root) {
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  std::vector<fs::path> paths{root};
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    if (!it->is_symlink()) paths.push_back(it->path());
+  }
+  for (const auto& p : paths) fs::last_write_time(p, old);
+}
+
+inline std::string pread_exact(const std::string& path, std::uint64_t offset, std::uint64_t size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  std::string out(size, '\0');
+  const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+  ::close(fd);
+  REQUIRE(n == static_cast<ssize_t>(size));
+  return out;
+}
+
+inline std::vector<std::pair<std::string, std::int64_t>> samples_of(const dataset& ds) {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (std::size_t i = 0; i < ds.size(); ++i) out.emplace_back(std::string(ds.name(i)), ds.label(i));
+  return out;
+}
+
+
+using sample_list = std::vector<std::pair<std::string, std::int64_t>>;
+
+}  // namespace ringfeed::test::data_support
