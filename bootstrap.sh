@@ -21,6 +21,7 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev
   catch2 libbenchmark-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev
+  python3 tar  # tests build tar shards with GNU tar and Python's tarfile
 )
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
