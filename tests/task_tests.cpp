@@ -4,7 +4,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
@@ -139,33 +138,4 @@ TEST_CASE("a task resumed on a pool continues there and sync_wait gets its value
     throw std::runtime_error("thrown on a worker");
   };
   REQUIRE_THROWS_WITH(sync_wait(throw_on_pool(pool)), "thrown on a worker");
-}
-
-TEST_CASE("frame cache: a freed frame's block is reused for the next frame of its size class",
-          "[task][frame_cache]") {
-  ringfeed::detail::frame_cache cache;
-  void* a = cache.allocate(100);  // 128-byte class
-  void* b = cache.allocate(120);  // same class, a different block
-  REQUIRE(a != b);
-  cache.deallocate(a, 100);
-  void* again = cache.allocate(128);
-  REQUIRE(again == a);  // reused, newest first
-  cache.deallocate(again, 128);
-  void* big = cache.allocate(4096);  // beyond the cached classes: plain new/delete
-  cache.deallocate(big, 4096);
-  cache.deallocate(b, 120);
-  void* other_class = cache.allocate(300);
-  REQUIRE(other_class != b);  // 320-byte class: not the 128-byte block
-  cache.deallocate(other_class, 300);
-}  // the destructor frees what is cached (LeakSanitizer checks it in the ASan build)
-
-TEST_CASE("frames created on one thread and destroyed on another are fine", "[task][frame_cache]") {
-  std::vector<task<int>> made;
-  std::thread maker([&] {
-    for (int i = 0; i < 1000; ++i) made.push_back(forty_two());
-  });
-  maker.join();  // the maker's cache is gone; the frames outlive it
-  int sum = 0;
-  for (auto& t : made) sum += sync_wait(std::move(t));
-  REQUIRE(sum == 42'000);
 }

@@ -70,7 +70,7 @@ class async_scope {
 
  private:
   struct detached {
-    struct promise_type : detail::cached_frame {
+    struct promise_type {
       async_scope* scope = nullptr;
 
       detached get_return_object() noexcept {

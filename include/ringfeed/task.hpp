@@ -23,8 +23,6 @@
 #include <utility>
 #include <variant>
 
-#include <ringfeed/detail/frame_allocator.hpp>
-
 namespace ringfeed {
 
 template <typename T = void>
@@ -32,7 +30,7 @@ class task;
 
 namespace detail {
 
-class task_promise_base : public cached_frame {
+class task_promise_base {
  public:
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }

@@ -59,7 +59,7 @@ class when_all_latch {
 /// A child coroutine: runs one task, stores its result, arrives at the latch.
 class when_all_child {
  public:
-  struct promise_type : cached_frame {
+  struct promise_type {
     when_all_latch* latch = nullptr;
 
     when_all_child get_return_object() noexcept {
