@@ -14,10 +14,13 @@
 // reports `cores` (cpu_meter): the CPU the whole process burned per second
 // of wall time, which exposes pools that spin while idle.
 //
-// Nothing here depends on ringfeed: the baselines include it too.
+// Baselines include this too: it uses only ringfeed's header-only sync_wait
+// event, so they link no ringfeed code.
 #pragma once
 
 #include <benchmark/benchmark.h>
+
+#include <ringfeed/sync_wait.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -124,27 +127,9 @@ class cpu_meter {
   std::chrono::steady_clock::time_point m_wall;
 };
 
-/// One-shot event, the same mutex + condition variable that ringfeed's
-/// sync_wait blocks on, so that round-trip baselines pay the same wake-up.
-/// set() from any thread; after wait() returns the event may be destroyed
-/// (set() notifies while holding the mutex).
-class one_shot_event {
- public:
-  void set() noexcept {
-    std::lock_guard lock(m_mutex);
-    m_set = true;
-    m_cv.notify_one();
-  }
-  void wait() noexcept {
-    std::unique_lock lock(m_mutex);
-    m_cv.wait(lock, [this] { return m_set; });
-  }
-
- private:
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  bool m_set = false;
-};
+/// One-shot event: ringfeed's own sync_wait event (header-only), so that
+/// round-trip baselines pay exactly the wake-up ringfeed pays.
+using one_shot_event = ringfeed::detail::blocking_event;
 
 /// Initialises Google Benchmark, runs what `register_all` registered, shuts
 /// down. Registration first, so --benchmark_list_tests sees everything.
