@@ -66,6 +66,29 @@ class channel {
   /// empty; std::nullopt once it is closed and every value has been received.
   [[nodiscard]] receive_operation receive() noexcept { return receive_operation{*this}; }
 
+  /// Sends without waiting: true if `value` went into the channel or to a
+  /// waiting receiver; false (value dropped) if the channel is full or
+  /// closed. Any thread, from plain code too: this is how callbacks that
+  /// cannot await (a CUDA host function, a destructor) hand values back.
+  bool try_send(T value) {
+    waiter* woken = nullptr;
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_closed) return false;
+      if (receive_operation* r = m_receivers.pop_front()) {
+        r->m_value.emplace(std::move(value));
+        woken = r;
+      } else if (m_size < m_capacity) {
+        m_slots[(m_head + m_size) % m_capacity].emplace(std::move(value));
+        ++m_size;
+      } else {
+        return false;
+      }
+    }
+    resume_all(woken);
+    return true;
+  }
+
   /// Closes the channel: later sends return false, receives drain what is
   /// buffered and then return std::nullopt, and every waiter is woken.
   /// Any thread; idempotent.

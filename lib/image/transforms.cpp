@@ -101,6 +101,22 @@ void write_planes(image_view src, bool flip, const Table& lut, std::span<std::by
 
 }  // namespace
 
+normalize_table_t normalize_table(output_format format, const normalize_params* norm) {
+  normalize_table_t table{};
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      std::uint32_t bits = static_cast<std::uint32_t>(v);
+      if (format == output_format::float32_chw) {
+        bits = std::bit_cast<std::uint32_t>(normalized(v, c, norm));
+      } else if (format == output_format::float16_chw) {
+        bits = float_to_half(normalized(v, c, norm));
+      }
+      table[static_cast<std::size_t>(c)][static_cast<std::size_t>(v)] = bits;
+    }
+  }
+  return table;
+}
+
 void write_output(image_view src, bool flip, output_format format, const normalize_params* norm,
                   std::span<std::byte> dst) {
   if (src.channels != 3) throw std::invalid_argument("write_output: source must be RGB");
@@ -124,16 +140,18 @@ void write_output(image_view src, bool flip, output_format format, const normali
       break;
     }
     case output_format::float32_chw: {
+      const normalize_table_t table = normalize_table(format, norm);
       float lut[3][256];
-      for (int c = 0; c < 3; ++c)
-        for (int v = 0; v < 256; ++v) lut[c][v] = normalized(v, c, norm);
+      for (std::size_t c = 0; c < 3; ++c)
+        for (std::size_t v = 0; v < 256; ++v) lut[c][v] = std::bit_cast<float>(table[c][v]);
       write_planes<float>(src, flip, lut, dst);
       break;
     }
     case output_format::float16_chw: {
+      const normalize_table_t table = normalize_table(format, norm);
       std::uint16_t lut[3][256];
-      for (int c = 0; c < 3; ++c)
-        for (int v = 0; v < 256; ++v) lut[c][v] = float_to_half(normalized(v, c, norm));
+      for (std::size_t c = 0; c < 3; ++c)
+        for (std::size_t v = 0; v < 256; ++v) lut[c][v] = static_cast<std::uint16_t>(table[c][v]);
       write_planes<std::uint16_t>(src, flip, lut, dst);
       break;
     }

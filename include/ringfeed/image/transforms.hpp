@@ -281,6 +281,14 @@ class pipeline_workspace {
 void write_output(image_view src, bool flip, output_format format, const normalize_params* norm,
                   std::span<std::byte> dst);
 
+/// Per channel, per byte value: the output element's bits in `format`
+/// (float32 bits; binary16 bits in the low half; the value itself for
+/// uint8). The one definition of ToTensor + Normalize that write_output,
+/// cuda::convert_batch_cpu and the device kernel all use, so their outputs
+/// are bit-identical. Pure.
+using normalize_table_t = std::array<std::array<std::uint32_t, 256>, 3>;
+[[nodiscard]] normalize_table_t normalize_table(output_format format, const normalize_params* norm);
+
 /// IEEE binary16 bits of `value`, rounded to nearest even. Pure.
 [[nodiscard]] std::uint16_t float_to_half(float value) noexcept;
 
