@@ -18,3 +18,4 @@ TEST_CASE("the probe reports devices and no reason when they exist", "[cuda]") {
   REQUIRE(p.device_count > 0);
   REQUIRE(p.reason.empty());
 }
+

@@ -1,0 +1,253 @@
+// ringfeed::loader — the assembled pipeline a training loop awaits:
+//
+//   sampler → reader (io_uring, or pread threads) → thread_pool decode +
+//   transform straight into a slot of a batch slab → batches completed in
+//   order → bounded channel → uploader (CUDA stream) → consumer
+//
+// Prefetch is counted in batches and bounded by memory_budget: at most
+// prefetch slabs exist, each batch_size × sample bytes, allocated once (pinned
+// with cudaHostAlloc when a device is used). Reads in flight are bounded by
+// io_depth, each with a reused buffer. After warm-up nothing is allocated per
+// sample (coroutine frames included: io_depth long-lived workers take samples
+// from a queue).
+//
+// Batches come in order: batch k of epoch e holds the sampler's batch k, with
+// every random choice keyed by (seed, e, sample index), so the pixels are the
+// same whatever the thread count, backend or timing. state() captures the
+// position; a loader built with that state continues identically.
+//
+// One consumer at a time: next(), async_next() and epoch() must not be used
+// concurrently with each other. Construction and destruction happen on the
+// consumer's thread; the destructor stops the pipeline, waits for the work in
+// flight, and never hangs on a consumer that still holds batches.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+
+#include <ringfeed/batch.hpp>
+#include <ringfeed/data/dataset.hpp>
+#include <ringfeed/data/sampler.hpp>
+#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/stats.hpp>
+#include <ringfeed/task.hpp>
+
+namespace ringfeed {
+
+using image::pipeline;
+
+/// What to do with a sample that cannot be read or decoded.
+enum class error_policy : std::uint8_t {
+  fail,  ///< stop: next() throws an error naming the file and the reason
+  skip,  ///< leave it out of its batch; list it in stats().skipped and the log
+};
+
+/// Which I/O path reads the files.
+enum class io_backend : std::uint8_t {
+  automatic,  ///< io_uring, else pread threads (with one log line saying why)
+  uring,      ///< io_uring or an error
+  pread,      ///< a pool of threads doing open/pread/close
+};
+
+/// Where a loader is in its stream of batches: enough to continue exactly.
+struct loader_state {
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
+  std::size_t next_batch = 0;  ///< first batch of `epoch` not yet delivered
+  std::size_t rank = 0;
+  std::size_t world_size = 1;
+  friend bool operator==(const loader_state&, const loader_state&) = default;
+};
+
+struct loader_options {
+  /// A directory (ImageFolder), a manifest (.csv/.tsv) or tar shards (a
+  /// .tar, a glob or brace pattern, or a directory of .tar files).
+  std::string source;
+  data::dataset_options dataset{};
+  /// The transforms. Its output size must be fixed (end with a crop or an
+  /// exact resize). The loader chooses its output format: uint8 HWC when
+  /// batches go to a device (the device normalizes), else `output`.
+  image::pipeline pipeline = image::pipeline::train(224);
+  /// What the consumer gets: float32/float16 NCHW normalized with the
+  /// pipeline's normalize() (plain v/255 without one), or uint8 NHWC.
+  image::output_format output = image::output_format::float32_chw;
+
+  std::size_t batch_size = 256;
+  /// Drop the last batch of an epoch when it is short (DataLoader's drop_last).
+  bool drop_last = false;
+  /// Seed, shuffle, distributed rank/world size and the sampler's drop_last.
+  data::sampler_options sampler{};
+
+  /// Decode threads; 0: one per core.
+  std::size_t threads = 0;
+  /// Samples being read (or holding a read buffer) at once.
+  std::size_t io_depth = 64;
+  io_backend io = io_backend::automatic;
+  /// Threads doing blocking reads with io_backend::pread; 0: min(io_depth, 16).
+  std::size_t pread_threads = 0;
+
+  /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
+  /// consumer). Must fit at least 2 batches.
+  std::size_t memory_budget = std::size_t{1} << 30;
+  /// Batches prepared ahead at most; 0: as many as memory_budget allows, up to 8.
+  std::size_t prefetch_batches = 0;
+
+  /// CUDA device for the upload stage; -1: host batches even with a device.
+  /// Without a usable device the loader falls back to host batches and logs
+  /// one line with the CUDA error.
+  int device = 0;
+  /// Device output buffers in rotation (batches the consumer may hold on the
+  /// device at once, plus one being written).
+  std::size_t device_buffers = 3;
+
+  error_policy on_error = error_policy::fail;
+
+  /// Where to continue from (from state()); unset: epoch 0, batch 0.
+  std::optional<loader_state> resume;
+
+  /// Log lines (no newline). Default: "ringfeed: <line>" on stderr.
+  std::function<void(std::string_view)> log;
+};
+
+namespace detail {
+struct loader_core;
+
+// Type-erased completion for async_next: Asio handlers are move-only.
+struct next_completion {
+  virtual ~next_completion() = default;
+  virtual void complete(std::exception_ptr error, std::optional<batch> result) = 0;
+};
+}  // namespace detail
+
+class loader {
+ public:
+  /// Indexes the source, sets up reads, threads, memory and the upload
+  /// stage, and starts producing the first epoch (or options.resume).
+  /// Throws std::invalid_argument for bad options, data::dataset_error /
+  /// std::system_error when the source cannot be indexed,
+  /// io::ring_unavailable for io_backend::uring without io_uring.
+  explicit loader(loader_options options);
+  ~loader();
+  loader(const loader&) = delete;
+  loader& operator=(const loader&) = delete;
+
+  /// `co_await loader.next()`: the next batch of the current epoch, or
+  /// std::nullopt at its end, after which the following call starts the
+  /// next epoch. Throws (from the co_await) the first error when on_error is
+  /// fail: a std::system_error or image error naming the file.
+  [[nodiscard]] task<std::optional<batch>> next();
+
+  /// next() for Asio: completion signature void(std::exception_ptr,
+  /// std::optional<batch>); works with use_awaitable, use_future and plain
+  /// callbacks. The handler runs on its associated executor.
+  template <class CompletionToken>
+  auto async_next(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, std::optional<batch>)>(
+        [this](auto handler) {
+          using handler_t = decltype(handler);
+          struct completion final : detail::next_completion {
+            explicit completion(handler_t&& h)
+                : m_handler(std::move(h)),
+                  m_work(boost::asio::make_work_guard(boost::asio::get_associated_executor(m_handler))) {}
+            void complete(std::exception_ptr error, std::optional<batch> result) override {
+              auto ex = m_work.get_executor();
+              boost::asio::dispatch(ex, [h = std::move(m_handler), error, r = std::move(result)]() mutable {
+                std::move(h)(error, std::move(r));
+              });
+              m_work.reset();
+            }
+            handler_t m_handler;
+            boost::asio::executor_work_guard<boost::asio::associated_executor_t<handler_t>> m_work;
+          };
+          start_async_next(std::make_unique<completion>(std::move(handler)));
+        },
+        token);
+  }
+
+  /// Blocking iteration over one epoch for plain code:
+  ///   for (ringfeed::batch& b : loader.epoch(3)) { … }
+  /// Moves the loader to the start of epoch `e` first unless it is already
+  /// inside it (a resumed loader continues where it was).
+  class epoch_range;
+  [[nodiscard]] epoch_range epoch(std::uint64_t e);
+
+  /// Drops what was prefetched and continues at batch 0 of epoch `e`.
+  void set_epoch(std::uint64_t e);
+
+  /// Position of the next batch next() delivers.
+  [[nodiscard]] loader_state state() const;
+  /// Counters so far (a consistent snapshot when the consumer is idle).
+  [[nodiscard]] loader_stats stats() const;
+  [[nodiscard]] const data::dataset& dataset() const noexcept;
+  /// Batches per epoch for this rank.
+  [[nodiscard]] std::size_t batches_per_epoch() const noexcept;
+  /// Shape, type and placement of full batches.
+  [[nodiscard]] tensor_view batch_layout() const noexcept;
+  /// Whether batches are on a CUDA device, and if not, why.
+  [[nodiscard]] bool uses_device() const noexcept;
+  [[nodiscard]] const std::string& host_reason() const noexcept;
+
+ private:
+  void start_async_next(std::unique_ptr<detail::next_completion> completion);
+  std::shared_ptr<detail::loader_core> m_core;
+};
+
+class loader::epoch_range {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = batch*;
+    using reference = batch&;
+
+    iterator() = default;
+    reference operator*() const noexcept { return *m_range->m_current; }
+    pointer operator->() const noexcept { return &*m_range->m_current; }
+    iterator& operator++() {
+      m_range->advance();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return it.at_end(); }
+
+   private:
+    friend class epoch_range;
+    explicit iterator(epoch_range* r) noexcept : m_range(r) {}
+    [[nodiscard]] bool at_end() const noexcept { return !m_range->m_current.has_value(); }
+    epoch_range* m_range = nullptr;
+  };
+
+  /// Fetches the first batch (blocking).
+  iterator begin() {
+    if (!m_started) {
+      m_started = true;
+      advance();
+    }
+    return iterator{this};
+  }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+ private:
+  friend class loader;
+  explicit epoch_range(loader& l) noexcept : m_loader(&l) {}
+  void advance();  // blocking next(); releases the previous batch first
+  loader* m_loader;
+  std::optional<batch> m_current;
+  bool m_started = false;
+};
+
+}  // namespace ringfeed

@@ -1,0 +1,58 @@
+// ringfeed::loader_stats — where a loader's time went.
+//
+// Each stage counts its busy time, items and bytes; the consumer's time
+// waiting in next() is measured. bottleneck() names the stage that limits
+// throughput from those numbers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringfeed {
+
+struct stage_stats {
+  /// Seconds of work summed over the stage's workers (for reads: seconds
+  /// that each read was outstanding, summed over reads in flight).
+  double busy_s = 0.0;
+  std::uint64_t items = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// A sample that on_error = skip left out, and why.
+struct skipped_sample {
+  std::string path;
+  std::string reason;
+};
+
+struct loader_stats {
+  double elapsed_s = 0.0;      ///< since the loader started producing
+  stage_stats read;            ///< storage: bytes read from files
+  stage_stats decode;          ///< decode + transform into batch slots
+  stage_stats upload;          ///< host → device copy + conversion (host: none)
+  double consumer_wait_s = 0.0;  ///< time next() waited for a batch
+  std::uint64_t batches = 0;   ///< batches delivered
+  std::uint64_t images = 0;    ///< images delivered
+  std::vector<skipped_sample> skipped;
+
+  std::string backend;       ///< "io_uring" or "pread"
+  std::size_t decode_threads = 0;
+  std::size_t io_depth = 0;
+  std::size_t prefetch_batches = 0;
+  std::size_t memory_budget = 0;  ///< bytes
+  std::size_t slab_bytes = 0;     ///< bytes of one batch slab
+
+  /// Share of its capacity each stage used over elapsed_s (0..1).
+  [[nodiscard]] double read_utilization() const noexcept;
+  [[nodiscard]] double decode_utilization() const noexcept;
+  [[nodiscard]] double upload_utilization() const noexcept;
+
+  /// The stage limiting throughput: "consumer" when next() waited under 5%
+  /// of the time (the pipeline is ahead); else "decode" or "upload" when
+  /// that stage used at least 75% of its capacity; else "storage" (data
+  /// did not arrive fast enough for stages that had room).
+  [[nodiscard]] std::string bottleneck() const;
+};
+
+}  // namespace ringfeed

@@ -1,0 +1,819 @@
+// ringfeed::loader — see loader.hpp for the contract and loader_core.hpp for
+// the structure.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include <ringfeed/cuda/device.hpp>
+#include <ringfeed/loader.hpp>
+#include <ringfeed/sync_wait.hpp>
+
+#include "loader_core.hpp"
+
+namespace ringfeed {
+namespace detail {
+namespace {
+
+constexpr std::size_t page = 4096;
+constexpr std::size_t max_default_slabs = 8;
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+std::int64_t ns_since(clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+}
+
+std::string mib(std::size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string what_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// Grows `buffer` (never shrinks): after warm-up reads reuse it.
+void ensure_size(std::vector<std::byte>& buffer, std::size_t n) {
+  if (buffer.size() < n) buffer.resize(std::max(n, buffer.size() * 2));
+}
+
+void read_fully(int fd, const std::string& path, std::byte* dst, std::size_t n, std::uint64_t offset, std::size_t& got) {
+  got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(),
+                              "read '" + path + "' at offset " + std::to_string(offset + got));
+    }
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+}
+
+}  // namespace
+
+// --- run ---------------------------------------------------------------------------
+
+run::run(loader_core& c, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers)
+    : core(c),
+      free(slabs, *c.pool),
+      jobs(io_depth, *c.pool),
+      ready(2 * slabs + 4, *c.pool),
+      out(2 * slabs + 4, *c.pool),
+      device_free(std::max<std::size_t>(device_buffers, 1), *c.pool),
+      pending(2 * slabs + 4),
+      pending_full(2 * slabs + 4, 0) {}
+
+channel<delivery>& run::consumer_channel() noexcept { return core.uploader ? out : ready; }
+
+void run::stop() noexcept {
+  stopping.store(true, std::memory_order_relaxed);
+  free.close();
+  jobs.close();
+  ready.close();
+  out.close();
+  device_free.close();
+}
+
+// --- lease -------------------------------------------------------------------------
+
+batch_lease::~batch_lease() { release(nullptr); }
+
+void batch_lease::release(cuda::stream_t consumer_stream) noexcept {
+  if (!core) return;
+  if (s != nullptr) core->return_slab(std::exchange(s, nullptr));
+  if (device_buffer >= 0) {
+    const int b = std::exchange(device_buffer, -1);
+    try {
+      core->uploader->release(static_cast<std::size_t>(b), consumer_stream);
+    } catch (const std::exception& e) {
+      core->log(std::string("releasing a device buffer: ") + e.what());
+    }
+    core->return_device_buffer(b);
+  }
+  core.reset();
+}
+
+// --- core ----------------------------------------------------------------------------
+
+loader_core::loader_core(loader_options options) : opt(std::move(options)) {
+  if (opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
+  if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
+  if (opt.io_depth == 0) throw std::invalid_argument("loader: io_depth must be at least 1");
+
+  ds = data::open_dataset(opt.source, opt.dataset);
+  if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
+  smp = std::make_unique<data::sampler>(ds.size(), opt.sampler);
+  batches_per_epoch = smp->num_batches(opt.batch_size, opt.drop_last);
+  if (batches_per_epoch == 0)
+    throw std::invalid_argument("loader: '" + opt.source + "' gives rank " + std::to_string(smp->rank()) + " " +
+                                std::to_string(smp->num_samples()) + " samples per epoch, fewer than batch_size " +
+                                std::to_string(opt.batch_size) + " with drop_last: no batch to deliver");
+
+  if (opt.resume) {
+    const auto& st = *opt.resume;
+    if (st.seed != opt.sampler.seed || st.rank != smp->rank() || st.world_size != smp->world_size())
+      throw std::invalid_argument("loader: the resume state was saved with seed " + std::to_string(st.seed) +
+                                  ", rank " + std::to_string(st.rank) + "/" + std::to_string(st.world_size) +
+                                  " but this loader has seed " + std::to_string(opt.sampler.seed) + ", rank " +
+                                  std::to_string(smp->rank()) + "/" + std::to_string(smp->world_size()));
+    if (st.next_batch > batches_per_epoch)
+      throw std::invalid_argument("loader: the resume state's batch " + std::to_string(st.next_batch) +
+                                  " is past the epoch's " + std::to_string(batches_per_epoch) + " batches");
+    pos_epoch = st.epoch;
+    pos_batch = st.next_batch;
+  }
+
+  // Where batches go: a CUDA device when one is usable, else host memory.
+  bool use_device = false;
+  if (opt.device >= 0) {
+    const auto probe = cuda::probe_devices();
+    if (!probe.available()) {
+      host_reason = "no usable CUDA device (" + probe.reason + ")";
+    } else if (opt.device >= probe.device_count) {
+      throw std::invalid_argument("loader: device " + std::to_string(opt.device) + " requested but " +
+                                  std::to_string(probe.device_count) + " CUDA device(s) found");
+    } else {
+      use_device = true;
+    }
+  } else {
+    host_reason = "host batches requested (device = -1)";
+  }
+
+  pipe = opt.pipeline;
+  pipe.set_output(use_device ? image::output_format::uint8_hwc : opt.output);
+  const auto shape = pipe.fixed_shape();
+  if (!shape)
+    throw std::invalid_argument(
+        "loader: the pipeline's output size depends on the image; end it with center_crop, "
+        "random_resized_crop or an exact resize so samples fit batch slots");
+  sample_shape = *shape;
+  sample_bytes = shape->bytes();
+  slab_bytes = round_up(opt.batch_size * sample_bytes, page);
+  const std::size_t fit = opt.memory_budget / slab_bytes;
+  if (fit < 2)
+    throw std::invalid_argument("loader: memory_budget " + mib(opt.memory_budget) + " holds " + std::to_string(fit) +
+                                " batch(es) of " + mib(slab_bytes) + " (batch_size " +
+                                std::to_string(opt.batch_size) + "); it needs at least 2: raise it or lower batch_size");
+  if (opt.prefetch_batches > 0) {
+    nslabs = opt.prefetch_batches + 1;  // + the batch the consumer holds
+    if (nslabs > fit)
+      throw std::invalid_argument("loader: prefetch_batches " + std::to_string(opt.prefetch_batches) + " needs " +
+                                  mib(nslabs * slab_bytes) + ", more than memory_budget " + mib(opt.memory_budget));
+  } else {
+    nslabs = std::min(fit, max_default_slabs);
+  }
+
+  pool = std::make_unique<thread_pool>(opt.threads);
+
+  if (use_device) {
+    cuda::uploader::options u;
+    u.device = opt.device;
+    u.buffers = std::max<std::size_t>(opt.device_buffers, 1);
+    u.max_images = opt.batch_size;
+    u.height = sample_shape.height;
+    u.width = sample_shape.width;
+    u.format = opt.output;
+    u.normalize = opt.pipeline.normalization();
+    uploader = std::make_unique<cuda::uploader>(u);
+    buffer_lent.assign(u.buffers, 0);
+    buffer_labels.resize(u.buffers);
+    buffer_indices.resize(u.buffers);
+    for (std::size_t i = 0; i < u.buffers; ++i) {
+      buffer_labels[i].reserve(opt.batch_size);
+      buffer_indices[i].reserve(opt.batch_size);
+      idle_buffers.push_back(static_cast<int>(i));
+    }
+  } else if (opt.device >= 0) {
+    log(host_reason + "; batches stay in host memory, normalized on the CPU");
+  }
+
+  // Slabs: pinned when they feed a device (DMA straight from them), else
+  // page-aligned; touched only when written, so RSS grows with use.
+  pinned = use_device;
+  slabs.reserve(nslabs);
+  for (std::size_t i = 0; i < nslabs; ++i) {
+    auto s = std::make_unique<slab>();
+    s->id = i;
+    s->core = this;
+    void* mem = pinned ? cuda::host_alloc_pinned(slab_bytes) : std::aligned_alloc(page, slab_bytes);
+    if (mem == nullptr) throw std::bad_alloc();
+    s->memory = std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {pinned});
+    s->images = s->memory.get();
+    s->labels.reserve(opt.batch_size);
+    s->indices.reserve(opt.batch_size);
+    s->ok.reserve(opt.batch_size);
+    idle_slabs.push_back(s.get());
+    slabs.push_back(std::move(s));
+  }
+
+  // Reads: io_uring, else a pool of pread threads.
+  if (opt.io != io_backend::pread) {
+    try {
+      const auto entries = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth * 2));
+      ring = std::make_unique<io::ring>(*pool, io::ring_options{.entries = entries});
+      backend_name = "io_uring";
+    } catch (const io::ring_unavailable& e) {
+      if (opt.io == io_backend::uring) throw;
+      log(std::string("io_uring unavailable, reading with pread threads: ") + e.what());
+    }
+  }
+  if (!ring) {
+    const std::size_t n = opt.pread_threads ? opt.pread_threads : std::min<std::size_t>(opt.io_depth, 16);
+    io_pool = std::make_unique<thread_pool>(n);
+    backend_name = "pread";
+  }
+
+  // Tar shards stay open: a sample is one read at an offset.
+  for (const auto& shard : ds.shards()) {
+    const int fd = ::open(shard.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "open '" + shard.path + "'");
+    shard_files.emplace_back(fd, shard.path);
+  }
+
+}
+
+loader_core::~loader_core() {
+  // Only leases keep the core past the loader; by now every run is stopped.
+  uploader.reset();  // waits for its stream: no more host-free callbacks
+  slabs.clear();
+}
+
+void slab_memory_deleter::operator()(std::byte* p) const noexcept {
+  if (pinned)
+    cuda::host_free_pinned(p);
+  else
+    std::free(p);
+}
+
+void loader_core::log(std::string_view line) const {
+  if (opt.log) {
+    opt.log(line);
+  } else {
+    std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data());
+  }
+}
+
+void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
+  auto r = std::make_shared<run>(*this, nslabs, opt.io_depth, buffer_lent.size());
+  {
+    std::lock_guard lock(runs_mutex);
+    for (slab* s : idle_slabs) (void)r->free.try_send(s);
+    idle_slabs.clear();
+    for (int b : idle_buffers) (void)r->device_free.try_send(b);
+    idle_buffers.clear();
+    current = r;
+  }
+  if (started == clock::time_point{}) started = clock::now();
+  r->scope.spawn(produce(r, epoch, first_batch));
+  for (std::size_t i = 0; i < opt.io_depth; ++i) r->scope.spawn(work(r));
+  if (uploader) r->scope.spawn(upload(r));
+}
+
+void loader_core::stop_run() {
+  std::shared_ptr<run> r;
+  {
+    std::lock_guard lock(runs_mutex);
+    r = std::exchange(current, nullptr);
+  }
+  if (!r) return;
+  r->stop();
+  sync_wait(r->scope.join());
+  // Everything the run held and the consumer does not is idle again (slabs
+  // in its channels, half-filled ones, delivered ones not yet received).
+  std::lock_guard lock(runs_mutex);
+  idle_slabs.clear();
+  for (auto& s : slabs)
+    if (!s->lent) idle_slabs.push_back(s.get());
+  idle_buffers.clear();
+  for (std::size_t i = 0; i < buffer_lent.size(); ++i)
+    if (!buffer_lent[i]) idle_buffers.push_back(static_cast<int>(i));
+}
+
+void loader_core::return_slab(slab* s) noexcept {
+  std::lock_guard lock(runs_mutex);
+  s->lent = false;
+  // try_send only fails when the run was stopped: then stop_run's sweep (or
+  // the next start_run) finds the slab idle by its flag.
+  if (!current || !current->free.try_send(s)) {
+    if (!current) idle_slabs.push_back(s);
+  }
+}
+
+void loader_core::return_device_buffer(int i) noexcept {
+  std::lock_guard lock(runs_mutex);
+  buffer_lent[static_cast<std::size_t>(i)] = 0;
+  if (!current || !current->device_free.try_send(i)) {
+    if (!current) idle_buffers.push_back(i);
+  }
+}
+
+task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {
+  co_await pool->schedule();
+  for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
+    const data::epoch_plan plan = smp->plan(e, opt.batch_size, opt.drop_last);
+    for (std::size_t k = first_batch; k < plan.num_batches(); ++k) {
+      std::optional<slab*> got = co_await r->free.receive();
+      if (!got) co_return;
+      if (r->failed_at.load(std::memory_order_relaxed) != ~std::uint64_t{0}) {
+        return_slab(*got);  // a batch failed: nothing after it is delivered
+        co_return;
+      }
+      slab& s = **got;
+      const auto idx = plan.batch(k);
+      s.epoch = e;
+      s.number = k;
+      s.count = idx.size();
+      s.indices.assign(idx.begin(), idx.end());
+      s.labels.resize(idx.size());
+      for (std::size_t i = 0; i < idx.size(); ++i) s.labels[i] = ds.label(idx[i]);
+      s.ok.assign(idx.size(), 0);
+      s.error = nullptr;
+      s.seq = r->next_seq++;
+      s.remaining.store(idx.size(), std::memory_order_relaxed);
+      // The job sends publish the slab's fields to the workers (channel lock).
+      for (std::size_t slot = 0; slot < idx.size(); ++slot)
+        if (!co_await r->jobs.send(job{&s, slot})) co_return;
+    }
+    delivery marker;
+    marker.what = delivery::kind::end_of_epoch;
+    marker.epoch = e;
+    emit(*r, r->next_seq++, std::move(marker));
+  }
+}
+
+void loader_core::read_blocking(const data::sample_location& loc, const std::string& path,
+                                std::vector<std::byte>& buffer, std::size_t& size) {
+  if (loc.shard != data::no_shard) {
+    ensure_size(buffer, loc.size);
+    const io::file& f = shard_files[loc.shard];
+    read_fully(f.fd(), f.path(), buffer.data(), loc.size, loc.offset, size);
+    if (size != loc.size)
+      throw std::system_error(EIO, std::generic_category(),
+                              "read '" + f.path() + "': shard ends inside a member (at " +
+                                  std::to_string(loc.offset + size) + ")");
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open '" + path + "'");
+  io::file f(fd, path);  // closes on every path out
+  size = 0;
+  for (;;) {
+    ensure_size(buffer, size + 1);
+    std::size_t got = 0;
+    read_fully(fd, path, buffer.data() + size, buffer.size() - size, size, got);
+    size += got;
+    if (size < buffer.size()) break;
+  }
+}
+
+task<> loader_core::work(std::shared_ptr<run> r) {
+  std::vector<std::byte> buffer(256 * 1024);
+  std::string path;
+  const std::uint64_t seed = opt.sampler.seed;
+  co_await pool->schedule();
+  while (std::optional<job> j = co_await r->jobs.receive()) {
+    slab& s = *j->s;
+    const std::size_t slot = j->slot;
+    const std::size_t index = s.indices[slot];
+    if (!r->skips(s)) {
+      std::exception_ptr failure;
+      try {
+        const auto loc = ds.location(index);
+        if (loc.shard == data::no_shard) loc.full_path(path);
+        const auto t0 = clock::now();
+        std::size_t size = 0;
+        if (ring) {
+          if (loc.shard != data::no_shard) {
+            ensure_size(buffer, loc.size);
+            const io::file& f = shard_files[loc.shard];
+            size = co_await ring->read_at(f, std::span(buffer.data(), loc.size), loc.offset);
+            if (size != loc.size)
+              throw std::system_error(EIO, std::generic_category(),
+                                      "read '" + f.path() + "': shard ends inside a member");
+          } else {
+            // No statx: read into the reused buffer until a read comes back
+            // short, growing it for a file larger than any before.
+            io::file f = co_await ring->openat(path, O_RDONLY | O_CLOEXEC);
+            for (;;) {
+              ensure_size(buffer, size + 1);
+              const std::span<std::byte> rest(buffer.data() + size, buffer.size() - size);
+              const std::size_t n = co_await ring->read_at(f, rest, size);
+              size += n;
+              if (n < rest.size()) break;
+            }
+            co_await ring->close(std::move(f));
+          }
+        } else {
+          co_await io_pool->schedule();
+          std::exception_ptr read_error;
+          try {
+            read_blocking(loc, path, buffer, size);
+          } catch (...) {
+            read_error = std::current_exception();
+          }
+          co_await pool->schedule();
+          if (read_error) std::rethrow_exception(read_error);
+        }
+        read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+        read_items.fetch_add(1, std::memory_order_relaxed);
+        read_bytes.fetch_add(size, std::memory_order_relaxed);
+
+        // Decode + transform straight into the slot.
+        const auto t1 = clock::now();
+        thread_local image::pipeline_workspace ws;
+        const std::string_view name = loc.shard == data::no_shard ? std::string_view(path) : ds.name(index);
+        pipe.apply(ws, std::span<const std::byte>(buffer.data(), size), name, image::sample_key{seed, s.epoch, index},
+                   std::span(s.images + slot * sample_bytes, sample_bytes));
+        s.ok[slot] = 1;
+        decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);
+        decode_items.fetch_add(1, std::memory_order_relaxed);
+        decode_bytes.fetch_add(sample_bytes, std::memory_order_relaxed);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      if (failure) fail_sample(*r, s, index, failure);
+    }
+    // acq_rel: the last worker of a slab sees every other worker's slot.
+    if (s.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*r, s);
+  }
+}
+
+void loader_core::fail_sample(run& r, slab& s, std::size_t index, std::exception_ptr error) {
+  std::string reason = what_of(error);
+  if (opt.on_error == error_policy::fail) {
+    std::lock_guard lock(s.error_mutex);
+    if (!s.error) s.error = error;
+    return;
+  }
+  (void)r;
+  std::string where = ds.describe(index);
+  std::lock_guard lock(skipped_mutex);
+  if (!skipped_indices.insert(index).second) return;  // reported in an earlier epoch
+  log("skipped " + where + ": " + reason);
+  skipped.push_back({std::move(where), std::move(reason)});
+}
+
+void loader_core::finish(run& r, slab& s) {
+  delivery d;
+  d.epoch = s.epoch;
+  d.number = s.number;
+  if (s.error) {
+    d.what = delivery::kind::error;
+    d.error = s.error;
+    return_slab(&s);
+    // Nothing after this batch is delivered; batches before it still are.
+    std::uint64_t first = r.failed_at.load(std::memory_order_relaxed);
+    while (s.seq < first && !r.failed_at.compare_exchange_weak(first, s.seq, std::memory_order_relaxed)) {
+    }
+  } else {
+    // Skipped samples: close the gaps, keeping slot order.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < s.count; ++i) {
+      if (!s.ok[i]) continue;
+      if (kept != i) {
+        std::memmove(s.images + kept * sample_bytes, s.images + i * sample_bytes, sample_bytes);
+        s.labels[kept] = s.labels[i];
+        s.indices[kept] = s.indices[i];
+      }
+      ++kept;
+    }
+    s.count = kept;
+    s.labels.resize(kept);
+    s.indices.resize(kept);
+    if (kept == 0 || r.skips(s)) {
+      return_slab(&s);  // nothing to deliver: the sequence moves on
+    } else {
+      d.what = delivery::kind::batch;
+      d.s = &s;
+    }
+  }
+  emit(r, s.seq, std::move(d));
+}
+
+void loader_core::emit(run& r, std::uint64_t seq, delivery d) {
+  std::lock_guard lock(r.seq_mutex);
+  const std::size_t n = r.pending.size();
+  r.pending[seq % n] = std::move(d);
+  r.pending_full[seq % n] = 1;
+  while (r.pending_full[r.next_emit % n]) {
+    const std::size_t at = r.next_emit % n;
+    delivery item = std::move(r.pending[at]);
+    r.pending_full[at] = 0;
+    ++r.next_emit;
+    if (item.what == delivery::kind::none) continue;
+    slab* s = item.s;
+    // Never full (capacity covers every slab plus the markers between
+    // them); fails only after stop(), when the slab is swept as idle.
+    (void)r.ready.try_send(std::move(item));
+    (void)s;
+  }
+}
+
+task<> loader_core::upload(std::shared_ptr<run> r) {
+  co_await pool->schedule();
+  while (std::optional<delivery> d = co_await r->ready.receive()) {
+    if (d->what == delivery::kind::batch) {
+      std::optional<int> b = co_await r->device_free.receive();
+      if (!b) break;
+      slab& s = *d->s;
+      const auto i = static_cast<std::size_t>(*b);
+      buffer_labels[i].assign(s.labels.begin(), s.labels.end());
+      buffer_indices[i].assign(s.indices.begin(), s.indices.end());
+      {
+        std::lock_guard lock(runs_mutex);
+        s.lent = true;  // until the copy is done
+        buffer_lent[i] = 1;
+      }
+      const auto t0 = clock::now();
+      std::exception_ptr failed;
+      try {
+        uploader->enqueue(
+            i, reinterpret_cast<const std::uint8_t*>(s.images), s.count,
+            [](void* ctx) {  // CUDA's callback thread: no CUDA calls here
+              auto* done = static_cast<slab*>(ctx);
+              done->core->return_slab(done);
+            },
+            &s);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      if (failed) {
+        return_slab(&s);
+        return_device_buffer(*b);
+        delivery e;
+        e.what = delivery::kind::error;
+        e.error = failed;
+        r->stopping.store(true, std::memory_order_relaxed);
+        (void)co_await r->out.send(std::move(e));
+        break;
+      }
+      upload_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+      upload_items.fetch_add(s.count, std::memory_order_relaxed);
+      upload_bytes.fetch_add(s.count * sample_bytes, std::memory_order_relaxed);
+      d->device_buffer = *b;
+    }
+    if (!co_await r->out.send(std::move(*d))) break;
+  }
+}
+
+batch loader_core::make_batch(delivery d) {
+  batch b;
+  auto lease = std::make_shared<batch_lease>();
+  lease->core = shared_from_this();
+  tensor_view& v = b.m_images;
+  const auto format = d.device_buffer >= 0 ? opt.output : pipe.output();
+  v.dtype = format == image::output_format::float32_chw   ? dtype::float32
+            : format == image::output_format::float16_chw ? dtype::float16
+                                                           : dtype::uint8;
+  std::size_t count = 0;
+  if (d.device_buffer >= 0) {
+    const auto i = static_cast<std::size_t>(d.device_buffer);
+    lease->device_buffer = d.device_buffer;
+    v.data = uploader->output(i);
+    v.memory = memory_kind::device;
+    v.device = opt.device;
+    b.m_labels = buffer_labels[i];
+    b.m_indices = buffer_indices[i];
+    count = buffer_labels[i].size();
+  } else {
+    slab& s = *d.s;
+    {
+      std::lock_guard lock(runs_mutex);
+      s.lent = true;
+    }
+    lease->s = &s;
+    v.data = s.images;
+    v.memory = memory_kind::host;
+    b.m_labels = std::span<const std::int64_t>(s.labels.data(), s.count);
+    b.m_indices = std::span<const std::size_t>(s.indices.data(), s.count);
+    count = s.count;
+  }
+  const auto n = static_cast<std::int64_t>(count);
+  const std::int64_t h = sample_shape.height, w = sample_shape.width, c = 3;
+  if (format == image::output_format::uint8_hwc) {
+    v.layout = layout::nhwc;
+    v.shape = {n, h, w, c};
+  } else {
+    v.layout = layout::nchw;
+    v.shape = {n, c, h, w};
+  }
+  b.m_epoch = d.epoch;
+  b.m_number = d.number;
+  b.m_lease = std::move(lease);
+  return b;
+}
+
+}  // namespace detail
+
+// --- batch ---------------------------------------------------------------------------
+
+batch::batch(batch&& o) noexcept
+    : m_lease(std::move(o.m_lease)),
+      m_images(o.m_images),
+      m_labels(o.m_labels),
+      m_indices(o.m_indices),
+      m_epoch(o.m_epoch),
+      m_number(o.m_number),
+      m_wait_stream(std::exchange(o.m_wait_stream, nullptr)) {}
+
+batch& batch::operator=(batch&& o) noexcept {
+  if (this != &o) {
+    release(m_wait_stream);
+    m_lease = std::move(o.m_lease);
+    m_images = o.m_images;
+    m_labels = o.m_labels;
+    m_indices = o.m_indices;
+    m_epoch = o.m_epoch;
+    m_number = o.m_number;
+    m_wait_stream = std::exchange(o.m_wait_stream, nullptr);
+  }
+  return *this;
+}
+
+batch::~batch() { release(m_wait_stream); }
+
+cuda::event_t batch::ready_event() const noexcept {
+  if (!m_lease || m_lease->device_buffer < 0) return nullptr;
+  return m_lease->core->uploader->ready_event(static_cast<std::size_t>(m_lease->device_buffer));
+}
+
+void batch::wait(cuda::stream_t stream) {
+  if (!m_lease || m_lease->device_buffer < 0) return;
+  m_lease->core->uploader->wait(static_cast<std::size_t>(m_lease->device_buffer), stream);
+  m_wait_stream = stream;
+}
+
+void batch::release(cuda::stream_t consumer_stream) noexcept {
+  if (!m_lease) return;
+  m_lease->release(consumer_stream ? consumer_stream : m_wait_stream);
+  m_lease.reset();
+  m_labels = {};
+  m_indices = {};
+  m_images.data = nullptr;
+}
+
+// --- loader --------------------------------------------------------------------------
+
+loader::loader(loader_options options) : m_core(std::make_shared<detail::loader_core>(std::move(options))) {
+  m_core->async_calls = std::make_unique<async_scope>();
+  m_core->start_run(m_core->pos_epoch, m_core->pos_batch);
+}
+
+loader::~loader() {
+  m_core->stop_run();  // pending next() calls see the end, async ones complete
+  sync_wait(m_core->async_calls->join());
+  // Threads go now; memory lent to batches stays until they are released.
+  m_core->ring.reset();
+  m_core->io_pool.reset();
+  m_core->pool.reset();
+}
+
+task<std::optional<batch>> loader::next() {
+  detail::loader_core& c = *m_core;
+  if (c.sticky_error) std::rethrow_exception(c.sticky_error);
+  std::shared_ptr<detail::run> r;
+  {
+    std::lock_guard lock(c.runs_mutex);
+    r = c.current;
+  }
+  if (!r) {
+    c.start_run(c.pos_epoch, c.pos_batch);
+    std::lock_guard lock(c.runs_mutex);
+    r = c.current;
+  }
+  const auto t0 = detail::clock::now();
+  std::optional<detail::delivery> d = co_await r->consumer_channel().receive();
+  c.wait_ns.fetch_add(detail::ns_since(t0), std::memory_order_relaxed);
+  if (!d) co_return std::nullopt;  // the loader is being destroyed
+  switch (d->what) {
+    case detail::delivery::kind::end_of_epoch:
+      c.pos_epoch = d->epoch + 1;
+      c.pos_batch = 0;
+      co_return std::nullopt;
+    case detail::delivery::kind::error:
+      c.sticky_error = d->error;
+      r->jobs.close();  // wind the run down; set_epoch() or the destructor joins it
+      r->free.close();
+      std::rethrow_exception(d->error);
+    default:
+      break;
+  }
+  batch b = c.make_batch(std::move(*d));
+  c.pos_epoch = b.epoch();
+  c.pos_batch = b.number() + 1;
+  c.delivered_batches.fetch_add(1, std::memory_order_relaxed);
+  c.delivered_images.fetch_add(b.size(), std::memory_order_relaxed);
+  co_return std::optional<batch>(std::move(b));
+}
+
+void loader::start_async_next(std::unique_ptr<detail::next_completion> completion) {
+  m_core->async_calls->spawn([](loader& self, std::unique_ptr<detail::next_completion> done) -> task<> {
+    std::exception_ptr error;
+    std::optional<batch> result;
+    try {
+      result = co_await self.next();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done->complete(error, std::move(result));
+  }(*this, std::move(completion)));
+}
+
+loader::epoch_range loader::epoch(std::uint64_t e) {
+  if (m_core->pos_epoch != e) set_epoch(e);
+  return epoch_range{*this};
+}
+
+void loader::set_epoch(std::uint64_t e) {
+  m_core->stop_run();
+  m_core->sticky_error = nullptr;
+  m_core->pos_epoch = e;
+  m_core->pos_batch = 0;
+  m_core->start_run(e, 0);
+}
+
+void loader::epoch_range::advance() {
+  m_current.reset();  // give the previous batch back first
+  m_current = sync_wait(m_loader->next());
+}
+
+loader_state loader::state() const {
+  return {m_core->opt.sampler.seed, m_core->pos_epoch, m_core->pos_batch, m_core->smp->rank(),
+          m_core->smp->world_size()};
+}
+
+loader_stats loader::stats() const {
+  const detail::loader_core& c = *m_core;
+  loader_stats s;
+  s.elapsed_s = c.started == detail::clock::time_point{}
+                    ? 0.0
+                    : std::chrono::duration<double>(detail::clock::now() - c.started).count();
+  const auto secs = [](const std::atomic<std::int64_t>& ns) {
+    return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
+  };
+  s.read = {secs(c.read_ns), c.read_items.load(std::memory_order_relaxed), c.read_bytes.load(std::memory_order_relaxed)};
+  s.decode = {secs(c.decode_ns), c.decode_items.load(std::memory_order_relaxed),
+              c.decode_bytes.load(std::memory_order_relaxed)};
+  s.upload = {secs(c.upload_ns), c.upload_items.load(std::memory_order_relaxed),
+              c.upload_bytes.load(std::memory_order_relaxed)};
+  s.consumer_wait_s = secs(c.wait_ns);
+  s.batches = c.delivered_batches.load(std::memory_order_relaxed);
+  s.images = c.delivered_images.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(c.skipped_mutex);
+    s.skipped = c.skipped;
+  }
+  s.backend = c.backend_name;
+  s.decode_threads = c.pool ? c.pool->thread_count() : 0;
+  s.io_depth = c.opt.io_depth;
+  s.prefetch_batches = c.nslabs - 1;
+  s.memory_budget = c.opt.memory_budget;
+  s.slab_bytes = c.slab_bytes;
+  return s;
+}
+
+const data::dataset& loader::dataset() const noexcept { return m_core->ds; }
+std::size_t loader::batches_per_epoch() const noexcept { return m_core->batches_per_epoch; }
+bool loader::uses_device() const noexcept { return m_core->uploader != nullptr; }
+const std::string& loader::host_reason() const noexcept { return m_core->host_reason; }
+
+tensor_view loader::batch_layout() const noexcept {
+  const auto& c = *m_core;
+  tensor_view v;
+  const auto format = c.uploader ? c.opt.output : c.pipe.output();
+  v.dtype = format == image::output_format::float32_chw   ? dtype::float32
+            : format == image::output_format::float16_chw ? dtype::float16
+                                                           : dtype::uint8;
+  const auto n = static_cast<std::int64_t>(c.opt.batch_size);
+  const std::int64_t h = c.sample_shape.height, w = c.sample_shape.width;
+  if (format == image::output_format::uint8_hwc) {
+    v.layout = layout::nhwc;
+    v.shape = {n, h, w, 3};
+  } else {
+    v.layout = layout::nchw;
+    v.shape = {n, 3, h, w};
+  }
+  v.memory = c.uploader ? memory_kind::device : memory_kind::host;
+  v.device = c.uploader ? c.opt.device : -1;
+  return v;
+}
+
+}  // namespace ringfeed

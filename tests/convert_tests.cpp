@@ -1,0 +1,87 @@
+// The batch conversion (uint8 NHWC → normalized float32/float16 NCHW) that
+// runs on the CPU without a device and is the device kernel's reference:
+// checked against ToTensor + Normalize written out plainly, and against the
+// per-sample write_output the decode workers use.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/image/transforms.hpp>
+
+namespace img = ringfeed::image;
+
+namespace {
+
+std::vector<std::uint8_t> random_batch(std::size_t n, int h, int w, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint8_t> v(n * static_cast<std::size_t>(h * w * 3));
+  for (auto& x : v) x = static_cast<std::uint8_t>(rng());
+  return v;
+}
+
+// torch: x = v / 255 (float32 true division); (x - mean) / std.
+float reference_value(std::uint8_t v, int c, const img::normalize_params& p) {
+  const float x = static_cast<float>(v) / 255.0f;
+  return (x - p.mean[static_cast<std::size_t>(c)]) / p.std[static_cast<std::size_t>(c)];
+}
+
+}  // namespace
+
+TEST_CASE("float32 NCHW equals (v/255 - mean)/std element by element", "[convert]") {
+  for (auto [n, h, w] : {std::tuple{1, 1, 1}, std::tuple{3, 7, 5}, std::tuple{2, 224, 224}}) {
+    const auto src = random_batch(static_cast<std::size_t>(n), h, w, 1);
+    std::vector<float> dst(src.size());
+    ringfeed::cuda::convert_batch_cpu(src.data(), static_cast<std::size_t>(n), h, w, img::output_format::float32_chw,
+                                      &img::imagenet_normalize, dst.data());
+    for (int i = 0; i < n; ++i)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+          for (int c = 0; c < 3; ++c) {
+            const std::uint8_t v = src[static_cast<std::size_t>(((i * h + y) * w + x) * 3 + c)];
+            const float got = dst[static_cast<std::size_t>(((i * 3 + c) * h + y) * w + x)];
+            const float want = reference_value(v, c, img::imagenet_normalize);
+            REQUIRE(std::memcmp(&got, &want, 4) == 0);
+          }
+  }
+}
+
+TEST_CASE("float16 NCHW is the float32 value rounded to nearest even", "[convert]") {
+  const int n = 2, h = 9, w = 11;
+  const auto src = random_batch(n, h, w, 2);
+  std::vector<std::uint16_t> dst(src.size());
+  ringfeed::cuda::convert_batch_cpu(src.data(), n, h, w, img::output_format::float16_chw, &img::imagenet_normalize,
+                                    dst.data());
+  for (int i = 0; i < n; ++i)
+    for (int p = 0; p < h * w; ++p)
+      for (int c = 0; c < 3; ++c) {
+        const std::uint8_t v = src[static_cast<std::size_t>((i * h * w + p) * 3 + c)];
+        REQUIRE(dst[static_cast<std::size_t>((i * 3 + c) * h * w + p)] ==
+                img::float_to_half(reference_value(v, c, img::imagenet_normalize)));
+      }
+}
+
+TEST_CASE("without normalize the values are v/255; uint8 is a copy", "[convert]") {
+  const auto src = random_batch(1, 4, 4, 3);
+  std::vector<float> f(src.size());
+  ringfeed::cuda::convert_batch_cpu(src.data(), 1, 4, 4, img::output_format::float32_chw, nullptr, f.data());
+  for (int p = 0; p < 16; ++p) REQUIRE(f[static_cast<std::size_t>(p)] == static_cast<float>(src[static_cast<std::size_t>(p * 3)]) / 255.0f);
+  std::vector<std::uint8_t> u(src.size());
+  ringfeed::cuda::convert_batch_cpu(src.data(), 1, 4, 4, img::output_format::uint8_hwc, nullptr, u.data());
+  REQUIRE(u == src);
+}
+
+TEST_CASE("the batch conversion equals the decode workers' write_output", "[convert]") {
+  const int h = 13, w = 17;
+  auto src = random_batch(1, h, w, 4);
+  const img::image_view view{src.data(), w, h, 3, static_cast<std::ptrdiff_t>(w) * 3};
+  for (auto format : {img::output_format::float32_chw, img::output_format::float16_chw}) {
+    const img::output_shape shape{3, h, w, format};
+    std::vector<std::byte> per_sample(shape.bytes()), batch(shape.bytes());
+    img::write_output(view, false, format, &img::imagenet_normalize, per_sample);
+    ringfeed::cuda::convert_batch_cpu(src.data(), 1, h, w, format, &img::imagenet_normalize, batch.data());
+    REQUIRE(per_sample == batch);
+  }
+}
