@@ -97,8 +97,8 @@ cmd_demo() {
   local cli="build/release/bin/ringfeed" data="build/sample-dataset"
   log "generating a sample ImageNet-like dataset in $data"
   "$cli" gen "$data" --images 2000 --classes 10 --seed 1
-  log "ringfeed bench $data/train"
-  "$cli" bench "$data/train" --pipeline none --epochs 3
+  log "ringfeed bench $data/train --pipeline train (read + decode + RandomResizedCrop + flip + normalize, batches of 64)"
+  "$cli" bench "$data/train" --pipeline train --batch 64 --epochs 2
 }
 
 case "${1:-}" in

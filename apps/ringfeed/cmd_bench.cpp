@@ -1,10 +1,12 @@
 // `ringfeed bench SOURCE`: read a dataset as fast as the machine allows and
 // report where the time went.
 //
-// This first version measures the I/O path alone (`--pipeline none`): every
-// image file under SOURCE is opened, sized, read whole and closed on an
-// io_uring ring, `--io-depth` files in flight, by coroutines that live on
-// the ring thread. Decode pipelines (`train`, `val`) arrive with the loader.
+// `--pipeline train|val` runs the whole loader (read, decode + transform into
+// batch slabs, upload or CPU normalization) with a consumer that takes
+// batches as fast as they come, and reports each stage's busy time and the
+// bottleneck. `--pipeline none` measures the I/O path alone: every image file
+// under SOURCE is opened, read whole and closed on an io_uring ring,
+// `--io-depth` files in flight, by coroutines that live on the ring thread.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ringfeed/io/ring.hpp>
+#include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
 #include <ringfeed/thread_pool.hpp>
@@ -37,12 +40,20 @@ namespace fs = std::filesystem;
 
 struct bench_options {
   std::string source;
-  std::string pipeline = "none";
+  std::string pipeline = "train";
+  std::size_t batch = 64;
+  int size = 224;
+  bool exact = false;
+  std::string output = "float32";
+  int device = 0;
   std::size_t threads = 0;
   std::size_t io_depth = 32;
   int epochs = 1;
   std::string io = "uring";
+  std::size_t memory_mb = 1024;
+  std::uint64_t seed = 0;
   std::string on_error = "skip";
+  double step_ms = 0.0;  // simulated training step per batch (the consumer's own time)
   bool json = false;
 };
 
@@ -255,6 +266,168 @@ int run_bench(const bench_options& opt) {
   return 0;
 }
 
+
+// Redraws a one-line progress bar on stderr every 100 ms from a loader's
+// counters, when stderr is a terminal.
+class loader_progress {
+ public:
+  loader_progress(const loader& l, std::size_t total, bool enabled) : m_loader(l), m_total(total) {
+    if (enabled) m_thread = std::thread([this] { run(); });
+  }
+  loader_progress(const loader_progress&) = delete;
+  loader_progress& operator=(const loader_progress&) = delete;
+  ~loader_progress() { stop(); }
+  void stop() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stop = true;
+    }
+    m_cv.notify_one();
+    if (m_thread.joinable()) {
+      m_thread.join();
+      std::fputs("\r\033[K", stderr);
+    }
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(m_mutex);
+    while (!m_cv.wait_for(lock, std::chrono::milliseconds(100), [this] { return m_stop; })) {
+      const auto st = m_loader.stats();
+      const double frac = m_total ? std::min(1.0, static_cast<double>(st.images) / static_cast<double>(m_total)) : 1.0;
+      const int width = 30;
+      const int filled = static_cast<int>(frac * width);
+      std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu/%zu images  %.0f images/s  limited by %s", filled,
+                   "##############################", width - filled, "", frac * 100.0,
+                   static_cast<unsigned long long>(st.images), m_total,
+                   st.elapsed_s > 0 ? static_cast<double>(st.images) / st.elapsed_s : 0.0, st.bottleneck().c_str());
+      std::fflush(stderr);
+    }
+  }
+
+  const loader& m_loader;
+  std::size_t m_total;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_stop = false;
+  std::thread m_thread;
+};
+
+const char* explain(const std::string& bottleneck) {
+  if (bottleneck == "decode") return "decode + transform: more --threads (cores) or fast mode would help";
+  if (bottleneck == "storage") return "storage: reads are outstanding most of the time; more --io-depth or faster storage";
+  if (bottleneck == "upload") return "upload: host-to-device copies and conversion";
+  return "the consumer: batches were ready whenever it asked";
+}
+
+int run_loader_bench(const bench_options& opt) {
+  if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
+  if (opt.size < 1) throw std::runtime_error("--size must be at least 1");
+  loader_options o;
+  o.source = opt.source;
+  const auto mode = opt.exact ? image::pipeline_mode::exact : image::pipeline_mode::fast;
+  if (opt.pipeline == "train") {
+    o.pipeline = image::pipeline::train(opt.size, mode);
+    o.sampler.shuffle = true;
+  } else {
+    o.pipeline = image::pipeline::val(opt.size * 256 / 224, opt.size, mode);
+    o.sampler.shuffle = false;
+  }
+  o.sampler.seed = opt.seed;
+  o.output = opt.output == "uint8"     ? image::output_format::uint8_hwc
+             : opt.output == "float16" ? image::output_format::float16_chw
+                                       : image::output_format::float32_chw;
+  o.batch_size = opt.batch;
+  o.threads = opt.threads;
+  o.io_depth = opt.io_depth;
+  o.io = opt.io == "pread" ? io_backend::pread : io_backend::uring;
+  o.memory_budget = opt.memory_mb << 20;
+  o.device = opt.device;
+  o.on_error = opt.on_error == "fail" ? error_policy::fail : error_policy::skip;
+  if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
+
+  loader l(o);
+  const std::size_t per_epoch = l.dataset().size();
+  loader_progress bar(l, per_epoch * static_cast<std::size_t>(opt.epochs), !opt.json && ::isatty(STDERR_FILENO));
+  std::size_t images = 0;
+  const auto step = std::chrono::duration<double, std::milli>(opt.step_ms);
+  for (int e = 0; e < opt.epochs; ++e) {
+    for (batch& b : l.epoch(static_cast<std::uint64_t>(e))) {
+      images += b.size();
+      // A stand-in for the training step: the consumer is busy, not waiting.
+      if (opt.step_ms > 0) std::this_thread::sleep_for(step);
+    }
+  }
+  const auto st = l.stats();
+  bar.stop();
+
+  const double seconds = st.elapsed_s;
+  const double images_per_s = static_cast<double>(images) / seconds;
+  const double mb_per_s = static_cast<double>(st.read.bytes) / 1e6 / seconds;
+  const std::string bottleneck = st.bottleneck();
+  const char* output_name = l.batch_layout().dtype == dtype::float32   ? "float32 NCHW"
+                            : l.batch_layout().dtype == dtype::float16 ? "float16 NCHW"
+                                                                       : "uint8 NHWC";
+  if (opt.json) {
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& k : st.skipped) skipped.push_back({{"path", k.path}, {"reason", k.reason}});
+    nlohmann::json out = {
+        {"source", opt.source},
+        {"pipeline", opt.pipeline},
+        {"mode", opt.exact ? "exact" : "fast"},
+        {"images", images},
+        {"seconds", seconds},
+        {"images_per_s", images_per_s},
+        {"bytes", st.read.bytes},
+        {"mb_per_s", mb_per_s},
+        {"backend", st.backend},
+        {"device", l.uses_device() ? "cuda:" + std::to_string(opt.device) : "host"},
+        {"host_reason", l.host_reason()},
+        {"output", output_name},
+        {"batch", opt.batch},
+        {"threads", st.decode_threads},
+        {"io_depth", st.io_depth},
+        {"prefetch_batches", st.prefetch_batches},
+        {"epochs", opt.epochs},
+        {"step_ms", opt.step_ms},
+        {"stages",
+         {{"read_s", st.read.busy_s},
+          {"decode_s", st.decode.busy_s},
+          {"upload_s", st.upload.busy_s},
+          {"consumer_wait_s", st.consumer_wait_s},
+          {"read_utilization", st.read_utilization()},
+          {"decode_utilization", st.decode_utilization()},
+          {"upload_utilization", st.upload_utilization()}}},
+        {"bottleneck", bottleneck},
+        {"skipped", skipped},
+    };
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),
+                opt.pipeline.c_str(), opt.exact ? "exact" : "fast", opt.batch, output_name,
+                l.uses_device() ? ("cuda:" + std::to_string(opt.device)).c_str() : "host");
+    std::printf("  %zu images in %.3f s: %.0f images/s; read %.1f MB (%.1f MB/s)\n", images, seconds, images_per_s,
+                static_cast<double>(st.read.bytes) / 1e6, mb_per_s);
+    std::printf("  where the time went (busy seconds, share of capacity):\n");
+    std::printf("    read     %8.3f s  %5.1f%% of %zu reads in flight (%s)\n", st.read.busy_s,
+                100 * st.read_utilization(), st.io_depth, st.backend.c_str());
+    std::printf("    decode   %8.3f s  %5.1f%% of %zu threads\n", st.decode.busy_s, 100 * st.decode_utilization(),
+                st.decode_threads);
+    if (l.uses_device())
+      std::printf("    upload   %8.3f s  %5.1f%%\n", st.upload.busy_s, 100 * st.upload_utilization());
+    else
+      std::printf("    upload   none: %s\n", l.host_reason().c_str());
+    std::printf("    consumer waited %.3f s (%.1f%% of the run)\n", st.consumer_wait_s,
+                seconds > 0 ? 100 * st.consumer_wait_s / seconds : 0.0);
+    std::printf("  limited by: %s\n", explain(bottleneck));
+    if (!st.skipped.empty()) {
+      std::printf("  skipped %zu files:\n", st.skipped.size());
+      for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -263,18 +436,29 @@ void register_bench(CLI::App& app) {
   cmd->add_option("SOURCE", opt->source, "dataset directory or file")->required();
   // Decode pipelines (train, val) and the pread backend arrive with the
   // loader and the storage layer; until then only what works is accepted.
-  cmd->add_option("--pipeline", opt->pipeline, "none = read bytes only (train/val: coming with the loader)")
-      ->check(CLI::IsMember({"none"}));
+  cmd->add_option("--pipeline", opt->pipeline, "train (RandomResizedCrop + flip), val (Resize + CenterCrop) or none (read bytes only)")
+      ->check(CLI::IsMember({"train", "val", "none"}));
+  cmd->add_option("--batch", opt->batch, "images per batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
+  cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
+      ->check(CLI::IsMember({"float32", "float16", "uint8"}));
+  cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
+  cmd->add_option("--memory-mb", opt->memory_mb, "budget for batch slabs, MiB")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
+  cmd->add_option("--step-ms", opt->step_ms, "simulate a training step of this many ms per batch (a slow consumer)");
   cmd->add_option("--threads", opt->threads, "worker threads (0 = one per core)");
   cmd->add_option("--io-depth", opt->io_depth, "files in flight at once");
   cmd->add_option("--epochs", opt->epochs, "passes over the dataset");
-  cmd->add_option("--io", opt->io, "I/O backend (pread fallback: coming with the storage layer)")
-      ->check(CLI::IsMember({"uring"}));
+  cmd->add_option("--io", opt->io, "I/O backend: uring, or pread threads (pread: --pipeline train|val only for now)")
+      ->check(CLI::IsMember({"uring", "pread"}));
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
       ->check(CLI::IsMember({"skip", "fail"}));
   cmd->add_flag("--json", opt->json, "print one JSON object as the last line of stdout");
   cmd->callback([opt] {
-    const int rc = run_bench(*opt);
+    if (opt->pipeline == "none" && opt->io != "uring")
+      throw std::runtime_error("--pipeline none reads with io_uring only for now (the pread path is the loader's)");
+    const int rc = opt->pipeline == "none" ? run_bench(*opt) : run_loader_bench(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

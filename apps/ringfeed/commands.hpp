@@ -8,5 +8,7 @@ namespace ringfeed::cli {
 
 void register_bench(CLI::App& app);
 void register_gen(CLI::App& app);
+void register_export(CLI::App& app);
+void register_probe(CLI::App& app);
 
 }  // namespace ringfeed::cli

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", RINGFEED_VERSION_STRING);
   ringfeed::cli::register_bench(app);
   ringfeed::cli::register_gen(app);
+  ringfeed::cli::register_export(app);
+  ringfeed::cli::register_probe(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
