@@ -172,9 +172,20 @@ inline std::uint8_t clip8(std::int32_t v) {
 }
 
 // --- the two passes -------------------------------------------------------------
+//
+// Both passes are int32 multiply-adds (Pillow's precision needs 32 bits).
+// x86-64's baseline (SSE2) has no packed 32-bit multiply, so the passes are
+// also compiled for AVX2 and picked at load time (GCC function
+// multi-versioning); the integers are the same either way.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RINGFEED_RESAMPLE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RINGFEED_RESAMPLE_CLONES
+#endif
 
 // Vertical: output rows from rows of `src` (row 0 = logical row src_top),
 // each `bytes` wide. `acc` holds `bytes` accumulators.
+RINGFEED_RESAMPLE_CLONES
 void vertical_pass(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_top, int bytes,
                    const axis_plan& ay, std::uint8_t* dst, std::ptrdiff_t dst_stride, std::int32_t* acc) {
   const int ksize = ay.ksize;
@@ -219,7 +230,7 @@ void vertical_pass(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_t
 // every tap is one multiply-add over block_rows × C contiguous lanes, which
 // the compiler vectorizes. The sums are the same integers as Pillow's.
 template <int C>
-void horizontal_tiled(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+[[gnu::always_inline]] inline void horizontal_tiled(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
                       const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                       std::vector<std::int32_t>& tile) {
   constexpr int block_rows = 8;
@@ -261,6 +272,7 @@ void horizontal_tiled(const std::uint8_t* src, std::ptrdiff_t src_stride, int sr
   }
 }
 
+RINGFEED_RESAMPLE_CLONES
 void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
                          const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                          std::vector<std::int32_t>& tile) {
