@@ -105,6 +105,7 @@ plan make_plan(const gen_options& o, const fs::path& out) {
     for (std::size_t k = 0; k < count; ++k, ++index) {
       planned_file f;
       f.spec = draw_image_spec(derive_seed(o.seed, stream_train, index));
+      f.spec.class_index = static_cast<int>(c);
       f.extension = draw_extension(derive_seed(o.seed, stream_train_ext, index));
       f.path = out / "train" / p.classes[c] / (p.classes[c] + "_" + std::to_string(k) + f.extension);
       p.files.push_back(std::move(f));
@@ -116,6 +117,7 @@ plan make_plan(const gen_options& o, const fs::path& out) {
     std::snprintf(name, sizeof name, "ILSVRC2012_val_%08zu", v + 1);
     planned_file f;
     f.spec = draw_image_spec(derive_seed(o.seed, stream_val, v));
+    f.spec.class_index = static_cast<int>(v % o.classes);
     f.extension = draw_extension(derive_seed(o.seed, stream_val_ext, v));
     f.path = out / "val" / p.classes[v % o.classes] / (name + f.extension);
     p.files.push_back(std::move(f));

@@ -355,8 +355,21 @@ void render_image(const image_spec& spec, std::vector<unsigned char>& out) {
   // Lighting and large regions; an overall tint.
   add_smooth_field(c.base, w, h, scale * 0.8f, scale / 12.0f, rng.uniform(15.0f, 40.0f), 0.55f, rng);
   if (color) {
-    const float tint_cb = rng.uniform(-12.0f, 12.0f);
-    const float tint_cr = rng.uniform(-12.0f, 12.0f);
+    float tint_cb = rng.uniform(-12.0f, 12.0f);
+    float tint_cr = rng.uniform(-12.0f, 12.0f);
+    if (spec.class_index >= 0) {
+      // 16 chroma offsets around a circle of radius 16 (no libm: the table
+      // is cos/sin of k·22.5° written out), used in a stride-7 order so that
+      // neighbouring classes get distant colours.
+      static constexpr float unit[16][2] = {
+          {1.0f, 0.0f},        {0.92388f, 0.38268f},   {0.70711f, 0.70711f},   {0.38268f, 0.92388f},
+          {0.0f, 1.0f},        {-0.38268f, 0.92388f},  {-0.70711f, 0.70711f},  {-0.92388f, 0.38268f},
+          {-1.0f, 0.0f},       {-0.92388f, -0.38268f}, {-0.70711f, -0.70711f}, {-0.38268f, -0.92388f},
+          {0.0f, -1.0f},       {0.38268f, -0.92388f},  {0.70711f, -0.70711f},  {0.92388f, -0.38268f}};
+      const auto k = static_cast<std::size_t>(spec.class_index * 7 % 16);
+      tint_cb = 16.0f * unit[k][0];
+      tint_cr = 16.0f * unit[k][1];
+    }
     for (auto& v : c.cb) v = tint_cb;
     for (auto& v : c.cr) v = tint_cr;
     add_smooth_field(c.cb, w, h, scale * 0.6f, scale / 8.0f, rng.uniform(4.0f, 14.0f), 0.5f, rng);

@@ -59,6 +59,10 @@ struct image_spec {
   int subsamp = 0;
   bool progressive = false;
   std::uint64_t content_seed = 0;
+  /// The image's class (-1: none). Colour images of one class share a
+  /// colour cast, so that a model can actually learn the classes (a weak,
+  /// global cue, like a scene's lighting; the content is otherwise random).
+  int class_index = -1;
 
   [[nodiscard]] bool gray() const noexcept;
 };
