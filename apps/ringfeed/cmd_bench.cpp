@@ -313,8 +313,10 @@ class loader_progress {
   std::thread m_thread;
 };
 
-const char* explain(const std::string& bottleneck) {
-  if (bottleneck == "decode") return "decode + transform: more --threads (cores) or fast mode would help";
+const char* explain(const std::string& bottleneck, bool exact) {
+  if (bottleneck == "decode")
+    return exact ? "decode + transform: the CPU; fast mode (no --exact) or more cores would help"
+                 : "decode + transform: the CPU; more cores (--threads) would help";
   if (bottleneck == "storage") return "storage: reads are outstanding most of the time; more --io-depth or faster storage";
   if (bottleneck == "upload") return "upload: host-to-device copies and conversion";
   return "the consumer: batches were ready whenever it asked";
@@ -419,7 +421,7 @@ int run_loader_bench(const bench_options& opt) {
       std::printf("    upload   none: %s\n", l.host_reason().c_str());
     std::printf("    consumer waited %.3f s (%.1f%% of the run)\n", st.consumer_wait_s,
                 seconds > 0 ? 100 * st.consumer_wait_s / seconds : 0.0);
-    std::printf("  limited by: %s\n", explain(bottleneck));
+    std::printf("  limited by: %s\n", explain(bottleneck, opt.exact));
     if (!st.skipped.empty()) {
       std::printf("  skipped %zu files:\n", st.skipped.size());
       for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
