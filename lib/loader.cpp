@@ -48,24 +48,6 @@ std::string what_of(const std::exception_ptr& e) {
   }
 }
 
-// Grows `buffer` (never shrinks): after warm-up reads reuse it.
-void ensure_size(std::vector<std::byte>& buffer, std::size_t n) {
-  if (buffer.size() < n) buffer.resize(std::max(n, buffer.size() * 2));
-}
-
-void read_fully(int fd, const std::string& path, std::byte* dst, std::size_t n, std::uint64_t offset, std::size_t& got) {
-  got = 0;
-  while (got < n) {
-    const ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(offset + got));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(),
-                              "read '" + path + "' at offset " + std::to_string(offset + got));
-    }
-    if (r == 0) break;
-    got += static_cast<std::size_t>(r);
-  }
-}
 
 }  // namespace
 
@@ -224,29 +206,30 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
     slabs.push_back(std::move(s));
   }
 
-  // Reads: io_uring, else a pool of pread threads.
-  if (opt.io != io_backend::pread) {
-    try {
-      const auto entries = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth * 2));
-      ring = std::make_unique<io::ring>(*pool, io::ring_options{.entries = entries});
-      backend_name = "io_uring";
-    } catch (const io::ring_unavailable& e) {
-      if (opt.io == io_backend::uring) throw;
-      log(std::string("io_uring unavailable, reading with pread threads: ") + e.what());
-    }
+  // Reads: io_uring, else a pool of pread threads. Network file systems
+  // get buffered reads, deadlines and retries (io/reader.hpp).
+  io::reader_options ro;
+  ro.kind = opt.io;
+  ro.depth = opt.io_depth;
+  ro.pread_threads = opt.pread_threads;
+  ro.direct = opt.direct;
+  ro.deadline = opt.io_deadline;
+  ro.retries = opt.io_retries;
+  ro.log = [this](std::string_view line) { log(line); };
+  try {
+    const io::storage_info where = io::probe_storage(ds.shards().empty() ? ds.root() : ds.shards().front().path);
+    ro.network = where.device == io::device_class::network;
+    if (!where.small_files_ok && ds.shards().empty())
+      log("'" + opt.source + "' is on " + std::string(io::to_string(where.device)) +
+          " storage, where random small-file reads are slow: " + where.advice);
+  } catch (const std::system_error&) {
+    // Not probe-able (odd sources): local defaults.
   }
-  if (!ring) {
-    const std::size_t n = opt.pread_threads ? opt.pread_threads : std::min<std::size_t>(opt.io_depth, 16);
-    io_pool = std::make_unique<thread_pool>(n);
-    backend_name = "pread";
-  }
+  reader = io::reader::create(*pool, std::move(ro));
+  backend_name = std::string(reader->backend_name());
 
   // Tar shards stay open: a sample is one read at an offset.
-  for (const auto& shard : ds.shards()) {
-    const int fd = ::open(shard.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "open '" + shard.path + "'");
-    shard_files.emplace_back(fd, shard.path);
-  }
+  for (const auto& shard : ds.shards()) shard_handles.push_back(reader->open(shard.path));
 
 }
 
@@ -359,33 +342,8 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
   }
 }
 
-void loader_core::read_blocking(const data::sample_location& loc, const std::string& path,
-                                std::vector<std::byte>& buffer, std::size_t& size) {
-  if (loc.shard != data::no_shard) {
-    ensure_size(buffer, loc.size);
-    const io::file& f = shard_files[loc.shard];
-    read_fully(f.fd(), f.path(), buffer.data(), loc.size, loc.offset, size);
-    if (size != loc.size)
-      throw std::system_error(EIO, std::generic_category(),
-                              "read '" + f.path() + "': shard ends inside a member (at " +
-                                  std::to_string(loc.offset + size) + ")");
-    return;
-  }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open '" + path + "'");
-  io::file f(fd, path);  // closes on every path out
-  size = 0;
-  for (;;) {
-    ensure_size(buffer, size + 1);
-    std::size_t got = 0;
-    read_fully(fd, path, buffer.data() + size, buffer.size() - size, size, got);
-    size += got;
-    if (size < buffer.size()) break;
-  }
-}
-
 task<> loader_core::work(std::shared_ptr<run> r) {
-  std::vector<std::byte> buffer(256 * 1024);
+  io::read_buffer buffer(256 * 1024);
   std::string path;
   const std::uint64_t seed = opt.sampler.seed;
   co_await pool->schedule();
@@ -399,39 +357,11 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const auto loc = ds.location(index);
         if (loc.shard == data::no_shard) loc.full_path(path);
         const auto t0 = clock::now();
-        std::size_t size = 0;
-        if (ring) {
-          if (loc.shard != data::no_shard) {
-            ensure_size(buffer, loc.size);
-            const io::file& f = shard_files[loc.shard];
-            size = co_await ring->read_at(f, std::span(buffer.data(), loc.size), loc.offset);
-            if (size != loc.size)
-              throw std::system_error(EIO, std::generic_category(),
-                                      "read '" + f.path() + "': shard ends inside a member");
-          } else {
-            // No statx: read into the reused buffer until a read comes back
-            // short, growing it for a file larger than any before.
-            io::file f = co_await ring->openat(path, O_RDONLY | O_CLOEXEC);
-            for (;;) {
-              ensure_size(buffer, size + 1);
-              const std::span<std::byte> rest(buffer.data() + size, buffer.size() - size);
-              const std::size_t n = co_await ring->read_at(f, rest, size);
-              size += n;
-              if (n < rest.size()) break;
-            }
-            co_await ring->close(std::move(f));
-          }
-        } else {
-          co_await io_pool->schedule();
-          std::exception_ptr read_error;
-          try {
-            read_blocking(loc, path, buffer, size);
-          } catch (...) {
-            read_error = std::current_exception();
-          }
-          co_await pool->schedule();
-          if (read_error) std::rethrow_exception(read_error);
-        }
+        const std::span<const std::byte> bytes =
+            loc.shard == data::no_shard
+                ? co_await reader->read_file(path, buffer)
+                : co_await reader->read_range(shard_handles[loc.shard], loc.offset, loc.size, buffer);
+        const std::size_t size = bytes.size();
         read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
         read_items.fetch_add(1, std::memory_order_relaxed);
         read_bytes.fetch_add(size, std::memory_order_relaxed);
@@ -440,7 +370,7 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const auto t1 = clock::now();
         thread_local image::pipeline_workspace ws;
         const std::string_view name = loc.shard == data::no_shard ? std::string_view(path) : ds.name(index);
-        pipe.apply(ws, std::span<const std::byte>(buffer.data(), size), name, image::sample_key{seed, s.epoch, index},
+        pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, index},
                    std::span(s.images + slot * sample_bytes, sample_bytes));
         s.ok[slot] = 1;
         decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);
@@ -681,8 +611,7 @@ loader::~loader() {
   m_core->stop_run();  // pending next() calls see the end, async ones complete
   sync_wait(m_core->async_calls->join());
   // Threads go now; memory lent to batches stays until they are released.
-  m_core->ring.reset();
-  m_core->io_pool.reset();
+  m_core->reader.reset();
   m_core->pool.reset();
 }
 
@@ -782,6 +711,12 @@ loader_stats loader::stats() const {
     s.skipped = c.skipped;
   }
   s.backend = c.backend_name;
+  if (c.reader) {
+    const io::reader_stats rs = c.reader->stats();
+    s.direct = c.reader->direct();
+    s.read_retries = rs.retries;
+    s.read_timeouts = rs.timeouts;
+  }
   s.decode_threads = c.pool ? c.pool->thread_count() : 0;
   s.io_depth = c.opt.io_depth;
   s.prefetch_batches = c.nslabs - 1;

@@ -31,7 +31,8 @@
 #include <ringfeed/batch.hpp>
 #include <ringfeed/channel.hpp>
 #include <ringfeed/cuda/uploader.hpp>
-#include <ringfeed/io/ring.hpp>
+#include <ringfeed/io/reader.hpp>
+#include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/thread_pool.hpp>
 
@@ -136,9 +137,8 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   std::string backend_name;
 
   std::unique_ptr<thread_pool> pool;     // decode
-  std::unique_ptr<thread_pool> io_pool;  // pread backend only
-  std::unique_ptr<io::ring> ring;        // io_uring backend only
-  std::vector<io::file> shard_files;     // tar: every shard, open for the loader's life
+  std::unique_ptr<io::reader> reader;
+  std::vector<io::reader::handle> shard_handles;  // tar: every shard, open for the loader's life
   std::unique_ptr<cuda::uploader> uploader;
   std::vector<std::unique_ptr<slab>> slabs;
   bool pinned = false;
@@ -181,8 +181,6 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   void fail_sample(run& r, slab& s, std::size_t index, std::exception_ptr error);
   void finish(run& r, slab& s);
   void emit(run& r, std::uint64_t seq, delivery d);
-  void read_blocking(const data::sample_location& loc, const std::string& path, std::vector<std::byte>& buffer,
-                     std::size_t& size);
 
   batch make_batch(delivery d);
 };

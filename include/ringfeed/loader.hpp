@@ -22,6 +22,7 @@
 // flight, and never hangs on a consumer that still holds batches.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -40,6 +41,7 @@
 #include <ringfeed/batch.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
+#include <ringfeed/io/reader.hpp>
 #include <ringfeed/image/transforms.hpp>
 #include <ringfeed/stats.hpp>
 #include <ringfeed/task.hpp>
@@ -54,12 +56,8 @@ enum class error_policy : std::uint8_t {
   skip,  ///< leave it out of its batch; list it in stats().skipped and the log
 };
 
-/// Which I/O path reads the files.
-enum class io_backend : std::uint8_t {
-  automatic,  ///< io_uring, else pread threads (with one log line saying why)
-  uring,      ///< io_uring or an error
-  pread,      ///< a pool of threads doing open/pread/close
-};
+/// Which I/O path reads the files (see io/reader.hpp).
+using io_backend = io::backend;
 
 /// Where a loader is in its stream of batches: enough to continue exactly.
 struct loader_state {
@@ -97,6 +95,16 @@ struct loader_options {
   io_backend io = io_backend::automatic;
   /// Threads doing blocking reads with io_backend::pread; 0: min(io_depth, 16).
   std::size_t pread_threads = 0;
+  /// O_DIRECT reads: bypass the page cache (a dataset larger than memory
+  /// read once per epoch gains nothing from it). Buffered where the file
+  /// system refuses it, with one log line; never on network file systems.
+  bool direct = false;
+  /// Network file systems (detected from the source, e.g. a kernel NFS
+  /// mount): per-read deadline and retries of transient errors. 0: the
+  /// reader's defaults there (30 s, 3 retries); locally neither is used
+  /// unless set here.
+  std::chrono::milliseconds io_deadline{0};
+  unsigned io_retries = 0;
 
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
   /// consumer). Must fit at least 2 batches.

@@ -37,6 +37,9 @@ struct loader_stats {
   std::vector<skipped_sample> skipped;
 
   std::string backend;       ///< "io_uring" or "pread"
+  bool direct = false;       ///< reads bypass the page cache (O_DIRECT in use)
+  std::uint64_t read_retries = 0;   ///< reads retried after a transient error (network)
+  std::uint64_t read_timeouts = 0;  ///< reads past their deadline
   std::size_t decode_threads = 0;
   std::size_t io_depth = 0;
   std::size_t prefetch_batches = 0;

@@ -25,6 +25,8 @@ namespace {
 // user_data of the ring's own read of its wake-up eventfd. Operations are
 // pointers to aligned objects, so they can never be 1.
 constexpr std::uint64_t wake_token = 1;
+// user_data of the linked timeouts that enforce ring_options::deadline.
+constexpr std::uint64_t deadline_token = 2;
 
 // One SQE reads at most this much; longer reads continue as short reads.
 constexpr std::size_t max_read_chunk = std::size_t{1} << 30;
@@ -142,6 +144,11 @@ struct ring::state {
   std::atomic<std::uint64_t> completed{0};
   std::atomic<std::uint64_t> retried{0};
   std::atomic<std::uint64_t> enter_calls{0};
+  std::atomic<std::uint64_t> timed_out{0};
+
+  // Linked timeouts: the kernel reads the timespec when it takes the SQE.
+  bool has_deadline = false;
+  __kernel_timespec deadline{};
 
   // Ring thread only.
   detail::intrusive_fifo<operation, &operation::m_next> pending;  // waiting for an SQE
@@ -177,7 +184,13 @@ ring::ring(executor& resume_on, ring_options options) : m_state(std::make_unique
     throw ring_unavailable(std::error_code(ENOSYS, std::system_category()),
                            std::string("io_uring is unavailable: the kernel lacks ") + missing +
                                ", which ringfeed needs (Linux 5.6 or newer)");
-  s.max_in_flight = params.cq_entries;
+  // A linked timeout posts its own completion too: half the CQ for each.
+  s.has_deadline = options.deadline.count() > 0;
+  if (s.has_deadline) {
+    s.deadline.tv_sec = options.deadline.count() / 1'000'000'000;
+    s.deadline.tv_nsec = options.deadline.count() % 1'000'000'000;
+  }
+  s.max_in_flight = s.has_deadline ? params.cq_entries / 2 : params.cq_entries;
   s.reaped.reserve(params.cq_entries);
   s.event_fd = ::eventfd(0, EFD_CLOEXEC);
   if (s.event_fd < 0) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
@@ -206,7 +219,8 @@ std::string ring::unavailable_reason() {
 ring_stats ring::stats() const noexcept {
   const state& s = *m_state;
   return {s.submitted.load(std::memory_order_relaxed), s.completed.load(std::memory_order_relaxed),
-          s.retried.load(std::memory_order_relaxed), s.enter_calls.load(std::memory_order_relaxed)};
+          s.retried.load(std::memory_order_relaxed), s.enter_calls.load(std::memory_order_relaxed),
+          s.timed_out.load(std::memory_order_relaxed)};
 }
 
 // --- submission (any thread) --------------------------------------------------------
@@ -318,7 +332,7 @@ void ring::run() {
     return sqe;
   };
 
-  auto prep = [](operation& op, io_uring_sqe* sqe) {
+  auto prep = [&](operation& op, io_uring_sqe* sqe) {
     switch (op.m_kind) {
       case operation::kind::openat: {
         auto& o = as<openat_operation>(op);
@@ -343,17 +357,37 @@ void ring::run() {
       case operation::kind::close:
         io_uring_prep_close(sqe, as<close_operation>(op).m_fd);
         break;
+      case operation::kind::sleep: {
+        auto& o = as<sleep_operation>(op);
+        auto* ts = reinterpret_cast<__kernel_timespec*>(o.m_timespec);
+        ts->tv_sec = o.m_duration.count() / 1'000'000'000;
+        ts->tv_nsec = o.m_duration.count() % 1'000'000'000;
+        io_uring_prep_timeout(sqe, ts, 0, 0);
+        break;
+      }
       case operation::kind::schedule:
         break;  // never becomes an SQE
     }
     io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uint64_t>(&op));
+    const bool bounded = op.m_kind == operation::kind::openat || op.m_kind == operation::kind::statx ||
+                         op.m_kind == operation::kind::read;
+    if (s.has_deadline && bounded) {
+      // The caller made room for two SQEs: the link never spans submissions.
+      sqe->flags |= IOSQE_IO_LINK;
+      io_uring_sqe* t = io_uring_get_sqe(uring);
+      io_uring_prep_link_timeout(t, &s.deadline, 0);
+      io_uring_sqe_set_data64(t, deadline_token);
+    }
   };
 
   // Applies a completion; returns false if the operation must be resubmitted.
-  auto complete = [](operation& op, int res) -> bool {
+  auto complete = [&](operation& op, int res) -> bool {
     if (retryable(res)) return false;
+    if (op.m_kind == operation::kind::sleep && res == -ETIME) return true;  // the timeout expired: done
     if (res < 0) {
-      op.m_error = -res;
+      // With a deadline, ECANCELED means the linked timeout fired first.
+      op.m_error = res == -ECANCELED && s.has_deadline ? ETIMEDOUT : -res;
+      if (op.m_error == ETIMEDOUT && res == -ECANCELED) s.timed_out.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
     switch (op.m_kind) {
@@ -364,10 +398,11 @@ void ring::run() {
         auto& o = as<read_operation>(op);
         if (res == 0) return true;  // end of file
         o.m_done += static_cast<std::size_t>(res);
-        return o.m_done >= o.m_buffer.size();  // short read: continue from where it stopped
+        return o.m_once || o.m_done >= o.m_buffer.size();  // short read: continue from where it stopped
       }
       case operation::kind::statx:
       case operation::kind::close:
+      case operation::kind::sleep:
       case operation::kind::schedule:
         return true;
     }
@@ -406,6 +441,11 @@ void ring::run() {
       }
     }
     while (!s.pending.empty() && s.in_flight < s.max_in_flight) {
+      if (s.has_deadline && io_uring_sq_space_left(uring) < 2) {  // keep an op and its timeout together
+        io_uring_submit(uring);
+        s.enter_calls.fetch_add(1, std::memory_order_relaxed);
+        if (io_uring_sq_space_left(uring) < 2) break;
+      }
       io_uring_sqe* sqe = get_sqe();
       if (sqe == nullptr) break;
       operation* op = s.pending.pop_front();
@@ -459,6 +499,7 @@ void ring::run() {
         s.wake_armed = false;  // re-armed at the top of the next round
         continue;
       }
+      if (user_data == deadline_token) continue;  // its operation reports the outcome
       auto* op = reinterpret_cast<operation*>(user_data);
       --s.in_flight;
       if (!complete(*op, res)) {

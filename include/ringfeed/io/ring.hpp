@@ -21,6 +21,7 @@
 // Shape follows libunifex's io_uring_context and Seastar's reactor backend.
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -86,6 +87,11 @@ struct ring_options {
   /// Kernel-side submission polling. Off by default: it burns a core.
   bool sqpoll = false;
   unsigned sqpoll_idle_ms = 50;
+  /// Deadline of each openat, statx and read, enforced in the kernel by a
+  /// linked timeout (IORING_OP_LINK_TIMEOUT): past it the operation is
+  /// cancelled and fails with ETIMEDOUT. For network file systems, where a
+  /// dead server would otherwise block a read for minutes. 0: none.
+  std::chrono::nanoseconds deadline{0};
 };
 
 /// Counters, read with relaxed loads: a consistent snapshot only when idle.
@@ -94,6 +100,7 @@ struct ring_stats {
   std::uint64_t completed = 0;      // operations finished and posted
   std::uint64_t retried = 0;        // resubmissions: EINTR, EAGAIN, short reads
   std::uint64_t enter_calls = 0;    // io_uring_submit / submit_and_wait calls
+  std::uint64_t timed_out = 0;      // operations cancelled by ring_options::deadline
 };
 
 class ring {
@@ -120,7 +127,7 @@ class ring {
     void await_suspend(std::coroutine_handle<> h) noexcept;
 
    protected:
-    enum class kind : std::uint8_t { openat, statx, read, close, schedule };
+    enum class kind : std::uint8_t { openat, statx, read, close, schedule, sleep };
     operation(ring& r, kind k) noexcept : m_ring(&r), m_kind(k) {}
     ~operation() = default;
     /// Throws std::system_error(m_error, "<verb> '<path>'") if it failed.
@@ -179,10 +186,12 @@ class ring {
   class read_operation final : public operation {
    public:
     read_operation(ring& r, int fd, std::span<std::byte> buffer, std::uint64_t offset,
-                   std::string_view error_path) noexcept
-        : operation(r, kind::read), m_fd(fd), m_buffer(buffer), m_offset(offset), m_error_path(error_path) {}
-    /// Bytes read: buffer.size(), or fewer only at end of file. Throws
-    /// std::system_error naming the path on failure.
+                   std::string_view error_path, bool once = false) noexcept
+        : operation(r, kind::read), m_fd(fd), m_buffer(buffer), m_offset(offset), m_error_path(error_path),
+          m_once(once) {}
+    /// Bytes read: buffer.size(), or fewer only at end of file (read_at); what
+    /// one read(2) gave (read_some_at). Throws std::system_error naming the
+    /// path on failure.
     std::size_t await_resume();
 
    private:
@@ -192,6 +201,18 @@ class ring {
     std::uint64_t m_offset;
     std::string_view m_error_path;
     std::size_t m_done = 0;
+    bool m_once = false;
+  };
+
+  class sleep_operation final : public operation {
+   public:
+    sleep_operation(ring& r, std::chrono::nanoseconds d) noexcept : operation(r, kind::sleep), m_duration(d) {}
+    void await_resume() const noexcept {}
+
+   private:
+    friend class ring;
+    std::chrono::nanoseconds m_duration;
+    alignas(8) std::byte m_timespec[16];  // struct __kernel_timespec
   };
 
   class close_operation final : public operation {
@@ -231,6 +252,19 @@ class ring {
   [[nodiscard]] read_operation read_at(const file& f, std::span<std::byte> buffer, std::uint64_t offset) noexcept {
     return read_operation{*this, f.fd(), buffer, offset, f.path()};
   }
+  /// One read(2) of up to buffer.size() bytes at `offset`: a short count is
+  /// returned as is (end of file, or for O_DIRECT a read the caller
+  /// continues at an aligned offset). Saves the extra read that read_at
+  /// needs to see end of file. Any thread.
+  [[nodiscard]] read_operation read_some_at(const file& f, std::span<std::byte> buffer, std::uint64_t offset) noexcept {
+    return read_operation{*this, f.fd(), buffer, offset, f.path(), true};
+  }
+  [[nodiscard]] read_operation read_some_at(int fd, std::span<std::byte> buffer, std::uint64_t offset) noexcept {
+    return read_operation{*this, fd, buffer, offset, {}, true};
+  }
+  /// Resumes after `d` (an io_uring timeout: no thread sleeps). Any thread.
+  [[nodiscard]] sleep_operation sleep_for(std::chrono::nanoseconds d) noexcept { return sleep_operation{*this, d}; }
+
   /// As above, for a bare descriptor (errors then name the descriptor).
   [[nodiscard]] read_operation read_at(int fd, std::span<std::byte> buffer, std::uint64_t offset) noexcept {
     return read_operation{*this, fd, buffer, offset, {}};

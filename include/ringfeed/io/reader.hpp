@@ -1,0 +1,136 @@
+// ringfeed::io::reader — how the loader (and `ringfeed bench`) get a
+// sample's bytes, whatever the storage: one interface, three backends.
+//
+//  - io_uring: openat → read → close on one ring, `depth` files in flight,
+//    no statx (a read that comes back short is the end of the file), and one
+//    read at an offset for a range of a file held open (tar shards).
+//  - pread: the same on a pool of threads doing blocking calls, for where
+//    io_uring cannot be set up (Docker's default seccomp profile, ENOSYS,
+//    kernel.io_uring_disabled); backend::automatic falls back to it with one
+//    log line saying why and how to enable io_uring.
+//  - nfs: `nfs://server/export/...` paths through libnfs (see nfs.hpp),
+//    chosen by the path, beside either of the above for local paths.
+//
+// O_DIRECT (`direct`): reads bypass the page cache into 4096-byte aligned
+// buffers, in whole aligned blocks; the file's end is the first read that
+// comes back short of a block. A file system that refuses O_DIRECT (EINVAL:
+// tmpfs, overlayfs on some kernels, FUSE) is read buffered from then on, and
+// one log line says so. Network file systems are always read buffered.
+//
+// Network file systems (kernel NFS, CIFS, FUSE, or `deadline` set): each
+// openat and read carries a deadline (an io_uring linked timeout), and
+// ESTALE, EIO, ETIMEDOUT and EAGAIN are retried `retries` times with
+// exponential back-off, so a dead server yields an error naming the file
+// instead of a hang. The pread backend cannot interrupt a blocked read(2):
+// there the deadline is checked between retries only.
+//
+// Thread safety: read_file and read_range may be awaited from any number of
+// coroutines at once. Each call resumes its caller on `resume_on`.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <ringfeed/io/buffer.hpp>
+#include <ringfeed/task.hpp>
+#include <ringfeed/thread_pool.hpp>
+
+namespace ringfeed::io {
+
+/// Which I/O path reads local files.
+enum class backend : std::uint8_t {
+  automatic,  ///< io_uring, else pread threads (with one log line saying why)
+  uring,      ///< io_uring or ring_unavailable
+  pread,      ///< a pool of threads doing open/pread/close
+};
+
+struct reader_options {
+  backend kind = backend::automatic;
+  /// Reads in flight the reader is sized for (ring entries; pread threads).
+  std::size_t depth = 64;
+  /// Threads doing blocking reads for backend::pread; 0: min(depth, 16).
+  std::size_t pread_threads = 0;
+  /// O_DIRECT reads (bypass the page cache). Buffered where refused.
+  bool direct = false;
+  /// Per-operation deadline; 0: none, or 30 s when `network` is set.
+  std::chrono::milliseconds deadline{0};
+  /// Retries of ESTALE/EIO/ETIMEDOUT/EAGAIN; default 0 locally, 3 on network.
+  unsigned retries = 0;
+  std::chrono::milliseconds backoff{50};
+  /// The files are on a network file system: buffered reads, read until a
+  /// read returns 0, deadline and retries on (see above).
+  bool network = false;
+  /// Where the reader's one-off notices go (fallbacks). Empty: stderr.
+  std::function<void(std::string_view)> log;
+};
+
+struct reader_stats {
+  std::uint64_t files = 0;    ///< read_file calls that succeeded
+  std::uint64_t ranges = 0;   ///< read_range calls that succeeded
+  std::uint64_t bytes = 0;    ///< sample bytes delivered
+  std::uint64_t retries = 0;  ///< operations retried after a transient error
+  std::uint64_t timeouts = 0;  ///< operations past their deadline
+};
+
+class reader {
+ public:
+  /// Handle of a file held open for read_range.
+  using handle = std::size_t;
+
+  /// A reader whose reads resume on `resume_on` (which must outlive it).
+  /// Throws ring_unavailable for backend::uring without io_uring.
+  static std::unique_ptr<reader> create(thread_pool& resume_on, reader_options options);
+
+  virtual ~reader();
+  reader(const reader&) = delete;
+  reader& operator=(const reader&) = delete;
+
+  /// "io_uring" or "pread".
+  [[nodiscard]] virtual std::string_view backend_name() const noexcept = 0;
+  /// Whether reads still bypass the page cache (false once refused).
+  [[nodiscard]] bool direct() const noexcept;
+
+  /// The whole file at `path`, read into `buffer` (grown as needed, never
+  /// shrunk). Returns a view of the bytes, valid until `buffer` is reused.
+  /// Throws std::system_error naming the file and the reason.
+  [[nodiscard]] task<std::span<const std::byte>> read_file(const std::string& path, read_buffer& buffer);
+
+  /// Opens `path` to be read in ranges for the reader's life (tar shards).
+  /// Blocking; any thread. Throws std::system_error naming the file.
+  handle open(const std::string& path);
+  /// `size` bytes at `offset` of an opened file. A file ending first is an
+  /// error (EIO, "ends at byte N").
+  [[nodiscard]] task<std::span<const std::byte>> read_range(handle h, std::uint64_t offset, std::size_t size,
+                                                            read_buffer& buffer);
+
+  [[nodiscard]] reader_stats stats() const noexcept;
+
+ protected:
+  struct state;
+  explicit reader(thread_pool& resume_on, reader_options options);
+
+  /// One attempt, no retries. Backends implement these.
+  virtual task<std::span<const std::byte>> read_file_once(const std::string& path, read_buffer& buffer,
+                                                          bool direct) = 0;
+  virtual task<std::span<const std::byte>> read_range_once(int fd, const std::string& path,
+                                                           std::uint64_t offset, std::size_t size,
+                                                           read_buffer& buffer, bool direct) = 0;
+  /// Waits `d` before a retry without holding a thread where possible.
+  virtual task<> back_off(std::chrono::milliseconds d) = 0;
+
+  /// Called by a backend when O_DIRECT was refused for `path` (EINVAL).
+  void refuse_direct(const std::string& path) noexcept;
+  void log(std::string_view line) const;
+
+  thread_pool& m_resume_on;
+  reader_options m_options;
+  std::unique_ptr<state> m_state;
+};
+
+}  // namespace ringfeed::io
