@@ -44,16 +44,7 @@ int run_export(const export_options& opt) {
 
   loader_options o;
   o.source = opt.source;
-  const auto mode = opt.exact ? image::pipeline_mode::exact : image::pipeline_mode::fast;
-  if (opt.pipeline == "train") {
-    o.pipeline = image::pipeline::train(opt.size, mode);
-    o.sampler.shuffle = true;
-  } else {
-    // torchvision's val recipe, unshuffled ImageFolder order.
-    o.pipeline = image::pipeline::val(opt.size * 256 / 224, opt.size, mode);
-    o.sampler.shuffle = false;
-  }
-  o.sampler.seed = opt.seed;
+  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
   o.output = image::output_format::uint8_hwc;
   o.device = -1;
   o.threads = opt.threads;

@@ -1,8 +1,18 @@
 // Subcommands of the `ringfeed` CLI. Each lives in its own cmd_<name>.cpp and
 // registers itself on the top-level app; main.cpp only wires them together.
+// What several subcommands share lives here and in common.cpp.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
 #include <CLI/CLI.hpp>
+
+#include <ringfeed/loader.hpp>
 
 namespace ringfeed::cli {
 
@@ -10,5 +20,33 @@ void register_bench(CLI::App& app);
 void register_gen(CLI::App& app);
 void register_export(CLI::App& app);
 void register_probe(CLI::App& app);
+void register_pack(CLI::App& app);
+
+/// The train and val presets of `bench` and `export`, on `o`: train is
+/// RandomResizedCrop(size) + flip, shuffled; val is torchvision's recipe,
+/// Resize(size*256/224) + CenterCrop(size), in dataset order.
+void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed);
+
+/// Redraws one status line on stderr every 100 ms from `render` (called on
+/// the drawing thread), while enabled; stop() (or the destructor) ends it and
+/// clears the line.
+class progress_line {
+ public:
+  progress_line(std::function<std::string()> render, bool enabled);
+  progress_line(const progress_line&) = delete;
+  progress_line& operator=(const progress_line&) = delete;
+  ~progress_line() { stop(); }
+  void stop();
+
+  /// "[#####     ]  42.0%" for done of total.
+  static std::string bar(double fraction);
+
+ private:
+  std::function<std::string()> m_render;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_stop = false;
+  std::thread m_thread;
+};
 
 }  // namespace ringfeed::cli

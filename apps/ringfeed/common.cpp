@@ -1,0 +1,56 @@
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "commands.hpp"
+
+namespace ringfeed::cli {
+
+void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed) {
+  if (size < 1) throw std::runtime_error("--size must be at least 1");
+  const auto mode = exact ? image::pipeline_mode::exact : image::pipeline_mode::fast;
+  if (pipeline == "train") {
+    o.pipeline = image::pipeline::train(size, mode);
+    o.sampler.shuffle = true;
+  } else {
+    o.pipeline = image::pipeline::val(size * 256 / 224, size, mode);
+    o.sampler.shuffle = false;
+  }
+  o.sampler.seed = seed;
+}
+
+progress_line::progress_line(std::function<std::string()> render, bool enabled) : m_render(std::move(render)) {
+  if (!enabled) return;
+  m_thread = std::thread([this] {
+    std::unique_lock lock(m_mutex);
+    while (!m_cv.wait_for(lock, std::chrono::milliseconds(100), [this] { return m_stop; })) {
+      const std::string line = m_render();
+      std::fprintf(stderr, "\r%s\033[K", line.c_str());
+      std::fflush(stderr);
+    }
+  });
+}
+
+void progress_line::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+  }
+  m_cv.notify_one();
+  if (m_thread.joinable()) {
+    m_thread.join();
+    std::fputs("\r\033[K", stderr);
+  }
+}
+
+std::string progress_line::bar(double fraction) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  constexpr int width = 30;
+  const int filled = static_cast<int>(fraction * width);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%s%s] %5.1f%%", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), fraction * 100.0);
+  return buf;
+}
+
+}  // namespace ringfeed::cli
