@@ -504,25 +504,39 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
   }
 }
 
+tensor_view loader_core::layout_of(std::size_t n) const noexcept {
+  tensor_view v;
+  // The device converts the uint8 slab into opt.output; on the host the
+  // pipeline already wrote the output format.
+  const auto format = uploader ? opt.output : pipe.output();
+  v.dtype = format == image::output_format::float32_chw   ? dtype::float32
+            : format == image::output_format::float16_chw ? dtype::float16
+                                                           : dtype::uint8;
+  const auto count = static_cast<std::int64_t>(n);
+  const std::int64_t h = sample_shape.height, w = sample_shape.width;
+  if (format == image::output_format::uint8_hwc) {
+    v.layout = layout::nhwc;
+    v.shape = {count, h, w, 3};
+  } else {
+    v.layout = layout::nchw;
+    v.shape = {count, 3, h, w};
+  }
+  v.memory = uploader ? memory_kind::device : memory_kind::host;
+  v.device = uploader ? opt.device : -1;
+  return v;
+}
+
 batch loader_core::make_batch(delivery d) {
   batch b;
   auto lease = std::make_shared<batch_lease>();
   lease->core = shared_from_this();
-  tensor_view& v = b.m_images;
-  const auto format = d.device_buffer >= 0 ? opt.output : pipe.output();
-  v.dtype = format == image::output_format::float32_chw   ? dtype::float32
-            : format == image::output_format::float16_chw ? dtype::float16
-                                                           : dtype::uint8;
-  std::size_t count = 0;
   if (d.device_buffer >= 0) {
     const auto i = static_cast<std::size_t>(d.device_buffer);
     lease->device_buffer = d.device_buffer;
-    v.data = uploader->output(i);
-    v.memory = memory_kind::device;
-    v.device = opt.device;
     b.m_labels = buffer_labels[i];
     b.m_indices = buffer_indices[i];
-    count = buffer_labels[i].size();
+    b.m_images = layout_of(buffer_labels[i].size());
+    b.m_images.data = uploader->output(i);
   } else {
     slab& s = *d.s;
     {
@@ -530,20 +544,10 @@ batch loader_core::make_batch(delivery d) {
       s.lent = true;
     }
     lease->s = &s;
-    v.data = s.images;
-    v.memory = memory_kind::host;
+    b.m_images = layout_of(s.count);
+    b.m_images.data = s.images;
     b.m_labels = std::span<const std::int64_t>(s.labels.data(), s.count);
     b.m_indices = std::span<const std::size_t>(s.indices.data(), s.count);
-    count = s.count;
-  }
-  const auto n = static_cast<std::int64_t>(count);
-  const std::int64_t h = sample_shape.height, w = sample_shape.width, c = 3;
-  if (format == image::output_format::uint8_hwc) {
-    v.layout = layout::nhwc;
-    v.shape = {n, h, w, c};
-  } else {
-    v.layout = layout::nchw;
-    v.shape = {n, c, h, w};
   }
   b.m_epoch = d.epoch;
   b.m_number = d.number;
@@ -730,25 +734,6 @@ std::size_t loader::batches_per_epoch() const noexcept { return m_core->batches_
 bool loader::uses_device() const noexcept { return m_core->uploader != nullptr; }
 const std::string& loader::host_reason() const noexcept { return m_core->host_reason; }
 
-tensor_view loader::batch_layout() const noexcept {
-  const auto& c = *m_core;
-  tensor_view v;
-  const auto format = c.uploader ? c.opt.output : c.pipe.output();
-  v.dtype = format == image::output_format::float32_chw   ? dtype::float32
-            : format == image::output_format::float16_chw ? dtype::float16
-                                                           : dtype::uint8;
-  const auto n = static_cast<std::int64_t>(c.opt.batch_size);
-  const std::int64_t h = c.sample_shape.height, w = c.sample_shape.width;
-  if (format == image::output_format::uint8_hwc) {
-    v.layout = layout::nhwc;
-    v.shape = {n, h, w, 3};
-  } else {
-    v.layout = layout::nchw;
-    v.shape = {n, 3, h, w};
-  }
-  v.memory = c.uploader ? memory_kind::device : memory_kind::host;
-  v.device = c.uploader ? c.opt.device : -1;
-  return v;
-}
+tensor_view loader::batch_layout() const noexcept { return m_core->layout_of(m_core->opt.batch_size); }
 
 }  // namespace ringfeed

@@ -183,6 +183,8 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   void emit(run& r, std::uint64_t seq, delivery d);
 
   batch make_batch(delivery d);
+  /// The images view of a batch of n samples (data left null).
+  [[nodiscard]] tensor_view layout_of(std::size_t n) const noexcept;
 };
 
 }  // namespace ringfeed::detail
