@@ -26,6 +26,9 @@ namespace {
 constexpr std::size_t page = 4096;
 constexpr std::size_t max_default_slabs = 8;
 
+// Thrown inside a worker when the run stops under it (not an error).
+struct run_stopped {};
+
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 std::int64_t ns_since(clock::time_point t0) {
@@ -53,13 +56,15 @@ std::string what_of(const std::exception_ptr& e) {
 
 // --- run ---------------------------------------------------------------------------
 
-run::run(loader_core& c, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers)
+run::run(loader_core& c, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers,
+         std::size_t stream_capacity)
     : core(c),
       free(slabs, *c.pool),
       jobs(io_depth, *c.pool),
       ready(2 * slabs + 4, *c.pool),
       out(2 * slabs + 4, *c.pool),
       device_free(std::max<std::size_t>(device_buffers, 1), *c.pool),
+      store(*c.pool, stream_capacity),
       pending(2 * slabs + 4),
       pending_full(2 * slabs + 4, 0) {}
 
@@ -72,6 +77,7 @@ void run::stop() noexcept {
   ready.close();
   out.close();
   device_free.close();
+  store.close();
 }
 
 // --- lease -------------------------------------------------------------------------
@@ -102,7 +108,15 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
 
   ds = data::open_dataset(opt.source, opt.dataset);
   if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
+  if (opt.stream_shards && ds.shards().empty())
+    throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
+                                "' has none: pack it first with `ringfeed pack " + opt.source + " OUT`");
+  if (opt.stream_shards && opt.stream_read_size == 0)
+    throw std::invalid_argument("loader: stream_read_size must be at least 1");
   smp = std::make_unique<data::sampler>(ds.size(), opt.sampler);
+  if (opt.stream_shards && smp->world_size() > 1)
+    throw std::invalid_argument("loader: stream_shards with world_size " + std::to_string(smp->world_size()) +
+                                " is not supported yet (each rank would need its own shards)");
   batches_per_epoch = smp->num_batches(opt.batch_size, opt.drop_last);
   if (batches_per_epoch == 0)
     throw std::invalid_argument("loader: '" + opt.source + "' gives rank " + std::to_string(smp->rank()) + " " +
@@ -230,6 +244,15 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
 
   // Tar shards stay open: a sample is one read at an offset.
   for (const auto& shard : ds.shards()) shard_handles.push_back(reader->open(shard.path));
+  if (opt.stream_shards) {
+    stream_shard_of.resize(ds.size());
+    stream_offset_of.resize(ds.size());
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+      const auto loc = ds.location(i);
+      stream_shard_of[i] = loc.shard;
+      stream_offset_of[i] = loc.offset;
+    }
+  }
 
 }
 
@@ -255,7 +278,10 @@ void loader_core::log(std::string_view line) const {
 }
 
 void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
-  auto r = std::make_shared<run>(*this, nslabs, opt.io_depth, buffer_lent.size());
+  // A sample is emitted at most shuffle_buffer reads after it was read;
+  // workers wait for up to 2·io_depth samples (jobs queued and running).
+  const std::size_t stream_capacity = opt.shuffle_buffer + opt.batch_size + 2 * opt.io_depth + 16;
+  auto r = std::make_shared<run>(*this, nslabs, opt.io_depth, buffer_lent.size(), stream_capacity);
   {
     std::lock_guard lock(runs_mutex);
     for (slab* s : idle_slabs) (void)r->free.try_send(s);
@@ -267,6 +293,7 @@ void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
   if (started == clock::time_point{}) started = clock::now();
   r->scope.spawn(produce(r, epoch, first_batch));
   for (std::size_t i = 0; i < opt.io_depth; ++i) r->scope.spawn(work(r));
+  if (opt.stream_shards) r->scope.spawn(stream(r, epoch, first_batch));
   if (uploader) r->scope.spawn(upload(r));
 }
 
@@ -311,7 +338,9 @@ void loader_core::return_device_buffer(int i) noexcept {
 task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {
   co_await pool->schedule();
   for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
-    const data::epoch_plan plan = smp->plan(e, opt.batch_size, opt.drop_last);
+    const data::epoch_plan plan = opt.stream_shards
+                                      ? data::epoch_plan(e, stream_order_of(e).emit, opt.batch_size, opt.drop_last)
+                                      : smp->plan(e, opt.batch_size, opt.drop_last);
     for (std::size_t k = first_batch; k < plan.num_batches(); ++k) {
       std::optional<slab*> got = co_await r->free.receive();
       if (!got) co_return;
@@ -356,15 +385,24 @@ task<> loader_core::work(std::shared_ptr<run> r) {
       try {
         const auto loc = ds.location(index);
         if (loc.shard == data::no_shard) loc.full_path(path);
-        const auto t0 = clock::now();
-        const std::span<const std::byte> bytes =
-            loc.shard == data::no_shard
-                ? co_await reader->read_file(path, buffer)
-                : co_await reader->read_range(shard_handles[loc.shard], loc.offset, loc.size, buffer);
-        const std::size_t size = bytes.size();
-        read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
-        read_items.fetch_add(1, std::memory_order_relaxed);
-        read_bytes.fetch_add(size, std::memory_order_relaxed);
+        std::span<const std::byte> bytes;
+        std::optional<stream_item> streamed;  // stream_shards: the streamer read it
+        if (opt.stream_shards) {
+          streamed = co_await r->store.take(stream_key(s.epoch, index));
+          if (!streamed) throw run_stopped{};
+          if (streamed->error) std::rethrow_exception(streamed->error);
+          bytes = streamed->bytes;
+        } else {
+          const auto t0 = clock::now();
+          // Statements, not ?: — GCC 12 miscompiles co_await in a conditional expression.
+          if (loc.shard == data::no_shard)
+            bytes = co_await reader->read_file(path, buffer);
+          else
+            bytes = co_await reader->read_range(shard_handles[loc.shard], loc.offset, loc.size, buffer);
+          read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+          read_items.fetch_add(1, std::memory_order_relaxed);
+          read_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
+        }
 
         // Decode + transform straight into the slot.
         const auto t1 = clock::now();
@@ -376,6 +414,8 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);
         decode_items.fetch_add(1, std::memory_order_relaxed);
         decode_bytes.fetch_add(sample_bytes, std::memory_order_relaxed);
+      } catch (const run_stopped&) {
+        // The run is being torn down: nothing to report.
       } catch (...) {
         failure = std::current_exception();
       }

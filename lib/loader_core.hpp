@@ -36,6 +36,8 @@
 #include <ringfeed/loader.hpp>
 #include <ringfeed/thread_pool.hpp>
 
+#include "loader_stream.hpp"
+
 namespace ringfeed::detail {
 
 using clock = std::chrono::steady_clock;
@@ -83,7 +85,8 @@ struct job {
 struct loader_core;
 
 struct run {
-  run(loader_core& core, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers);
+  run(loader_core& core, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers,
+      std::size_t stream_capacity);
 
   loader_core& core;
   channel<slab*> free;
@@ -91,6 +94,7 @@ struct run {
   channel<delivery> ready;  // sequencer → uploader (device) or consumer (host)
   channel<delivery> out;    // uploader → consumer (device path only)
   channel<int> device_free;  // device buffers not lent to the consumer
+  stream_store store;  // stream_shards: streamer → workers
   async_scope scope;
   std::atomic<bool> stopping{false};  // shut down: skip all remaining work
   // on_error = fail: seq of the first failed batch. Work for later batches
@@ -139,6 +143,9 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   std::unique_ptr<thread_pool> pool;     // decode
   std::unique_ptr<io::reader> reader;
   std::vector<io::reader::handle> shard_handles;  // tar: every shard, open for the loader's life
+  // stream_shards: every sample's shard and offset, for data::shard_stream_order.
+  std::vector<std::uint32_t> stream_shard_of;
+  std::vector<std::uint64_t> stream_offset_of;
   std::unique_ptr<cuda::uploader> uploader;
   std::vector<std::unique_ptr<slab>> slabs;
   bool pinned = false;
@@ -177,6 +184,11 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
 
   task<> produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);
   task<> work(std::shared_ptr<run> r);
+  task<> stream(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);
+  [[nodiscard]] data::stream_order stream_order_of(std::uint64_t epoch) const;
+  [[nodiscard]] std::uint64_t stream_key(std::uint64_t epoch, std::size_t index) const noexcept {
+    return epoch * ds.size() + index;
+  }
   task<> upload(std::shared_ptr<run> r);
   void fail_sample(run& r, slab& s, std::size_t index, std::exception_ptr error);
   void finish(run& r, slab& s);

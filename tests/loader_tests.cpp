@@ -30,6 +30,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <ringfeed/cuda/device.hpp>
+#include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/loader.hpp>
@@ -58,6 +59,27 @@ fs::path make_folder(const fs::path& root, int classes) {
     for (const char* name : photo_names) fs::copy_file(src / name, dir / name);
   }
   return root;
+}
+
+// `shards` WebDataset tar shards of 8 photos each (key.jpg + key.cls, label
+// = shard number), written with GNU tar in name order.
+fs::path make_shards(const fs::path& root, int shards) {
+  const fs::path src = ringfeed::test::image_data::dir() / "photos";
+  fs::create_directories(root / "shards");
+  for (int sh = 0; sh < shards; ++sh) {
+    const fs::path stage = root / ("stage" + std::to_string(sh));
+    fs::create_directories(stage);
+    int k = 0;
+    for (const char* name : photo_names) {
+      const std::string key = "s" + std::to_string(sh) + "_" + std::to_string(k++);
+      fs::copy_file(src / name, stage / (key + ".jpg"));
+      std::ofstream(stage / (key + ".cls")) << sh;
+    }
+    const std::string cmd = "tar -cf '" + (root / "shards" / ("shard-" + std::to_string(sh) + ".tar")).string() +
+                            "' --sort=name -C '" + stage.string() + "' .";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  return root / "shards";
 }
 
 loader_options base_options(const fs::path& source) {
@@ -436,6 +458,83 @@ TEST_CASE("stress: batches outlive jumps and the loader; nothing hangs or leaks"
     releaser.join();
   }
   SUCCEED();
+}
+
+TEST_CASE("stream_shards: shards read front to back, mixed by the shuffle buffer, deterministic", "[loader][stream]") {
+  ringfeed::test::temp_dir tmp;
+  const auto shards = make_shards(tmp.path(), 4);  // 32 samples
+  auto o = base_options(shards);
+  o.stream_shards = true;
+  o.shuffle_buffer = 6;
+  o.stream_read_size = 200 * 1024;  // several windows per shard
+  o.batch_size = 5;
+
+  const auto ds = ringfeed::data::open_dataset(shards.string(), o.dataset);
+  REQUIRE(ds.size() == 32);
+  std::vector<std::uint32_t> shard_of;
+  std::vector<std::uint64_t> offset_of;
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    shard_of.push_back(ds.location(i).shard);
+    offset_of.push_back(ds.location(i).offset);
+  }
+
+  // Pixels of every (epoch, index) as the random-access loader makes them.
+  std::map<std::pair<std::uint64_t, std::size_t>, std::vector<std::uint8_t>> reference;
+  {
+    auto r = base_options(shards);
+    loader l(r);
+    for (std::uint64_t e = 0; e < 2; ++e)
+      for (const auto& b : drain_epoch(l))
+        for (std::size_t k = 0; k < b.indices.size(); ++k) {
+          const std::size_t per = b.pixels.size() / b.indices.size();
+          reference[{e, b.indices[k]}] = {b.pixels.begin() + k * per, b.pixels.begin() + (k + 1) * per};
+        }
+  }
+
+  std::vector<std::vector<delivered>> runs;
+  for (auto [threads, depth] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 16}}) {
+    auto t = o;
+    t.threads = threads;
+    t.io_depth = depth;
+    loader l(t);
+    std::vector<delivered> all;
+    for (std::uint64_t e = 0; e < 2; ++e) {
+      const auto order = ringfeed::data::shard_stream_order(shard_of, offset_of, ds.shards().size(), o.sampler.seed,
+                                                            e, o.shuffle_buffer, true);
+      std::vector<std::size_t> got;
+      for (auto& b : drain_epoch(l)) {
+        REQUIRE(b.epoch == e);
+        const std::size_t per = b.pixels.size() / b.indices.size();
+        for (std::size_t k = 0; k < b.indices.size(); ++k) {
+          got.push_back(b.indices[k]);
+          REQUIRE(b.labels[k] == static_cast<std::int64_t>(shard_of[b.indices[k]]));  // label = shard here
+          REQUIRE(std::vector<std::uint8_t>(b.pixels.begin() + k * per, b.pixels.begin() + (k + 1) * per) ==
+                  reference.at({e, b.indices[k]}));
+        }
+        all.push_back(std::move(b));
+      }
+      REQUIRE(got == order.emit);  // every sample once, in the stream's order
+    }
+    runs.push_back(std::move(all));
+  }
+  REQUIRE(runs[0].size() == runs[1].size());
+  for (std::size_t k = 0; k < runs[0].size(); ++k) REQUIRE(runs[0][k].pixels == runs[1][k].pixels);
+
+  // Resume in the middle of epoch 1 continues identically.
+  auto r = o;
+  r.resume = ringfeed::loader_state{o.sampler.seed, 1, 3, 0, 1};
+  loader resumed(r);
+  const auto rest = drain_epoch(resumed);
+  const std::size_t per_epoch = runs[0].size() / 2;
+  REQUIRE(rest.size() == per_epoch - 3);
+  for (std::size_t k = 0; k < rest.size(); ++k) REQUIRE(rest[k].indices == runs[0][per_epoch + 3 + k].indices);
+}
+
+TEST_CASE("stream_shards needs tar shards and says how to get them", "[loader][stream]") {
+  ringfeed::test::temp_dir tmp;
+  auto o = base_options(make_folder(tmp.path(), 1));
+  o.stream_shards = true;
+  REQUIRE_THROWS_WITH(loader(o), Catch::Contains("ringfeed pack"));
 }
 
 TEST_CASE("manifests load like folders", "[loader]") {

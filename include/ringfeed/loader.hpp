@@ -106,6 +106,18 @@ struct loader_options {
   std::chrono::milliseconds io_deadline{0};
   unsigned io_retries = 0;
 
+  /// Tar shards only (for HDDs and remote storage): read each shard front to
+  /// back in reads of `stream_read_size` bytes instead of one read per
+  /// sample, the shards in a seeded random order, the samples mixed by a
+  /// shuffle buffer of `shuffle_buffer` samples (WebDataset's recipe; see
+  /// data::shard_stream_order). The order is a pure function of seed and
+  /// epoch, so resume and any thread count give the same batches. Holds the
+  /// encoded bytes of about shuffle_buffer + batch_size + 2·io_depth
+  /// samples. Not yet with world_size > 1.
+  bool stream_shards = false;
+  std::size_t shuffle_buffer = 1000;
+  std::size_t stream_read_size = std::size_t{4} << 20;
+
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
   /// consumer). Must fit at least 2 batches.
   std::size_t memory_budget = std::size_t{1} << 30;

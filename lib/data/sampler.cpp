@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include <ringfeed/image/random.hpp>
@@ -158,6 +159,56 @@ std::vector<std::size_t> sampler::indices(std::uint64_t epoch) const {
 std::size_t sampler::num_batches(std::size_t batch_size, bool drop_last_batch) const {
   if (batch_size == 0) throw std::invalid_argument("sampler: batch_size must be at least 1");
   return drop_last_batch ? m_num_samples / batch_size : (m_num_samples + batch_size - 1) / batch_size;
+}
+
+stream_order shard_stream_order(std::span<const std::uint32_t> shard_of, std::span<const std::uint64_t> offset_of,
+                                std::size_t num_shards, std::uint64_t seed, std::uint64_t epoch, std::size_t buffer,
+                                bool shuffle) {
+  if (shard_of.size() != offset_of.size())
+    throw std::invalid_argument("shard_stream_order: shard_of and offset_of differ in length");
+  // Members of each shard in file order (counting sort by shard, then by offset).
+  std::vector<std::vector<std::size_t>> members(num_shards);
+  for (std::size_t i = 0; i < shard_of.size(); ++i) {
+    if (shard_of[i] >= num_shards) throw std::invalid_argument("shard_stream_order: sample " + std::to_string(i) + " is in no shard");
+    members[shard_of[i]].push_back(i);
+  }
+  for (auto& m : members)
+    std::stable_sort(m.begin(), m.end(), [&](std::size_t a, std::size_t b) { return offset_of[a] < offset_of[b]; });
+
+  stream_order out;
+  out.read.reserve(shard_of.size());
+  const std::vector<std::size_t> shards =
+      shuffle ? permutation(num_shards, seed + epoch) : [&] {
+        std::vector<std::size_t> v(num_shards);
+        std::iota(v.begin(), v.end(), std::size_t{0});
+        return v;
+      }();
+  for (const std::size_t s : shards) out.read.insert(out.read.end(), members[s].begin(), members[s].end());
+  if (!shuffle || buffer <= 1) {
+    out.emit = out.read;
+    return out;
+  }
+  // The buffer draws from its own Philox stream, next to the permutation's.
+  image::sample_rng rng(image::sample_key{seed + epoch, 0, 1}, permutation_stream);
+  out.emit.reserve(out.read.size());
+  std::vector<std::size_t> pool;
+  pool.reserve(buffer);
+  for (const std::size_t i : out.read) {
+    if (pool.size() < buffer) {
+      pool.push_back(i);
+      continue;
+    }
+    const auto j = static_cast<std::size_t>(bounded(rng, pool.size()));
+    out.emit.push_back(pool[j]);
+    pool[j] = i;
+  }
+  while (!pool.empty()) {  // drain: a random one each time
+    const auto j = static_cast<std::size_t>(bounded(rng, pool.size()));
+    out.emit.push_back(pool[j]);
+    pool[j] = pool.back();
+    pool.pop_back();
+  }
+  return out;
 }
 
 epoch_plan sampler::plan(std::uint64_t epoch, std::size_t batch_size, bool drop_last_batch) const {

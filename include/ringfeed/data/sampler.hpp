@@ -44,6 +44,26 @@ inline constexpr std::uint32_t permutation_stream = 0xFFFF'FFFFu;
 /// Fisher–Yates over image::sample_rng(sample_key{seed, 0, 0}, permutation_stream).
 [[nodiscard]] std::vector<std::size_t> permutation(std::size_t n, std::uint64_t seed);
 
+/// Shard streaming (WebDataset's recipe): the order in which samples stored
+/// in tar shards are read, and the order they come out in.
+///   read: the shards in a random order (seed + epoch; file order without
+///         shuffle), each shard's members in file order, so a reader walks
+///         each shard front to back in large sequential reads;
+///   emit: `read` passed through a shuffle buffer of `buffer` samples: once
+///         it is full, each new sample replaces a uniformly chosen one, which
+///         goes out; at the end the rest go out in random order. A pure
+///         function of (shards, seed, epoch, buffer), whatever the threads.
+/// Without shuffle, emit == read. `shard_of[i]` and `offset_of[i]` are
+/// sample i's shard and byte offset; every sample must be in a shard.
+struct stream_order {
+  std::vector<std::size_t> read;
+  std::vector<std::size_t> emit;
+};
+[[nodiscard]] stream_order shard_stream_order(std::span<const std::uint32_t> shard_of,
+                                              std::span<const std::uint64_t> offset_of, std::size_t num_shards,
+                                              std::uint64_t seed, std::uint64_t epoch, std::size_t buffer,
+                                              bool shuffle);
+
 /// Rank and world size of this process.
 struct distributed_env {
   std::size_t rank = 0;
