@@ -77,5 +77,45 @@ out="$(timeout 30 "$cli" bench "$work/missing" 2>&1)"; rc=$?
 check "bench on a missing dataset fails" test "$rc" -eq 1
 check "the error names the missing path" grep -qF "$work/missing" <<<"$out"
 
+# pack: WebDataset shards (<key>.<ext> + <key>.cls) that open as a dataset
+# holding the same samples, shuffled, byte-identical for one seed.
+out="$("$cli" pack "$work/a/train" "$work/pk" --shard-mb 1 --seed 7 2>&1)"; rc=$?
+shards="$(find "$work/pk" -name 'shard-*.tar' | wc -l)"
+check "pack succeeds" test "$rc" -eq 0
+check "pack writes at least 3 shards of at most 1 MiB, as its summary says" \
+  test "$shards" -ge 3 -a -z "$(find "$work/pk" -name '*.tar' -size +1024k)" -a -n "$(grep -F " $shards shards" <<<"$out")"
+check "pack leaves no temporary files" test -z "$(find "$work/pk" -name '*.tmp')"
+check "pack keeps the class names" cmp -s "$work/pk/classes.txt" <(ls "$work/a/train")
+members="$(for f in "$work"/pk/shard-*.tar; do tar -tf "$f"; done)"
+check "the shards hold an image and a .cls member for each of 30 keys, in key order" test \
+  "$(grep -cE '^[0-9]{8}\.(jpg|jpeg)$' <<<"$members")" -eq 30 -a "$(grep -cE '^[0-9]{8}\.cls$' <<<"$members")" -eq 30 -a \
+  "$(sed 's/\..*//' <<<"$members" | uniq -c | awk '$1 == 2' | wc -l)" -eq 30 -a \
+  "$(sed 's/\..*//' <<<"$members" | uniq | tr -d '\n')" = "$(seq -f '%08g' 0 29 | tr -d '\n')"
+label_sums() {  # "<label> <md5 of pixels>" of each exported sample, sorted
+  (cd "$1" && for f in *.ppm; do l="${f#*_}"; echo "${l%.ppm} $(md5sum <"$f" | cut -d' ' -f1)"; done) | sort
+}
+"$cli" export "$work/a/train" --out "$work/pk-src" --pipeline val --exact >/dev/null 2>&1
+"$cli" export "$work/pk" --out "$work/pk-exp" --pipeline val --exact >/dev/null 2>&1
+check "the packed dataset exports the source's (label, pixels) pairs" \
+  test "$(label_sums "$work/pk-exp" | wc -l)" -eq 30 -a "$(label_sums "$work/pk-exp")" = "$(label_sums "$work/pk-src")"
+check "pack shuffles (mixed order)" bash -c "! diff -rq '$work/pk-src' '$work/pk-exp' >/dev/null"
+"$cli" pack "$work/a/train" "$work/pk2" --shard-mb 1 --seed 7 --threads 1 >/dev/null 2>&1
+same=1
+for f in "$work"/pk/shard-*.tar; do cmp -s "$f" "$work/pk2/${f##*/}" || same=0; done
+check "pack is byte-identical for one seed, whatever the threads" \
+  test "$same" -eq 1 -a "$(ls "$work/pk2" | grep -c '^shard-')" -eq "$shards"
+"$cli" pack "$work/a/train" "$work/pk3" --no-shuffle >/dev/null 2>&1
+"$cli" export "$work/pk3" --out "$work/pk3-exp" --pipeline val --exact >/dev/null 2>&1
+check "pack --no-shuffle keeps the source order" diff -r "$work/pk-src" "$work/pk3-exp"
+
+# pack failures name the file; a failed pack leaves no shard and no .tmp.
+out="$("$cli" pack "$work/missing-src" "$work/pk4" 2>&1)"; rc=$?
+check "pack of a missing source fails and names it" test "$rc" -eq 1 -a -n "$(grep -F "$work/missing-src" <<<"$out")"
+cp -r "$work/a/train" "$work/d"
+ln -s "$work/nowhere.jpg" "$work/d/$(ls "$work/d" | tail -n 1)/zz_gone.jpg"
+out="$("$cli" pack "$work/d" "$work/pk5" --shard-mb 1 2>&1)"; rc=$?
+check "pack of an unreadable sample fails and names it" test "$rc" -eq 1 -a -n "$(grep -F zz_gone.jpg <<<"$out")"
+check "the failed pack leaves no shard and no .tmp" test -z "$(find "$work/pk5" -name '*.tar*')"
+
 echo "cli: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   ringfeed::cli::register_gen(app);
   ringfeed::cli::register_export(app);
   ringfeed::cli::register_probe(app);
+  ringfeed::cli::register_pack(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

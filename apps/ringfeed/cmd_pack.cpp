@@ -1,0 +1,606 @@
+// `ringfeed pack SOURCE OUT [--shard-mb N] [--seed S] [--no-shuffle]`: copies
+// any dataset ringfeed opens into WebDataset tar shards,
+//
+//   OUT/shard-000000.tar, shard-000001.tar, …   ustar, at most --shard-mb MiB each
+//   OUT/classes.txt                              class names in label order, when known
+//
+// Sample i of the packed order (a seeded permutation of the source, or the
+// source order with --no-shuffle) becomes the members `<key>.<ext>` (its
+// exact bytes, ext = its extension lowercased) and `<key>.cls` (its label as
+// decimal text), key = i zero-padded to 8 digits. Headers carry no owner,
+// time or host, so one (source, seed, shard size) always gives the same
+// bytes. Each shard is written as `shard-NNNNNN.tar.tmp`, fsync'ed and
+// renamed, so no torn shard ever has a final name.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <ringfeed/data/dataset.hpp>
+
+#include "commands.hpp"
+
+namespace ringfeed::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t block = 512;
+constexpr std::size_t samples_per_chunk = 64;  // read ahead of the writer, in samples
+constexpr std::size_t flush_bytes = 8u << 20;  // write(2) granularity
+constexpr std::uint64_t max_member_size = std::uint64_t{1} << 33;  // 11 octal digits
+constexpr const char* classes_name = "classes.txt";
+
+struct pack_options {
+  std::string source;
+  std::string out;
+  std::uint64_t shard_mb = 256;
+  std::uint64_t seed = 0;
+  bool no_shuffle = false;
+  std::size_t threads = 0;
+};
+
+std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
+
+std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+// Move-only owner of a file descriptor.
+class unique_fd {
+ public:
+  explicit unique_fd(int fd = -1) noexcept : m_fd(fd) {}
+  unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      m_fd = std::exchange(other.m_fd, -1);
+    }
+    return *this;
+  }
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() { reset(); }
+  [[nodiscard]] int get() const noexcept { return m_fd; }
+  void reset() noexcept {
+    if (m_fd >= 0) ::close(std::exchange(m_fd, -1));
+  }
+  /// Closes now and reports close()'s errno (0 on success): NFS and full
+  /// disks may only report a failed write at close.
+  int close() noexcept {
+    const int rc = ::close(std::exchange(m_fd, -1));
+    return rc == 0 ? 0 : errno;
+  }
+
+ private:
+  int m_fd;
+};
+
+void write_all(int fd, std::span<const char> bytes, const fs::path& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error("cannot write " + in_quotes(path) + ": " + errno_text(errno));
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+  }
+}
+
+// fsync of a directory makes the renames in it durable.
+void sync_directory(const fs::path& dir) {
+  unique_fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0 || ::fsync(fd.get()) != 0) {
+    throw std::runtime_error("cannot sync directory " + in_quotes(dir) + ": " + errno_text(errno));
+  }
+}
+
+// --- order -----------------------------------------------------------------
+
+// Uniform in [0, bound) by rejection: the same numbers from every standard
+// library (std::uniform_int_distribution's algorithm is unspecified).
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
+  const std::uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
+  for (;;) {
+    const std::uint64_t r = rng();
+    if (r >= threshold) return r % bound;
+  }
+}
+
+// Packed position -> source index: Fisher–Yates with mt19937_64(seed).
+std::vector<std::size_t> packed_order(std::size_t n, bool shuffle, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  if (!shuffle) return order;
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[uniform_below(rng, i)]);
+  return order;
+}
+
+// --- reading samples ---------------------------------------------------------
+
+// The member suffix sample i gets: its extension lowercased, if a tar
+// dataset accepts it as an image; nullopt otherwise.
+std::optional<std::string> image_suffix(std::string_view name) {
+  const std::size_t slash = name.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? name : name.substr(slash + 1);
+  const std::size_t dot = base.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  std::string ext(base.substr(dot + 1));
+  for (char& c : ext) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  for (const std::string_view known : data::image_extensions()) {
+    if (known.substr(1) == ext) return ext;
+  }
+  return std::nullopt;
+}
+
+// Reads sample i's bytes into `out` (resized to fit): the whole file, or
+// the sample's range of a tar shard. Safe from any thread.
+void read_sample(const data::dataset& ds, std::size_t i, std::vector<char>& out, std::string& path) {
+  const data::sample_location loc = ds.location(i);
+  loc.full_path(path);
+  const auto fail = [&](const std::string& reason) -> void {
+    throw std::runtime_error("cannot read " + in_quotes(ds.describe(i)) + ": " + reason);
+  };
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail(errno_text(errno));
+
+  std::uint64_t want = loc.size;
+  const bool whole_file = want == data::unknown_size;
+  if (whole_file) {
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(errno_text(errno));
+    if (!S_ISREG(st.st_mode)) fail("not a regular file");
+    want = static_cast<std::uint64_t>(st.st_size);
+  }
+  out.resize(static_cast<std::size_t>(want));
+  std::size_t got = 0;
+  for (;;) {
+    if (got == out.size()) {
+      if (!whole_file) break;
+      out.resize(out.size() + 64 * 1024);  // the file grew since fstat: read to its end
+    }
+    const ssize_t n = ::pread(fd.get(), out.data() + got, out.size() - got, static_cast<off_t>(loc.offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(errno_text(errno));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (!whole_file && got < want) {
+    fail("the shard ends after " + std::to_string(got) + " of the sample's " + std::to_string(want) + " bytes");
+  }
+  out.resize(got);
+}
+
+// Samples order[first, first + count) read into `slots`, `threads` at a time.
+// The first failure (lowest position, so the message does not depend on
+// timing) is rethrown by wait().
+class chunk_reader {
+ public:
+  chunk_reader(const data::dataset& ds, const std::vector<std::size_t>& order, std::size_t threads)
+      : m_ds(ds), m_order(order), m_threads(std::max<std::size_t>(threads, 1)) {}
+
+  /// Starts reading positions [first, first + count) into slots[0, count).
+  void start(std::size_t first, std::size_t count, std::vector<std::vector<char>>& slots) {
+    m_next.store(0, std::memory_order_relaxed);
+    m_errors.assign(count, std::exception_ptr());
+    const std::size_t n = std::min(m_threads, count);
+    for (std::size_t t = 0; t < n; ++t) {
+      m_workers.emplace_back([this, first, count, &slots] {
+        std::string path;
+        // `next` only hands out unique positions; join() in wait()
+        // publishes the slots and errors to the writer.
+        for (std::size_t k; (k = m_next.fetch_add(1, std::memory_order_relaxed)) < count;) {
+          try {
+            read_sample(m_ds, m_order[first + k], slots[k], path);
+          } catch (...) {
+            m_errors[k] = std::current_exception();
+          }
+        }
+      });
+    }
+  }
+
+  /// Waits for the chunk started last; rethrows its first failure.
+  void wait() {
+    for (auto& w : m_workers) w.join();
+    m_workers.clear();
+    for (const auto& e : m_errors) {
+      if (e) std::rethrow_exception(e);
+    }
+  }
+
+  ~chunk_reader() {
+    for (auto& w : m_workers) w.join();
+  }
+  chunk_reader(const chunk_reader&) = delete;
+  chunk_reader& operator=(const chunk_reader&) = delete;
+
+ private:
+  const data::dataset& m_ds;
+  const std::vector<std::size_t>& m_order;
+  std::size_t m_threads;
+  std::atomic<std::size_t> m_next{0};
+  std::vector<std::exception_ptr> m_errors;
+  std::vector<std::thread> m_workers;
+};
+
+// --- writing shards ------------------------------------------------------
+
+// `value` as `digits` octal digits and a NUL, into field[0, digits + 1).
+void put_octal(char* field, std::size_t digits, std::uint64_t value) {
+  for (std::size_t k = digits; k-- > 0; value >>= 3) field[k] = static_cast<char>('0' + (value & 7));
+  field[digits] = '\0';
+}
+
+// A POSIX ustar header for a regular file: mode 0644, uid/gid 0, mtime 0,
+// no owner names, so the archive depends on the names and bytes only.
+void put_header(char* h, std::string_view name, std::uint64_t size) {
+  std::memset(h, 0, block);
+  std::memcpy(h, name.data(), name.size());  // callers keep names < 100 chars
+  put_octal(h + 100, 7, 0644);                // mode
+  put_octal(h + 108, 7, 0);                   // uid
+  put_octal(h + 116, 7, 0);                   // gid
+  put_octal(h + 124, 11, size);               // size
+  put_octal(h + 136, 11, 0);                  // mtime
+  h[156] = '0';                               // typeflag: regular file
+  std::memcpy(h + 257, "ustar", 6);           // magic, NUL included
+  std::memcpy(h + 263, "00", 2);              // version
+  put_octal(h + 329, 7, 0);                   // devmajor
+  put_octal(h + 337, 7, 0);                   // devminor
+  std::memset(h + 148, ' ', 8);               // checksum: summed as spaces
+  unsigned sum = 0;
+  for (std::size_t k = 0; k < block; ++k) sum += static_cast<unsigned char>(h[k]);
+  put_octal(h + 148, 6, sum);  // six digits, NUL, and the space already there
+}
+
+// Writes numbered shards into `dir`. A shard is closed before it would pass
+// `limit` bytes, unless it holds no sample yet. Until finish(), the current
+// shard exists only as `<name>.tmp`; the destructor removes that tmp file,
+// and abandon() also removes the shards finished so far.
+class shard_writer {
+ public:
+  shard_writer(fs::path dir, std::uint64_t limit) : m_dir(std::move(dir)), m_limit(limit) {}
+  shard_writer(const shard_writer&) = delete;
+  shard_writer& operator=(const shard_writer&) = delete;
+  ~shard_writer() {
+    if (m_fd.get() >= 0) {
+      m_fd.reset();
+      ::unlink(tmp_path().c_str());
+    }
+  }
+
+  void add(std::string_view key, std::string_view suffix, std::span<const char> bytes, std::int64_t label) {
+    const std::string label_text = std::to_string(label);
+    const std::uint64_t footprint = 3 * block + padded(bytes.size());
+    if (m_fd.get() >= 0 && m_shard_samples > 0 && m_shard_bytes + footprint + 2 * block > m_limit) close_shard();
+    if (m_fd.get() < 0) open_shard();
+    append_member(std::string(key) + "." + std::string(suffix), bytes);
+    append_member(std::string(key) + ".cls", label_text);
+    ++m_shard_samples;
+  }
+
+  /// Ends and renames the current shard.
+  void finish() {
+    if (m_fd.get() >= 0) close_shard();
+  }
+
+  /// After a failure: removes the tmp file and every shard this writer made.
+  void abandon() noexcept {
+    if (m_fd.get() >= 0) {
+      m_fd.reset();
+      ::unlink(tmp_path().c_str());
+    }
+    for (const auto& p : m_done) ::unlink(p.c_str());
+  }
+
+  [[nodiscard]] std::size_t shards() const noexcept { return m_done.size(); }
+  /// Bytes of all shards so far, the current one included.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return m_total; }
+
+  /// The name of shard `index`.
+  static std::string shard_name(std::size_t index) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "shard-%06zu.tar", index);
+    return buf;
+  }
+
+ private:
+  static std::uint64_t padded(std::uint64_t n) { return (n + block - 1) / block * block; }
+
+  [[nodiscard]] fs::path final_path() const { return m_dir / shard_name(m_done.size()); }
+  [[nodiscard]] fs::path tmp_path() const { return m_dir / (shard_name(m_done.size()) + ".tmp"); }
+
+  void open_shard() {
+    const fs::path tmp = tmp_path();
+    m_fd = unique_fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (m_fd.get() < 0) throw std::runtime_error("cannot create " + in_quotes(tmp) + ": " + errno_text(errno));
+    m_shard_bytes = 0;
+    m_shard_samples = 0;
+  }
+
+  void append_member(std::string_view name, std::span<const char> data) {
+    const std::size_t at = m_buffer.size();
+    m_buffer.resize(at + block + padded(data.size()));  // zero-fills the padding
+    put_header(m_buffer.data() + at, name, data.size());
+    std::copy(data.begin(), data.end(), m_buffer.begin() + static_cast<std::ptrdiff_t>(at + block));
+    m_shard_bytes += block + padded(data.size());
+    m_total += block + padded(data.size());
+    if (m_buffer.size() >= flush_bytes) flush();
+  }
+
+  void flush() {
+    write_all(m_fd.get(), m_buffer, tmp_path());
+    m_buffer.clear();
+  }
+
+  void close_shard() {
+    m_buffer.resize(m_buffer.size() + 2 * block);  // end of archive
+    m_shard_bytes += 2 * block;
+    m_total += 2 * block;
+    flush();
+    const fs::path tmp = tmp_path();
+    if (::fsync(m_fd.get()) != 0) throw std::runtime_error("cannot sync " + in_quotes(tmp) + ": " + errno_text(errno));
+    if (const int err = m_fd.close(); err != 0) {
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + in_quotes(tmp) + ": " + errno_text(err));
+    }
+    const fs::path final = final_path();
+    if (::rename(tmp.c_str(), final.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot rename " + in_quotes(tmp) + " to " + in_quotes(final) + ": " + errno_text(err));
+    }
+    m_done.push_back(final);
+  }
+
+  fs::path m_dir;
+  std::uint64_t m_limit;
+  unique_fd m_fd;
+  std::vector<char> m_buffer;
+  std::vector<fs::path> m_done;  // finished shards, in order
+  std::uint64_t m_shard_bytes = 0;
+  std::size_t m_shard_samples = 0;
+  std::uint64_t m_total = 0;
+};
+
+// --- the output directory ----------------------------------------------------
+
+// What a previous `ringfeed pack` leaves in OUT: shards, their tmp files
+// and ringfeed indexes, classes.txt.
+bool is_pack_file(const std::string& name) {
+  if (name == classes_name || name == std::string(classes_name) + ".tmp") return true;
+  constexpr std::string_view prefix = "shard-";
+  if (name.rfind(prefix, 0) != 0) return false;
+  std::size_t k = prefix.size();
+  while (k < name.size() && name[k] >= '0' && name[k] <= '9') ++k;
+  if (k - prefix.size() < 6) return false;
+  const std::string_view rest = std::string_view(name).substr(k);
+  return rest == ".tar" || rest == ".tar.tmp" || rest.rfind(".tar.ringfeed.idx", 0) == 0;
+}
+
+// Makes OUT ready: created if missing; a previous pack's files are removed
+// (so no stale shard of a larger run joins the new dataset); anything else
+// in it is refused, as it would join the dataset or be lost.
+void prepare_output(const fs::path& out, const data::dataset& ds) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw std::runtime_error("cannot create output directory " + in_quotes(out) + ": " + ec.message());
+  if (!fs::is_directory(out, ec)) throw std::runtime_error("output path " + in_quotes(out) + " is not a directory");
+
+  // Packing a directory of shards into itself would overwrite what is read.
+  const fs::path canonical_out = fs::weakly_canonical(out, ec);
+  for (const auto& s : ds.shards()) {
+    if (fs::weakly_canonical(fs::path(s.path).parent_path(), ec) == canonical_out) {
+      throw std::runtime_error("output directory " + in_quotes(out) + " holds the source shard " + in_quotes(s.path) +
+                               "; pack into another directory");
+    }
+  }
+
+  std::vector<fs::path> previous;
+  for (fs::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!is_pack_file(name)) {
+      throw std::runtime_error("output directory " + in_quotes(out) + " holds " + in_quotes(name) +
+                               ", which is not from `ringfeed pack`; choose an empty or new directory");
+    }
+    previous.push_back(it->path());
+  }
+  if (ec) throw std::runtime_error("cannot list output directory " + in_quotes(out) + ": " + ec.message());
+  for (const auto& p : previous) {
+    if (!fs::remove(p, ec) && ec) throw std::runtime_error("cannot remove previous output " + in_quotes(p) + ": " + ec.message());
+  }
+
+  // Fail early, before reading anything, when OUT is not writable.
+  if (::access(out.c_str(), W_OK | X_OK) != 0) {
+    throw std::runtime_error("cannot write into output directory " + in_quotes(out) + ": " + errno_text(errno));
+  }
+}
+
+// The source's class names, one a line in label order; nullopt when it has
+// none (manifests, tar shards).
+std::optional<std::string> class_list(const data::dataset& ds) {
+  if (ds.classes().empty()) return std::nullopt;
+  std::string text;
+  for (const auto& c : ds.classes()) {
+    if (c.find('\n') != std::string::npos) {
+      throw std::runtime_error("class name " + in_quotes(c) + " holds a line break; classes.txt cannot list it");
+    }
+    text += c + "\n";
+  }
+  return text;
+}
+
+// OUT/classes.txt: the source's class names, or the classes.txt of a source
+// that is itself a packed directory; none when the source has only numbers.
+void write_classes(const fs::path& out, const data::dataset& ds, const std::string& source) {
+  const fs::path final = out / classes_name;
+  const fs::path tmp = out / (std::string(classes_name) + ".tmp");
+  std::error_code ec;
+  if (const auto text = class_list(ds)) {
+    unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) throw std::runtime_error("cannot create " + in_quotes(tmp) + ": " + errno_text(errno));
+    try {
+      write_all(fd.get(), *text, tmp);
+    } catch (...) {
+      ::unlink(tmp.c_str());
+      throw;
+    }
+    if (const int err = fd.close(); err != 0) {
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + in_quotes(tmp) + ": " + errno_text(err));
+    }
+  } else if (const fs::path carried = fs::path(source) / classes_name;
+             fs::is_directory(source, ec) && fs::is_regular_file(carried, ec)) {
+    if (!fs::copy_file(carried, tmp, fs::copy_options::overwrite_existing, ec) || ec) {
+      fs::remove(tmp, ec);
+      throw std::runtime_error("cannot copy " + in_quotes(carried) + " to " + in_quotes(tmp) + ": " + ec.message());
+    }
+  } else {
+    return;  // numbers only: nothing to keep
+  }
+  if (::rename(tmp.c_str(), final.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot rename " + in_quotes(tmp) + " to " + in_quotes(final) + ": " + errno_text(err));
+  }
+}
+
+// --- the command -------------------------------------------------------------
+
+int run_pack(const pack_options& opt) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  if (opt.shard_mb == 0) throw std::runtime_error("--shard-mb must be at least 1");
+
+  data::dataset ds;
+  try {
+    ds = data::open_dataset(opt.source);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    // The library's messages mostly name the source already.
+    throw std::runtime_error(what.find(opt.source) != std::string::npos
+                                 ? what
+                                 : "cannot open dataset " + in_quotes(opt.source) + ": " + what);
+  }
+  if (ds.empty()) throw std::runtime_error("dataset " + in_quotes(opt.source) + " holds no sample");
+
+  // Every sample's member suffix, checked before anything is written.
+  const std::vector<std::size_t> order = packed_order(ds.size(), !opt.no_shuffle, opt.seed);
+  std::vector<std::string> suffixes(ds.size());
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    auto s = image_suffix(ds.name(i));
+    if (!s) {
+      throw std::runtime_error("sample " + in_quotes(ds.describe(i)) +
+                               " has no image extension a tar shard can carry (jpg, jpeg, png, ppm, bmp, pgm, tif, "
+                               "tiff, webp)");
+    }
+    suffixes[i] = std::move(*s);
+  }
+
+  const fs::path out(opt.out);
+  prepare_output(out, ds);
+
+  const std::size_t threads =
+      opt.threads != 0 ? opt.threads : std::max<std::size_t>(std::thread::hardware_concurrency(), 1);
+  shard_writer writer(out, opt.shard_mb << 20);
+  std::atomic<std::size_t> done{0};  // progress only: relaxed
+  std::atomic<std::uint64_t> written{0};
+  progress_line bar(
+      [&] {
+        const std::size_t d = done.load(std::memory_order_relaxed);
+        const double s = std::chrono::duration<double>(clock::now() - started).count();
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "  %zu/%zu samples  %.0f MB/s", d, ds.size(),
+                      s > 0 ? static_cast<double>(written.load(std::memory_order_relaxed)) / 1e6 / s : 0.0);
+        return progress_line::bar(static_cast<double>(d) / static_cast<double>(ds.size())) + buf;
+      },
+      ::isatty(STDERR_FILENO) != 0);
+
+  try {
+    // Two chunks of slots: workers read one while this thread writes the other.
+    std::vector<std::vector<char>> slots[2] = {std::vector<std::vector<char>>(samples_per_chunk),
+                                               std::vector<std::vector<char>>(samples_per_chunk)};
+    chunk_reader reader(ds, order, threads);
+    const std::size_t n = ds.size();
+    std::size_t first = 0;
+    std::size_t count = std::min(samples_per_chunk, n);
+    reader.start(first, count, slots[0]);
+    char key[32];
+    for (int current = 0; count != 0; current ^= 1) {
+      reader.wait();
+      const std::size_t next_first = first + count;
+      const std::size_t next_count = std::min(samples_per_chunk, n - next_first);
+      if (next_count != 0) reader.start(next_first, next_count, slots[current ^ 1]);
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t position = first + k, i = order[position];
+        if (slots[current][k].size() >= max_member_size) {
+          throw std::runtime_error("cannot pack " + in_quotes(ds.describe(i)) + ": it holds " +
+                                   std::to_string(slots[current][k].size()) +
+                                   " bytes, and a ustar member less than 8 GiB");
+        }
+        std::snprintf(key, sizeof key, "%08zu", position);
+        writer.add(key, suffixes[i], slots[current][k], ds.label(i));
+        written.store(writer.bytes(), std::memory_order_relaxed);
+        done.store(position + 1, std::memory_order_relaxed);
+      }
+      first = next_first;
+      count = next_count;
+    }
+    writer.finish();
+    write_classes(out, ds, opt.source);
+    sync_directory(out);
+  } catch (...) {
+    bar.stop();
+    writer.abandon();
+    throw;
+  }
+  bar.stop();
+
+  const double seconds = std::chrono::duration<double>(clock::now() - started).count();
+  std::printf("pack: %zu samples, %zu shard%s, %llu bytes, %.2f s, %.1f MB/s (%s, seed %llu) -> %s\n", ds.size(),
+              writer.shards(), writer.shards() == 1 ? "" : "s", static_cast<unsigned long long>(writer.bytes()), seconds,
+              seconds > 0 ? static_cast<double>(writer.bytes()) / 1e6 / seconds : 0.0,
+              opt.no_shuffle ? "source order" : "shuffled", static_cast<unsigned long long>(opt.seed),
+              opt.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_pack(CLI::App& app) {
+  auto opt = std::make_shared<pack_options>();
+  CLI::App* cmd = app.add_subcommand(
+      "pack", "copy a dataset into WebDataset tar shards (<key>.<ext> + <key>.cls), shuffled by default");
+  cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest or tar shards")->required();
+  cmd->add_option("OUT", opt->out, "directory to write shard-NNNNNN.tar and classes.txt into")->required();
+  cmd->add_option("--shard-mb", opt->shard_mb, "start a new shard before one would pass this many MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--seed", opt->seed, "seed of the sample permutation")->capture_default_str();
+  cmd->add_flag("--no-shuffle", opt->no_shuffle, "keep the source's sample order");
+  cmd->add_option("--threads", opt->threads, "reading threads (0 = one per core)");
+  cmd->callback([opt] {
+    const int rc = run_pack(*opt);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace ringfeed::cli
