@@ -21,6 +21,9 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev
   catch2 libbenchmark-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev
+  libnfs-dev                            # nfs:// sources
+  nfs-ganesha nfs-ganesha-vfs rpcbind   # a real NFS server on 127.0.0.1 for nfs_tests
+  fio gnuplot-nox                       # perf/run and perf/compare_fio.sh: the device's limit, plots
   python3 tar  # tests build tar shards with GNU tar and Python's tarfile
 )
 
