@@ -1,0 +1,406 @@
+#!/usr/bin/python3
+"""Writes perf/run's report: report.json (every raw number), report.md and
+PNG plots (gnuplot).
+
+  suite_report.py --raw WORK/raw --run WORK/run.json --out DIR   (perf/run does this)
+  suite_report.py --from DIR/report.json [--out DIR]             (re-render md + PNGs)
+
+report.md: a headline table, then per profile every measurement cold and
+warm with images/s, MB/s, the ratio to fio (MB/s over fio's MB/s on the same
+files: how close to the device limit) and to PyTorch (images/s over the
+DataLoader's on the same pipeline and cache state), and the bottleneck
+ringfeed names; then the environment. Standard library + gnuplot.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PROFILE_ORDER = ["nvme", "sata-ssd", "hdd", "path"]
+ROWS = [  # (label, tool, layout, pipeline, io)
+    ("fio, 16 KiB O_DIRECT reads", "fio", "small", "none", "direct"),
+    ("fio, 16 KiB O_DIRECT reads", "fio", "shards", "none", "direct"),
+    ("ringfeed raw read, buffered", "ringfeed", "small", "none", "buffered"),
+    ("ringfeed raw read, --direct", "ringfeed", "small", "none", "direct"),
+    ("ringfeed raw read, buffered", "ringfeed", "shards", "none", "buffered"),
+    ("ringfeed raw read, --direct", "ringfeed", "shards", "none", "direct"),
+    ("ringfeed val", "ringfeed", "small", "val", "buffered"),
+    ("PyTorch DataLoader val", "pytorch", "small", "val", "buffered"),
+    ("ringfeed val", "ringfeed", "shards", "val", "buffered"),
+    ("ringfeed train", "ringfeed", "small", "train", "buffered"),
+    ("PyTorch DataLoader train", "pytorch", "small", "train", "buffered"),
+    ("ringfeed train", "ringfeed", "shards", "train", "buffered"),
+]
+
+
+def sh(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def environment() -> dict:
+    cpu = next((l.split(":", 1)[1].strip() for l in sh(["lscpu"]).splitlines() if l.startswith("Model name")), "?")
+    mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
+    osname = next((l.split("=", 1)[1].strip().strip('"') for l in open("/etc/os-release")
+                   if l.startswith("PRETTY_NAME=")), "?") if os.path.exists("/etc/os-release") else "?"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    commit = sh(["git", "-C", root, "rev-parse", "--short", "HEAD"]) or "unknown"
+    if sh(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"]):
+        commit += " (dirty)"
+    damon = []  # proactive reclaim that pages out idle page cache (as on some VMs)
+    for k in sorted(glob.glob("/sys/kernel/mm/damon/admin/kdamonds/[0-9]*")):
+        try:
+            if open(os.path.join(k, "state")).read().strip() != "on":
+                continue
+            for sch in sorted(glob.glob(os.path.join(k, "contexts/*/schemes/[0-9]*"))):
+                action = open(os.path.join(sch, "action")).read().strip()
+                damon.append(action)
+        except OSError:
+            continue
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "cpu": cpu,
+            "damon_schemes": damon,
+            "cores": os.cpu_count(), "memory_gib": round(int(mem) / 2**20, 1), "kernel": platform.release(),
+            "os": osname, "commit": commit, "fio": sh(["fio", "--version"]), "python": sys.version.split()[0],
+            "load_after": open("/proc/loadavg").read().split()[:3]}
+
+
+def build_report(raw_dir: str, run_json: str) -> dict:
+    with open(run_json) as f:
+        run = json.load(f)
+    profiles = []
+    for p in sorted(glob.glob(os.path.join(raw_dir, "*.json"))):
+        with open(p) as f:
+            profiles.append(json.load(f))
+    profiles.sort(key=lambda p: PROFILE_ORDER.index(p["profile"]) if p["profile"] in PROFILE_ORDER else 99)
+    return {"format": 1, "run": run, "environment": environment(), "profiles": profiles}
+
+
+# --- lookups ---------------------------------------------------------------------------
+
+
+def find(profile: dict, tool: str, layout: str, pipeline: str, io: str, cache: str) -> dict | None:
+    if tool == "fio":
+        cache = "direct"
+    for m in profile["measurements"]:
+        if (m["tool"], m["layout"], m["pipeline"], m["io"], m["cache"]) == (tool, layout, pipeline, io, cache):
+            return m
+    return None
+
+
+def ok(m: dict | None) -> bool:
+    return bool(m) and m.get("status") == "ok"
+
+
+def num(v: float | None, digits: int = 0) -> str:
+    if v is None:
+        return "—"
+    if digits == 0 and abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.{max(digits, 1 if abs(v) < 100 else 0)}f}"
+
+
+def rate_cell(m: dict | None, key: str, notes: list[str]) -> str:
+    if m is None:
+        return ""
+    if not ok(m):
+        reason = (m.get("reason") or m.get("status") or "?").replace("|", "\\|")
+        if reason not in notes:
+            notes.append(reason)
+        return f"{'n/a' if m.get('status') == 'n/a' else 'failed'} [{notes.index(reason) + 1}]"
+    v = m.get(key)
+    if v is None:
+        return "—"
+    cell = num(v)
+    lo, hi = m.get(key + "_min"), m.get(key + "_max")
+    if m.get("rounds_ok", 1) > 1 and lo is not None and hi is not None:
+        cell += f" ({num(lo)}–{num(hi)})"
+    return cell
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}×" if a and b else "—"
+
+
+# --- markdown --------------------------------------------------------------------------
+
+
+def markdown(rep: dict) -> str:
+    run, env = rep["run"], rep["environment"]
+    L: list[str] = []
+    notes: list[str] = []
+    L.append("# ringfeed perf suite (`perf/run`)\n")
+    L.append(f"`{run['command']}` — {env['date']}, commit {env['commit']}, "
+             f"{'quick' if run['quick'] else 'full'} run, {run['rounds']} round(s) per measurement "
+             f"(median{' [min–max]' if run['rounds'] > 1 else ''}), suite time {run['suite_seconds']} s.\n")
+    for n in run.get("notes", []):
+        L.append(f"- **{n}**")
+    if "FAILED" in run.get("build", ""):
+        L.append(f"- **{run['build']}**")
+    L.append("")
+
+    # Headline
+    any_cold = any(m["cache"] == "cold" for p in rep["profiles"] for m in p["measurements"])
+    L.append(f"## Headline ({'cold' if any_cold else 'warm'} page cache)\n")
+    L.append("| profile | device limit: fio MB/s | ringfeed raw --direct MB/s (× fio) | ringfeed raw buffered MB/s "
+             "(× fio) | ringfeed train img/s | PyTorch train img/s | ringfeed ÷ PyTorch | ringfeed train on "
+             "shards img/s | ringfeed says (train) |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for p in rep["profiles"]:
+        fio = find(p, "fio", "small", "none", "direct", "cold")
+        fio_mb = fio.get("mb_per_s") if ok(fio) else None
+        d = find(p, "ringfeed", "small", "none", "direct", "cold")
+        b = find(p, "ringfeed", "small", "none", "buffered", "cold")
+        t = find(p, "ringfeed", "small", "train", "buffered", "cold")
+        pt = find(p, "pytorch", "small", "train", "buffered", "cold")
+        ts = find(p, "ringfeed", "shards", "train", "buffered", "cold")
+        cache_word = "cold" if any(m["cache"] == "cold" for m in p["measurements"]) else "warm"
+        if cache_word == "warm":  # not root: warm only
+            d = find(p, "ringfeed", "small", "none", "direct", "warm")
+            b = find(p, "ringfeed", "small", "none", "buffered", "warm")
+            t = find(p, "ringfeed", "small", "train", "buffered", "warm")
+            pt = find(p, "pytorch", "small", "train", "buffered", "warm")
+            ts = find(p, "ringfeed", "shards", "train", "buffered", "warm")
+        g = lambda m, k: m.get(k) if ok(m) else None  # noqa: E731
+        L.append(f"| {p['profile']}{'' if cache_word == 'cold' else ' (warm)'} | {rate_cell(fio, 'mb_per_s', notes)} "
+                 f"| {rate_cell(d, 'mb_per_s', notes)} ({ratio(g(d, 'mb_per_s'), fio_mb)}) "
+                 f"| {rate_cell(b, 'mb_per_s', notes)} ({ratio(g(b, 'mb_per_s'), fio_mb)}) "
+                 f"| {rate_cell(t, 'images_per_s', notes)} | {rate_cell(pt, 'images_per_s', notes)} "
+                 f"| {ratio(g(t, 'images_per_s'), g(pt, 'images_per_s'))} | {rate_cell(ts, 'images_per_s', notes)} "
+                 f"| {g(t, 'bottleneck') or '—'} |")
+    L.append("")
+    L.append("![images per second](images_per_s.png)\n")
+    L.append("![MB/s against fio](mb_per_s_vs_fio.png)\n")
+
+    # Per profile
+    for p in rep["profiles"]:
+        L.append(f"## Profile `{p['profile']}`\n")
+        L.append(f"- throttle: {p['limits']}")
+        L.append(f"- filesystem: {p.get('filesystem', '?')}")
+        for k, lay in p["layouts"].items():
+            what = "small files (ImageFolder)" if k == "small" else "tar shards (WebDataset)"
+            L.append(f"- {what}: {lay['files']:,} files, {lay['bytes'] / 1e6:,.1f} MB")
+        tc = p.get("throttle_check")
+        if tc:
+            g = lambda k, f: tc.get(k, {}).get(f)  # noqa: E731
+            L.append(f"- throttle check on {tc['device']} (fio inside the cgroup; unthrottled in brackets): "
+                     f"1 MiB O_DIRECT sequential reads {num(g('seq_1m_libaio', 'mb_per_s'))} MB/s with libaio "
+                     f"({num(g('seq_1m_libaio_unthrottled', 'mb_per_s'))}), "
+                     f"{num(g('seq_1m_uring', 'mb_per_s'))} MB/s with io_uring "
+                     f"({num(g('seq_1m_uring_unthrottled', 'mb_per_s'))}); 16 KiB random reads at depth 32 "
+                     f"{num(g('rand_16k', 'iops'))} IOPS ({num(g('rand_16k_unthrottled', 'iops'))}); "
+                     f"buffered cold sequential read of a shard {num(g('buffered', 'mb_per_s'))} MB/s "
+                     f"({num(g('buffered_unthrottled', 'mb_per_s'))})")
+            lib, uring = g("seq_1m_libaio", "mb_per_s"), g("seq_1m_uring", "mb_per_s")
+            if lib and uring and uring < 0.75 * lib:
+                L.append(f"- **throttle artefact**: inside the cgroup, 1 MiB O_DIRECT reads through io_uring got "
+                         f"{uring / lib:.0%} of libaio's rate: this kernel's blk-throttle charges such io_uring "
+                         "requests more than once (most likely the nonblocking attempt, refused with EAGAIN "
+                         "because the request must be split, is counted before io_uring re-issues it from a "
+                         "worker). The suite's fio requests "
+                         "(16 KiB) and ringfeed's small-file reads are far below the split size; io_uring reads "
+                         "above 512 KiB (large shard reads, if ringfeed issues them) pay double here.")
+        if not p.get("direct_flag", True):
+            L.append("- `ringfeed bench --direct`: **flag missing in this build** (rows n/a)")
+        L.append("")
+        L.append("| measurement | files | cold img/s | cold MB/s | cold × fio | cold × PyTorch | warm img/s "
+                 "| warm MB/s | warm × PyTorch | ringfeed says (cold / warm) |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        fio_mb = {lay: (find(p, "fio", lay, "none", "direct", "cold") or {}).get("mb_per_s") for lay in p["layouts"]}
+        for label, tool, layout, pipeline, io in ROWS:
+            if layout not in p["layouts"]:
+                continue
+            cold = find(p, tool, layout, pipeline, io, "cold")
+            warm = None if tool == "fio" else find(p, tool, layout, pipeline, io, "warm")
+            if cold is None and warm is None:
+                continue
+            cells = {}
+            for cache, m in (("cold", cold), ("warm", warm)):
+                ips = rate_cell(m, "images_per_s", notes) if tool != "fio" else ""
+                mbs = rate_cell(m, "mb_per_s", notes)
+                reread = (m or {}).get("device_read_mb")
+                # Only on a profile's own loop device: on a shared disk the count includes other
+                # processes' reads (and the DataLoader's library loads).
+                if (cache == "warm" and io == "buffered" and ok(m) and reread is not None and p.get("device")
+                        and reread * 1e6 > 0.1 * p["layouts"][layout]["bytes"]):
+                    text = ("a warm run that still read ≥ 10% of the data from the device: part of the page cache "
+                            "had been evicted (see the environment: proactive reclaim); the number is not a "
+                            "warm-cache one")
+                    if text not in notes:
+                        notes.append(text)
+                    ips = f"{ips} ‡{notes.index(text) + 1} ({reread:,.0f} MB read)" if ips else ips
+                ref = find(p, "pytorch", "small", pipeline, "buffered", cache) if pipeline != "none" else None
+                x_pt = (ratio(m.get("images_per_s"), ref.get("images_per_s"))
+                        if tool == "ringfeed" and ok(m) and ok(ref) else "")
+                cells[cache] = (ips, mbs, x_pt)
+            x_fio = ratio(cold.get("mb_per_s"), fio_mb.get(layout)) if ok(cold) and tool != "fio" else ""
+            says = " / ".join(m.get("bottleneck") or "—" for m in (cold, warm) if ok(m)) if tool == "ringfeed" else ""
+            if tool == "fio" and ok(cold):
+                says = f"{num(cold.get('iops'))} IOPS (O_DIRECT: cache-independent)"
+            c, w = cells["cold"], cells["warm"]
+            L.append(f"| {label} | {layout} | {c[0]} | {c[1]} | {x_fio} | {c[2]} | {w[0]} | {w[1]} | {w[2]} | {says} |")
+        busy = [f"{m['tool']} {m['pipeline']} {m['layout']} {m['cache']} ({m['other_load_cores_max']:.2f} cores)"
+                for m in p["measurements"] if (m.get("other_load_cores_max") or 0) > 0.3]
+        if busy:
+            L.append(f"\n**Other processes were busy during**: {', '.join(busy)}: those numbers are less trustworthy.")
+        L.append("")
+
+    L.append("## How to read this\n")
+    L.append("- **cold**: `sync; echo 3 > /proc/sys/vm/drop_caches` before each run; **warm**: every file read "
+             "beforehand (outside the throttle). `--direct` runs bypass the page cache, so their warm numbers "
+             "are cold ones too. Raw warm reads run several epochs.")
+    L.append("- Before its first measurement each profile opens the shards once, untimed: ringfeed caches a "
+             "shard's member index after the first open (which walks every tar header and so pulls the shards "
+             "into the page cache before bench's clock starts); measured runs all see the cached index, as every "
+             "later run of a training job does.")
+    L.append("- **fio** (`--rw=read --bs=16k --direct=1 --ioengine=io_uring --iodepth=32 --file_service_type=random`) "
+             "is the device limit for 16 KiB requests on the same files. It skips each file's last partial block; "
+             "ringfeed reads whole files, in larger requests, so where a device is limited by IOPS rather than "
+             "bandwidth ringfeed can exceed fio's MB/s (× fio > 1).")
+    L.append("- **× PyTorch**: ringfeed's images/s over `torch.utils.data.DataLoader(ImageFolder, batch_size=64, "
+             "num_workers=cores)` with the same transforms, same cache state, on the small files (the DataLoader "
+             "cannot read the shards); both deliver float32 normalized NCHW batches on the host.")
+    L.append("- **ringfeed says**: the `bottleneck` field of `ringfeed bench --json` (storage, decode, upload, "
+             "consumer).")
+    L.append("- hdd and sata-ssd are emulated: an ext4 image on a loop device with O_DIRECT backing "
+             "(`losetup --direct-io=on`: no second page cache under the loop device), reads throttled by a "
+             "cgroup-v1 blkio group (`blkio.throttle.read_bps_device` and `read_iops_device`) that every measured "
+             "process joins before it starts (buffered reads are throttled too: the reading task issues them; "
+             "see each profile's throttle check). blk-throttle counts requests, not seeks: a sequential request "
+             "costs an hdd profile as much as a random one, so small files are penalised only by their request "
+             "count and large sequential reads only by request size × 150.")
+    L.append("- A single cold run of a small dataset is short; the throttle lets a burst through at its start, so "
+             "a few hundred MB read in well under a second can come out above the nominal limit.\n")
+
+    L.append("## Environment\n")
+    L.append(f"- CPU: {env['cpu']}, {env['cores']} cores; memory {env['memory_gib']} GiB")
+    L.append(f"- kernel {env['kernel']}, {env['os']}; {env['fio']}; Python {env['python']}")
+    torch = next((m.get("torch") for p in rep["profiles"] for m in p["measurements"] if m.get("torch")), None)
+    L.append(f"- PyTorch: {torch or 'not measured'}")
+    L.append(f"- ringfeed: {run['binary']} — {run['build']}; commit {env['commit']}")
+    ds = "`ringfeed gen` (ImageNet-like JPEGs)" if not run.get("path") else f"`{run['path']}`"
+    L.append(f"- dataset: {ds}, {run['images']:,} images in {run['classes']} classes"
+             + (f" (hdd profile: a {run['hdd_images']:,}-image subset)" if run['hdd_images'] < run['images'] else "")
+             + f"; shards packed by {run.get('pack') or '?'}")
+    for p in rep["profiles"]:
+        for k, lay in p["layouts"].items():
+            L.append(f"  - {p['profile']} {k}: {lay['files']:,} files, {lay['bytes'] / 1e6:,.1f} MB "
+                     f"({lay['bytes'] / max(lay['files'], 1) / 1e3:.0f} KB per file) on {p.get('filesystem', '?')}")
+    if env.get("damon_schemes"):
+        L.append(f"- **DAMON proactive reclaim is on** (schemes: {', '.join(env['damon_schemes'])}): the kernel pages "
+                 "out page cache it judges idle, within seconds on this VM, so a warm run can find part of its "
+                 "files evicted. Each run's device reads are in report.json (`device_read_mb`: on nvme the whole "
+                 "disk's, other processes included); on the loop devices, warm cells marked ‡ read ≥ 10% of their "
+                 "data from the device.")
+    L.append(f"- load average after the run: {' '.join(env['load_after'])}")
+    if notes:
+        L.append("\n## Notes\n")
+        for i, n in enumerate(notes, 1):
+            L.append(f"{i}. {n}")
+    return "\n".join(L) + "\n"
+
+
+# --- plots -----------------------------------------------------------------------------
+
+
+def plots(rep: dict, out: str) -> list[str]:
+    if not shutil.which("gnuplot"):
+        return ["gnuplot not found: no plots"]
+    profs = [p for p in rep["profiles"]]
+    if not profs:
+        return []
+    cache = "cold" if any(m["cache"] == "cold" for p in profs for m in p["measurements"]) else "warm"
+
+    def value(p, tool, layout, pipeline, io, key, c=cache):
+        m = find(p, tool, layout, pipeline, io, c)
+        v = m.get(key) if ok(m) else None
+        return "NaN" if v is None else f"{v:.3f}"
+
+    def block(series, key, c):
+        lines = ["profile " + " ".join(f'"{s[0]}"' for s in series)]
+        for p in profs:
+            lines.append(f'"{p["profile"]}" ' + " ".join(value(p, *s[1:], key, c) for s in series))
+        return "\n".join(lines)
+
+    img_series = [("ringfeed val", "ringfeed", "small", "val", "buffered"),
+                  ("ringfeed train", "ringfeed", "small", "train", "buffered"),
+                  ("ringfeed val, shards", "ringfeed", "shards", "val", "buffered"),
+                  ("ringfeed train, shards", "ringfeed", "shards", "train", "buffered"),
+                  ("PyTorch val", "pytorch", "small", "val", "buffered"),
+                  ("PyTorch train", "pytorch", "small", "train", "buffered")]
+    mb_series = [("fio 16k direct", "fio", "small", "none", "direct"),
+                 ("ringfeed buffered", "ringfeed", "small", "none", "buffered"),
+                 ("ringfeed --direct", "ringfeed", "small", "none", "direct"),
+                 ("fio 16k direct, shards", "fio", "shards", "none", "direct"),
+                 ("ringfeed buffered, shards", "ringfeed", "shards", "none", "buffered"),
+                 ("ringfeed --direct, shards", "ringfeed", "shards", "none", "direct")]
+    common = ("set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
+              "set boxwidth 0.9\nset grid ytics\nset logscale y\nset key outside right top vertical Left reverse "
+              "noenhanced\nset xtics noenhanced\nset datafile missing 'NaN'\n")
+    caches = [c for c in ("cold", "warm") if any(m["cache"] == c for p in profs for m in p["measurements"])]
+    n = len(img_series)
+    gp_img = (f"set terminal pngcairo size {560 * len(caches) + 260},520 font ',10'\n"
+              f"set output '{os.path.join(out, 'images_per_s.png')}'\n" + common +
+              f"set multiplot layout 1,{len(caches)} title 'ringfeed vs PyTorch DataLoader: images/s "
+              f"(log scale; batch 64, {rep['environment']['cores']} cores)'\n")
+    for i, c in enumerate(caches):
+        gp_img += f"$d{c} << EOD\n{block(img_series, 'images_per_s', c)}\nEOD\n"
+        gp_img += f"set title '{c} page cache'\nset ylabel 'images/s'\n"
+        gp_img += ("unset key\n" if i < len(caches) - 1 else "set key\n")
+        gp_img += "plot " + ", ".join(f"$d{c} using {k + 2}:xtic(1) title columnheader({k + 2})" for k in range(n)) + "\n"
+    gp_img += "unset multiplot\n"
+    gp_mb = (f"set terminal pngcairo size 980,520 font ',10'\nset output '{os.path.join(out, 'mb_per_s_vs_fio.png')}'\n"
+             + common + f"set title 'raw reads vs fio, {cache} page cache: MB/s (log scale)'\nset ylabel 'MB/s'\n"
+             f"$d << EOD\n{block(mb_series, 'mb_per_s', cache)}\nEOD\n"
+             "plot " + ", ".join(f"$d using {k + 2}:xtic(1) title columnheader({k + 2})" for k in range(len(mb_series)))
+             + "\n")
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, gp in (("images_per_s", gp_img), ("mb_per_s_vs_fio", gp_mb)):
+            path = os.path.join(tmp, name + ".gp")
+            with open(path, "w") as f:
+                f.write(gp)
+            r = subprocess.run(["gnuplot", path], capture_output=True, text=True)
+            if r.returncode != 0:
+                problems.append(f"gnuplot {name}: {r.stderr.strip()[-300:]}")
+    return problems
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--raw", help="directory of suite_measure.py's per-profile JSON")
+    ap.add_argument("--run", help="perf/run's run.json")
+    ap.add_argument("--from", dest="from_json", help="re-render from an existing report.json")
+    ap.add_argument("--out", help="output directory (default: that of --from)")
+    a = ap.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            rep = json.load(f)
+        out = a.out or os.path.dirname(os.path.abspath(a.from_json))
+    elif a.raw and a.run and a.out:
+        rep = build_report(a.raw, a.run)
+        out = a.out
+    else:
+        ap.error("give --raw, --run and --out, or --from")
+    os.makedirs(out, exist_ok=True)
+    if not a.from_json or os.path.abspath(a.from_json) != os.path.abspath(os.path.join(out, "report.json")):
+        with open(os.path.join(out, "report.json"), "w") as f:
+            json.dump(rep, f, indent=1)
+    for problem in plots(rep, out):
+        print(f"[perf] {problem}", file=sys.stderr)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(markdown(rep))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
