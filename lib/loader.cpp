@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
+#include <string_view>
 #include <utility>
 
 #include <ringfeed/cuda/device.hpp>
@@ -51,6 +53,14 @@ std::string what_of(const std::exception_ptr& e) {
   }
 }
 
+
+bool is_nfs_source(std::string_view source) {
+  constexpr std::string_view scheme = "nfs://";
+  if (source.size() < scheme.size()) return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(source[i])) != scheme[i]) return false;
+  return true;
+}
 
 }  // namespace
 
@@ -106,7 +116,13 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
   if (opt.io_depth == 0) throw std::invalid_argument("loader: io_depth must be at least 1");
 
-  ds = data::open_dataset(opt.source, opt.dataset);
+  // Decode threads first: an nfs:// source's client resumes reads on them.
+  pool = std::make_unique<thread_pool>(opt.threads);
+  if (is_nfs_source(opt.source)) {
+    open_nfs_source();
+  } else {
+    ds = data::open_dataset(opt.source, opt.dataset);
+  }
   if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
   if (opt.stream_shards && ds.shards().empty())
     throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
@@ -177,8 +193,6 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
     nslabs = std::min(fit, max_default_slabs);
   }
 
-  pool = std::make_unique<thread_pool>(opt.threads);
-
   if (use_device) {
     cuda::uploader::options u;
     u.device = opt.device;
@@ -230,17 +244,37 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   ro.deadline = opt.io_deadline;
   ro.retries = opt.io_retries;
   ro.log = [this](std::string_view line) { log(line); };
-  try {
-    const io::storage_info where = io::probe_storage(ds.shards().empty() ? ds.root() : ds.shards().front().path);
-    ro.network = where.device == io::device_class::network;
-    if (!where.small_files_ok && ds.shards().empty())
-      log("'" + opt.source + "' is on " + std::string(io::to_string(where.device)) +
-          " storage, where random small-file reads are slow: " + where.advice);
-  } catch (const std::system_error&) {
-    // Not probe-able (odd sources): local defaults.
+  bool remote = nfs != nullptr;
+  if (nfs) {
+    backend_name = "libnfs";  // every sample goes through the nfs_client
+  } else {
+    try {
+      const io::storage_info where = io::probe_storage(ds.shards().empty() ? ds.root() : ds.shards().front().path);
+      ro.network = where.device == io::device_class::network;
+      if (!where.small_files_ok && ds.shards().empty())
+        log("'" + opt.source + "' is on " + std::string(io::to_string(where.device)) +
+            " storage, where random small-file reads are slow: " + where.advice);
+    } catch (const std::system_error&) {
+      // Not probe-able (odd sources): local defaults.
+    }
+    remote = ro.network;
+    reader = io::reader::create(*pool, std::move(ro));
+    backend_name = std::string(reader->backend_name());
+    if (!opt.cache_dir.empty() && !remote)
+      log("cache_dir '" + opt.cache_dir + "' not used: '" + opt.source +
+          "' is on local storage (the cache keeps samples of nfs:// sources and network file systems)");
   }
-  reader = io::reader::create(*pool, std::move(ro));
-  backend_name = std::string(reader->backend_name());
+  if (!opt.cache_dir.empty() && remote) {
+    if (opt.stream_shards) {
+      log("cache_dir '" + opt.cache_dir + "' not used: stream_shards reads whole shards sequentially");
+    } else {
+      io::cache_options co;
+      co.dir = opt.cache_dir;
+      co.max_bytes = opt.cache_bytes;
+      co.log = [this](std::string_view line) { log(line); };
+      cache = std::make_unique<io::cache>(std::move(co));
+    }
+  }
 
   // Tar shards stay open: a sample is one read at an offset.
   for (const auto& shard : ds.shards()) shard_handles.push_back(reader->open(shard.path));
@@ -254,6 +288,37 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
     }
   }
 
+}
+
+void loader_core::open_nfs_source() {
+  const io::nfs_url url = io::nfs_url::parse(opt.source);  // std::invalid_argument naming the URL
+  if (opt.dataset.kind != data::source_kind::auto_detect && opt.dataset.kind != data::source_kind::image_folder)
+    throw std::invalid_argument("loader: '" + opt.source +
+                                "': only an ImageFolder can be read from nfs:// (mount the export to read "
+                                "manifests or tar shards on it)");
+  if (opt.stream_shards)
+    throw std::invalid_argument("loader: stream_shards reads tar shards, and an nfs:// source is an ImageFolder");
+  io::nfs_options no;
+  if (opt.io_deadline.count() > 0) no.deadline = opt.io_deadline;
+  if (opt.io_retries > 0) no.retries = opt.io_retries;
+  no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth));
+  no.nfs_port = url.port;
+  nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, *pool, no);
+  nfs_root = url.path;
+  ds = data::scan_listed_image_folder(
+      url.str(),
+      [this](const std::string& relative) {
+        std::string dir = nfs_root;
+        if (!relative.empty()) {
+          dir.push_back('/');
+          dir.append(relative);
+        }
+        std::vector<data::listed_entry> out;
+        for (auto& e : nfs->list(dir))
+          out.push_back({std::move(e.name), e.is_directory, e.is_directory ? data::unknown_size : e.size});
+        return out;
+      },
+      opt.dataset);
 }
 
 loader_core::~loader_core() {
@@ -374,6 +439,8 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
 task<> loader_core::work(std::shared_ptr<run> r) {
   io::read_buffer buffer(256 * 1024);
   std::string path;
+  std::string nfs_path;   // nfs:// sources: the sample's path under the export
+  std::string cache_key;  // cache: the sample's full path (tar: shard:member)
   const std::uint64_t seed = opt.sampler.seed;
   co_await pool->schedule();
   while (std::optional<job> j = co_await r->jobs.receive()) {
@@ -394,11 +461,31 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           bytes = streamed->bytes;
         } else {
           const auto t0 = clock::now();
+          bool cached = false;
+          if (cache) {
+            cache_key.assign(loc.shard == data::no_shard ? std::string_view(path) : loc.path);
+            if (loc.shard != data::no_shard) {
+              cache_key.push_back(':');
+              cache_key.append(ds.name(index));
+            }
+            cached = cache->get(cache_key, loc.size, buffer);
+            if (cached) bytes = buffer.bytes();
+          }
           // Statements, not ?: — GCC 12 miscompiles co_await in a conditional expression.
-          if (loc.shard == data::no_shard)
+          if (cached) {
+            // read from the local cache
+          } else if (nfs) {
+            nfs_path.assign(nfs_root);
+            nfs_path.push_back('/');
+            nfs_path.append(ds.name(index));
+            const std::size_t n = co_await nfs->read_file(nfs_path, buffer);
+            bytes = std::span<const std::byte>(buffer.data(), n);
+          } else if (loc.shard == data::no_shard) {
             bytes = co_await reader->read_file(path, buffer);
-          else
+          } else {
             bytes = co_await reader->read_range(shard_handles[loc.shard], loc.offset, loc.size, buffer);
+          }
+          if (cache && !cached) cache->put(cache_key, bytes);
           read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
           read_items.fetch_add(1, std::memory_order_relaxed);
           read_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
@@ -656,6 +743,8 @@ loader::~loader() {
   sync_wait(m_core->async_calls->join());
   // Threads go now; memory lent to batches stays until they are released.
   m_core->reader.reset();
+  m_core->nfs.reset();  // before the pool its completions resume on
+  m_core->cache.reset();
   m_core->pool.reset();
 }
 
@@ -760,6 +849,20 @@ loader_stats loader::stats() const {
     s.direct = c.reader->direct();
     s.read_retries = rs.retries;
     s.read_timeouts = rs.timeouts;
+  }
+  if (c.nfs) {
+    const auto ns = c.nfs->stats();
+    s.read_retries = ns.retries;
+    s.read_timeouts = ns.timeouts;
+  }
+  if (c.cache) {
+    const io::cache_stats cs = c.cache->stats();
+    s.cache = true;
+    s.cache_hits = cs.hits;
+    s.cache_misses = cs.misses;
+    s.cache_stores = cs.stores;
+    s.cache_evictions = cs.evictions;
+    s.cache_bytes = cs.bytes;
   }
   s.decode_threads = c.pool ? c.pool->thread_count() : 0;
   s.io_depth = c.opt.io_depth;

@@ -31,6 +31,8 @@
 #include <ringfeed/batch.hpp>
 #include <ringfeed/channel.hpp>
 #include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/io/cache.hpp>
+#include <ringfeed/io/nfs.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
@@ -142,6 +144,12 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
 
   std::unique_ptr<thread_pool> pool;     // decode
   std::unique_ptr<io::reader> reader;
+  // nfs:// sources: the client reading them (resumes on `pool`), and the
+  // path of the dataset's root under the export ("" or "/train").
+  std::unique_ptr<io::nfs_client> nfs;
+  std::string nfs_root;
+  // cache_dir on a remote source: the local read-through cache.
+  std::unique_ptr<io::cache> cache;
   std::vector<io::reader::handle> shard_handles;  // tar: every shard, open for the loader's life
   // stream_shards: every sample's shard and offset, for data::shard_stream_order.
   std::vector<std::uint32_t> stream_shard_of;
@@ -177,6 +185,8 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   std::unordered_set<std::size_t> skipped_indices;  // guarded by skipped_mutex
 
   void log(std::string_view line) const;
+  /// nfs:// source: connects `nfs` and lists the ImageFolder into `ds`.
+  void open_nfs_source();
   void start_run(std::uint64_t epoch, std::size_t first_batch);
   void stop_run();
   void return_slab(slab* s) noexcept;

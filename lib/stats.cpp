@@ -30,4 +30,9 @@ std::string loader_stats::bottleneck() const {
   return "storage";
 }
 
+double loader_stats::cache_hit_rate() const noexcept {
+  const std::uint64_t lookups = cache_hits + cache_misses;
+  return lookups == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(lookups);
+}
+
 }  // namespace ringfeed

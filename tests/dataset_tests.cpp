@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -206,6 +207,54 @@ TEST_CASE("ImageFolder: order and labels equal torchvision 0.14 on a tricky tree
     CHECK(loc.size == unknown_size);
     CHECK(ds.path(0) == (root / "Zebra/a.jpg").string());
     CHECK(ds.describe(0) == ds.path(0));
+  }
+
+  SECTION("a listed tree (an nfs:// export) gives the same index, with the listing's sizes") {
+    // A lister over the local tree that reports what an NFS READDIRPLUS
+    // does after the server resolved links: kinds and sizes of the targets
+    // (a broken link is a file of unknown size).
+    std::atomic<int> calls{0};
+    const directory_lister list = [&](const std::string& rel) {
+      ++calls;
+      std::vector<listed_entry> out;
+      for (const auto& e : fs::directory_iterator(rel.empty() ? root : root / rel)) {
+        std::error_code ec;
+        const bool dir = fs::is_directory(e.path(), ec);
+        const auto size = dir ? unknown_size : fs::file_size(e.path(), ec);
+        out.push_back({e.path().filename().string(), dir, ec ? unknown_size : size});
+      }
+      std::reverse(out.begin(), out.end());  // any order
+      return out;
+    };
+    for (const bool hidden : {false, true}) {
+      CAPTURE(hidden);
+      opt.include_hidden = hidden;
+      const dataset local = scan_image_folder(root, opt);
+      const dataset listed = scan_listed_image_folder("nfs://srv/export/tree/", list, opt);
+      CHECK(listed.classes() == local.classes());
+      CHECK(samples_of(listed) == samples_of(local));
+      CHECK(listed.root() == "nfs://srv/export/tree");
+      CHECK(listed.path(0) == "nfs://srv/export/tree/" + std::string(local.name(0)));
+      for (std::size_t i = 0; i < listed.size(); ++i) {
+        std::error_code ec;
+        const auto size = fs::file_size(root / std::string(local.name(i)), ec);
+        CHECK(listed.location(i).size == (ec ? unknown_size : size));
+      }
+    }
+    CHECK(calls > 5);
+    // The root of a deeper export keeps its "//".
+    CHECK(scan_listed_image_folder("nfs://srv/a/b//", list, opt).path(0).rfind("nfs://srv/a/b//", 0) == 0);
+    // Errors: no class folder; a class without images; the lister's own.
+    CHECK_THROWS_WITH(scan_listed_image_folder("nfs://s/e", [](const std::string&) { return std::vector<listed_entry>{}; }),
+                      Catch::Contains("nfs://s/e") && Catch::Contains("class folder"));
+    const directory_lister empty_class = [](const std::string& rel) {
+      return rel.empty() ? std::vector<listed_entry>{{"cat", true, unknown_size}} : std::vector<listed_entry>{{"a.txt", false, 3}};
+    };
+    CHECK_THROWS_WITH(scan_listed_image_folder("nfs://s/e", empty_class), Catch::Contains("cat"));
+    const directory_lister failing = [](const std::string&) -> std::vector<listed_entry> {
+      throw std::runtime_error("nfs://s/e: server went away");
+    };
+    CHECK_THROWS_WITH(scan_listed_image_folder("nfs://s/e", failing), Catch::Contains("server went away"));
   }
 
   SECTION("more scan threads than classes, and one thread, give the same index") {
@@ -416,7 +465,7 @@ TEST_CASE("sources: kinds, URLs and errors", "[source]") {
   CHECK(detect_source_kind("/x/shard.tar") == source_kind::tar_shards);
   CHECK(detect_source_kind("/x/train-{0..9}.tar") == source_kind::tar_shards);
   CHECK(detect_source_kind("/x/*.tar") == source_kind::tar_shards);
-  CHECK_THROWS_WITH(detect_source_kind("nfs://server/export/train"), Catch::Contains("not supported yet"));
+  CHECK_THROWS_WITH(detect_source_kind("nfs://server/export/train"), Catch::Contains("opened by the loader"));
   CHECK_THROWS_AS(open_dataset("nfs://server/export/train"), dataset_error);
   CHECK_THROWS_WITH(detect_source_kind("s3://bucket/x"), Catch::Contains("unsupported URL scheme 's3://'"));
   CHECK_THROWS_AS(detect_source_kind((tmp.path() / "missing").string()), std::system_error);

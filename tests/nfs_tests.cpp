@@ -25,6 +25,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -34,11 +35,14 @@
 #include <vector>
 
 #include <ringfeed/async_scope.hpp>
+#include <ringfeed/io/cache.hpp>
 #include <ringfeed/io/nfs.hpp>
+#include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
 #include <ringfeed/thread_pool.hpp>
 
+#include "image_test_data.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -253,6 +257,7 @@ class ganesha_server {
     return out.empty() ? "\n  (no log)" : out;
   }
 
+  /// The exported directory; `imgs/` under it is an ImageFolder of photos.
   [[nodiscard]] const fs::path& export_dir() const noexcept { return m_export; }
   /// Every regular file in the export, names relative to its root.
   [[nodiscard]] const std::vector<test_file>& files() const noexcept { return m_files; }
@@ -282,6 +287,23 @@ class ganesha_server {
     add("sub/a.bin", 4096, false);
     add("sub/b.bin", 1'500'000, false);  // more than the server's 1 MiB maximum READ: libnfs splits it
     add("sub/deeper/c.bin", 777, false);
+    // An ImageFolder for the loader: 2 classes of photos, one nested a level
+    // down and one beside a directory whose name sorts around it ("a-b" vs "a/").
+    const fs::path photos = ringfeed::test::image_data::dir() / "photos";
+    const char* const names[] = {"astronaut.jpg", "chelsea.jpg", "coffee.jpg", "hubble.jpg", "rocket.jpg"};
+    for (const char* cls : {"class0", "class1"}) {
+      fs::create_directories(m_export / "imgs" / cls / "a" / "x");
+      fs::create_directories(m_export / "imgs" / cls / "a-b");
+      for (const char* n : names) fs::copy_file(photos / n, m_export / "imgs" / cls / n);
+      fs::copy_file(photos / "brick_gray.jpg", m_export / "imgs" / cls / "a" / "x" / "brick_gray.jpg");
+      fs::copy_file(photos / "grace_hopper.jpg", m_export / "imgs" / cls / "a-b" / "grace_hopper.jpg");
+      fs::copy_file(photos / "coffee.jpg", m_export / "imgs" / cls / ".hidden.jpg");  // left out, as locally
+      std::ofstream(m_export / "imgs" / cls / "notes.txt") << "not an image";
+    }
+    // A folder one of whose files a test removes after the loader listed it.
+    fs::create_directories(m_export / "gone" / "class0");
+    for (const char* n : {"astronaut.jpg", "coffee.jpg", "doomed.jpg"})
+      fs::copy_file(photos / (std::string(n) == "doomed.jpg" ? "chelsea.jpg" : n), m_export / "gone" / "class0" / n);
     // ganesha runs as root with Squash = None; the directory is mode 0700.
     fs::permissions(m_dir->path(), fs::perms::owner_all);
   }
@@ -635,6 +657,8 @@ TEST_CASE("every file arrives byte for byte; ranges; listings", "[nfs]") {
     std::vector<std::string> names;
     for (const auto& f : server().top_files()) names.push_back(f.name);
     names.push_back("empty.bin");
+    names.push_back("gone");
+    names.push_back("imgs");
     names.push_back("sub");
     std::sort(names.begin(), names.end());
     for (const std::string root : {"", "/"}) {
@@ -643,7 +667,7 @@ TEST_CASE("every file arrives byte for byte; ranges; listings", "[nfs]") {
       for (std::size_t i = 0; i < entries.size(); ++i) {
         CAPTURE(entries[i].name);
         REQUIRE(entries[i].name == names[i]);
-        CHECK(entries[i].is_directory == (names[i] == "sub"));
+        CHECK(entries[i].is_directory == (names[i] == "sub" || names[i] == "imgs" || names[i] == "gone"));
         if (!entries[i].is_directory) {
           const auto it = std::find_if(files.begin(), files.end(), [&](const test_file& f) { return f.name == names[i]; });
           REQUIRE(it != files.end());
@@ -723,6 +747,217 @@ TEST_CASE("a missing file or export is an error naming its nfs:// URL", "[nfs]")
   CHECK_THAT(error_of([&] { nfs_client bad(host, export_name, pool, quick); }),
              Catch::Contains("nfs://127.0.0.1:9/ringfeed") && Catch::Contains("mount"));
   CHECK(seconds_since(t0) < 2 * 2.0 + 1.0);
+}
+
+// --- the loader on nfs:// ------------------------------------------------------------------------
+
+namespace {
+
+ringfeed::loader_options loader_options_for(const std::string& source) {
+  ringfeed::loader_options o;
+  o.source = source;
+  o.dataset.use_cache = false;
+  o.pipeline = ringfeed::image::pipeline::train(32, ringfeed::image::pipeline_mode::fast);
+  o.output = ringfeed::image::output_format::uint8_hwc;
+  o.batch_size = 5;
+  o.threads = 2;
+  o.io_depth = 8;
+  o.device = -1;
+  o.sampler.seed = 11;
+  o.on_error = ringfeed::error_policy::fail;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+struct epoch_bytes {
+  std::vector<std::size_t> indices;
+  std::vector<std::int64_t> labels;
+  std::vector<std::uint8_t> pixels;
+  friend bool operator==(const epoch_bytes&, const epoch_bytes&) = default;
+};
+
+epoch_bytes drain(ringfeed::loader& l, std::uint64_t epoch) {
+  epoch_bytes out;
+  for (ringfeed::batch& b : l.epoch(epoch)) {
+    out.indices.insert(out.indices.end(), b.indices().begin(), b.indices().end());
+    out.labels.insert(out.labels.end(), b.labels().begin(), b.labels().end());
+    const auto* p = static_cast<const std::uint8_t*>(b.images().data);
+    out.pixels.insert(out.pixels.end(), p, p + b.images().bytes());
+  }
+  return out;
+}
+
+ringfeed::io::cache_options cache_at(const fs::path& dir) {
+  ringfeed::io::cache_options co;
+  co.dir = dir;
+  return co;
+}
+
+const std::string imgs_url = std::string("nfs://") + host + export_name + "/imgs";
+
+}  // namespace
+
+TEST_CASE("a loader reads an ImageFolder from nfs:// exactly as from the directory itself", "[nfs][loader]") {
+  ringfeed::test::watchdog dog("nfs loader", 120s);
+  require_server();
+  ringfeed::loader local(loader_options_for((server().export_dir() / "imgs").string()));
+  ringfeed::loader remote(loader_options_for(imgs_url));
+
+  // The same index: classes, order (os.walk's: "a-b" before "a/x"), labels; sizes from the listing.
+  const auto& lds = local.dataset();
+  const auto& rds = remote.dataset();
+  REQUIRE(rds.size() == 14);
+  REQUIRE(rds.size() == lds.size());
+  CHECK(rds.classes() == lds.classes());
+  CHECK(rds.root() == imgs_url);
+  for (std::size_t i = 0; i < rds.size(); ++i) {
+    CAPTURE(i, lds.name(i));
+    CHECK(rds.name(i) == lds.name(i));
+    CHECK(rds.label(i) == lds.label(i));
+    CHECK(rds.path(i) == imgs_url + "/" + std::string(lds.name(i)));
+    CHECK(rds.location(i).size == fs::file_size(server().export_dir() / "imgs" / std::string(lds.name(i))));
+  }
+  CHECK(rds.name(5) == "class0/a-b/grace_hopper.jpg");
+  CHECK(rds.name(6) == "class0/a/x/brick_gray.jpg");
+
+  // Two epochs of random crops and flips: the same pixels byte for byte.
+  for (std::uint64_t e = 0; e < 2; ++e) {
+    CAPTURE(e);
+    const epoch_bytes a = drain(local, e);
+    const epoch_bytes b = drain(remote, e);
+    CHECK(a.indices.size() == 14);
+    CHECK(a == b);
+  }
+  const auto st = remote.stats();
+  CHECK(st.backend == "libnfs");
+  CHECK(st.read.items >= 28);
+  CHECK_FALSE(st.cache);
+}
+
+TEST_CASE("nfs:// sources: what cannot be read is an error naming its URL", "[nfs][loader]") {
+  ringfeed::test::watchdog dog("nfs loader errors", 120s);
+  require_server();
+  const std::string missing = std::string("nfs://") + host + export_name + "/no-such-dir";
+  CHECK_THAT(error_of([&] { ringfeed::loader l(loader_options_for(missing)); }), Catch::Contains(missing));
+  const std::string no_classes = std::string("nfs://") + host + export_name + "/sub/deeper";
+  CHECK_THAT(error_of([&] { ringfeed::loader l(loader_options_for(no_classes)); }),
+             Catch::Contains(no_classes) && Catch::Contains("class folder"));
+  CHECK_THAT(error_of([&] { ringfeed::loader l(loader_options_for("nfs://" + std::string(host))); }),
+             Catch::Contains("nfs://127.0.0.1"));
+  auto o = loader_options_for(imgs_url);
+  o.stream_shards = true;
+  CHECK_THAT(error_of([&] { ringfeed::loader l(o); }), Catch::Contains("stream_shards"));
+
+  // A file that goes away after listing: the read error names it; with
+  // on_error = skip the sample is left out and the rest arrive.
+  const std::string gone_url = std::string("nfs://") + host + export_name + "/gone";
+  const fs::path doomed = server().export_dir() / "gone" / "class0" / "doomed.jpg";
+  REQUIRE(fs::exists(doomed));
+  o = loader_options_for(gone_url);
+  o.on_error = ringfeed::error_policy::skip;
+  o.batch_size = 1;
+  o.prefetch_batches = 1;
+  o.memory_budget = std::size_t{1} << 20;
+  ringfeed::loader l(o);
+  REQUIRE(l.dataset().size() == 3);
+  fs::remove(doomed);
+  std::size_t delivered = 0;
+  for (ringfeed::batch& b : l.epoch(1)) delivered += b.size();
+  CHECK(delivered == 2);
+  const auto st = l.stats();
+  REQUIRE(st.skipped.size() == 1);
+  CHECK(st.skipped[0].path == gone_url + "/class0/doomed.jpg");
+  CHECK_THAT(st.skipped[0].reason, Catch::Contains(gone_url + "/class0/doomed.jpg"));
+}
+
+TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loaders read it without the server",
+          "[nfs][loader][cache]") {
+  ringfeed::test::watchdog dog("nfs cache", 180s);
+  require_server();
+  ringfeed::test::temp_dir tmp;
+  const fs::path dir = tmp.path() / "cache";
+  auto o = loader_options_for(imgs_url);
+  o.cache_dir = dir.string();
+  // A loader prefetches past the end of an epoch, so counters are checked
+  // per loader (a new one per epoch), with bounds where prefetch can add.
+  const auto at_epoch = [&](std::uint64_t e) {
+    auto r = o;
+    r.resume = ringfeed::loader_state{o.sampler.seed, e, 0, 0, 1};
+    return r;
+  };
+
+  epoch_bytes uncached0, uncached1;
+  {
+    ringfeed::loader plain(loader_options_for(imgs_url));
+    uncached0 = drain(plain, 0);
+    uncached1 = drain(plain, 1);
+  }
+  {
+    ringfeed::loader l(o);
+    CHECK(drain(l, 0) == uncached0);
+    const auto st = l.stats();
+    REQUIRE(st.cache);
+    CHECK(st.cache_misses >= 14);  // every sample of epoch 0, plus any of epoch 1 read before it was stored
+    CHECK(st.cache_stores >= 14);  // every sample of epoch 0 (reads of epoch 1 may be cut short at destruction)
+    CHECK(st.cache_stores <= st.cache_misses);
+  }
+  {
+    ringfeed::io::cache c(cache_at(dir));
+    CHECK(c.stats().entries == 14);
+    CHECK(c.stats().bytes > 14 * 10'000);
+  }
+  // The server stops answering (SIGSTOP) once the tree is listed: the next
+  // epoch must come from local disk alone.
+  {
+    ringfeed::loader l(at_epoch(1));
+    REQUIRE(server().freeze());
+    struct thaw_at_exit {
+      ~thaw_at_exit() { server().thaw(); }
+    } thaw;
+    CHECK(drain(l, 1) == uncached1);
+    const auto st = l.stats();
+    CHECK(st.cache_misses == 0);
+    CHECK(st.cache_hits >= 14);
+    CHECK(st.cache_hit_rate() == 1.0);
+    CHECK(st.read.items >= 14);  // cache hits count as reads
+  }
+  // An entry of the wrong size (the file changed on the server, or a torn
+  // write) is not served: that sample is read from the server again.
+  {
+    ringfeed::io::cache c(cache_at(dir));
+    const fs::path entry = c.file_of(imgs_url + "/class0/astronaut.jpg");
+    REQUIRE(fs::exists(entry));
+    fs::resize_file(entry, fs::file_size(entry) - 100);
+  }
+  {
+    ringfeed::loader l(at_epoch(0));
+    CHECK(drain(l, 0) == uncached0);
+    CHECK(l.stats().cache_misses >= 1);  // more where prefetched epochs ask before it is stored again
+    CHECK(l.stats().cache_hits >= 13);
+  }
+  {
+    ringfeed::io::cache c(cache_at(dir));
+    ringfeed::io::read_buffer b;
+    const std::string key = imgs_url + "/class0/astronaut.jpg";
+    CHECK(c.get(key, fs::file_size(server().export_dir() / "imgs" / "class0" / "astronaut.jpg"), b));
+  }
+  // Local storage: the option is ignored, with one line saying so.
+  {
+    auto local = loader_options_for((server().export_dir() / "imgs").string());
+    local.cache_dir = (tmp.path() / "unused").string();
+    std::vector<std::string> lines;
+    std::mutex m;
+    local.log = [&](std::string_view line) {
+      std::lock_guard lock(m);
+      lines.emplace_back(line);
+    };
+    ringfeed::loader l(local);
+    CHECK_FALSE(l.stats().cache);
+    std::lock_guard lock(m);
+    CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& x) {
+            return x.find("cache_dir") != std::string::npos && x.find("local storage") != std::string::npos;
+          }) == 1);
+  }
 }
 
 TEST_CASE("32 reads in flight on the one connection beat 1 by 3x or more", "[nfs][depth]") {

@@ -59,6 +59,12 @@ struct bench_options {
   double step_ms = 0.0;  // simulated training step per batch (the consumer's own time)
   bool direct = false;
   bool json = false;
+  // Remote sources: the local read-through cache.
+  std::string cache_dir;
+  double cache_gb = 10.0;
+  // Tar shards: stream them (sequential reads + shuffle buffer).
+  bool stream = false;
+  std::size_t shuffle_buffer = 1000;
 };
 
 // What `--pipeline none` reads: a dataset (ImageFolder, manifest, tar
@@ -164,6 +170,12 @@ io::reader_options reader_options_of(const bench_options& opt) {
 int run_bench(const bench_options& opt) {
   if (opt.io_depth == 0) throw std::runtime_error("--io-depth must be at least 1");
   if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
+  if (opt.source.rfind("nfs://", 0) == 0)
+    throw std::runtime_error("'" + opt.source + "': --pipeline none reads local files; an nfs:// source is read "
+                             "with --pipeline val or train (the loader's libnfs client)");
+  if (opt.stream) throw std::runtime_error("--stream is a loader option: use it with --pipeline val or train");
+  if (!opt.cache_dir.empty())
+    throw std::runtime_error("--cache-dir is a loader option: use it with --pipeline val or train");
 
   const read_set samples = list_samples(opt.source);
   if (samples.size() == 0) throw std::runtime_error("no image files found under '" + opt.source + "'");
@@ -272,6 +284,10 @@ int run_loader_bench(const bench_options& opt) {
   o.memory_budget = opt.memory_mb << 20;
   o.device = opt.device;
   o.on_error = opt.on_error == "fail" ? error_policy::fail : error_policy::skip;
+  o.cache_dir = opt.cache_dir;
+  o.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
+  o.stream_shards = opt.stream;
+  o.shuffle_buffer = opt.shuffle_buffer;
   if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
 
   loader l(o);
@@ -290,12 +306,20 @@ int run_loader_bench(const bench_options& opt) {
       !opt.json && ::isatty(STDERR_FILENO));
   std::size_t images = 0;
   const auto step = std::chrono::duration<double, std::milli>(opt.step_ms);
+  // Per epoch, as the consumer saw it (the first one includes filling the
+  // pipeline, and with --cache-dir filling the cache).
+  std::vector<double> epoch_rates;
   for (int e = 0; e < opt.epochs; ++e) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::size_t in_epoch = 0;
     for (batch& b : l.epoch(static_cast<std::uint64_t>(e))) {
-      images += b.size();
+      in_epoch += b.size();
       // A stand-in for the training step: the consumer is busy, not waiting.
       if (opt.step_ms > 0) std::this_thread::sleep_for(step);
     }
+    images += in_epoch;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    epoch_rates.push_back(secs > 0 ? static_cast<double>(in_epoch) / secs : 0.0);
   }
   const auto st = l.stats();
   bar.stop();
@@ -339,8 +363,15 @@ int run_loader_bench(const bench_options& opt) {
           {"decode_utilization", st.decode_utilization()},
           {"upload_utilization", st.upload_utilization()}}},
         {"bottleneck", bottleneck},
+        {"epoch_images_per_s", epoch_rates},
+        {"stream_shards", opt.stream},
+        {"reads", {{"retries", st.read_retries}, {"timeouts", st.read_timeouts}}},
         {"skipped", skipped},
     };
+    if (st.cache)
+      out["cache"] = {{"dir", opt.cache_dir},       {"hits", st.cache_hits},   {"misses", st.cache_misses},
+                      {"hit_rate", st.cache_hit_rate()}, {"stores", st.cache_stores}, {"evictions", st.cache_evictions},
+                      {"bytes", st.cache_bytes}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),
@@ -360,6 +391,17 @@ int run_loader_bench(const bench_options& opt) {
     std::printf("    consumer waited %.3f s (%.1f%% of the run)\n", st.consumer_wait_s,
                 seconds > 0 ? 100 * st.consumer_wait_s / seconds : 0.0);
     std::printf("  limited by: %s\n", explain(bottleneck, opt.exact));
+    if (opt.epochs > 1) {
+      std::printf("  per epoch:");
+      for (const double r : epoch_rates) std::printf(" %.0f", r);
+      std::printf(" images/s\n");
+    }
+    if (st.cache)
+      std::printf("  cache %s: %llu hits, %llu misses (hit rate %.1f%%), %llu stored, %llu evicted, %.1f MB held\n",
+                  opt.cache_dir.c_str(), static_cast<unsigned long long>(st.cache_hits),
+                  static_cast<unsigned long long>(st.cache_misses), 100 * st.cache_hit_rate(),
+                  static_cast<unsigned long long>(st.cache_stores), static_cast<unsigned long long>(st.cache_evictions),
+                  static_cast<double>(st.cache_bytes) / 1e6);
     if (!st.skipped.empty()) {
       std::printf("  skipped %zu files:\n", st.skipped.size());
       for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
@@ -373,9 +415,9 @@ int run_loader_bench(const bench_options& opt) {
 void register_bench(CLI::App& app) {
   auto opt = std::make_shared<bench_options>();
   CLI::App* cmd = app.add_subcommand("bench", "read a dataset as fast as possible and say what limits it");
-  cmd->add_option("SOURCE", opt->source, "dataset directory or file")->required();
-  // Decode pipelines (train, val) and the pread backend arrive with the
-  // loader and the storage layer; until then only what works is accepted.
+  cmd->add_option("SOURCE", opt->source,
+                  "dataset: directory, manifest, tar shards, or nfs://server/export/path (an ImageFolder)")
+      ->required();
   cmd->add_option("--pipeline", opt->pipeline, "train (RandomResizedCrop + flip), val (Resize + CenterCrop) or none (read bytes only)")
       ->check(CLI::IsMember({"train", "val", "none"}));
   cmd->add_option("--batch", opt->batch, "images per batch")->check(CLI::PositiveNumber);
@@ -396,6 +438,14 @@ void register_bench(CLI::App& app) {
                 "O_DIRECT reads: bypass the page cache (buffered where the file system refuses it)");
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
       ->check(CLI::IsMember({"skip", "fail"}));
+  cmd->add_option("--cache-dir", opt->cache_dir,
+                  "local read-through cache of remote samples (nfs:// or a network file system)");
+  cmd->add_option("--cache-gb", opt->cache_gb, "size bound of --cache-dir, GB")->check(CLI::PositiveNumber);
+  cmd->add_flag("--stream", opt->stream,
+                "tar shards: read each shard sequentially in large reads, shards in seeded random order, "
+                "samples mixed by a shuffle buffer (for HDDs and remote storage)");
+  cmd->add_option("--shuffle-buffer", opt->shuffle_buffer, "samples in the --stream shuffle buffer")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", opt->json, "print one JSON object as the last line of stdout");
   cmd->callback([opt] {
     const int rc = opt->pipeline == "none" ? run_bench(*opt) : run_loader_bench(*opt);

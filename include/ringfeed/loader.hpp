@@ -71,7 +71,12 @@ struct loader_state {
 
 struct loader_options {
   /// A directory (ImageFolder), a manifest (.csv/.tsv) or tar shards (a
-  /// .tar, a glob or brace pattern, or a directory of .tar files).
+  /// .tar, a glob or brace pattern, or a directory of .tar files); or an
+  /// ImageFolder on an NFS export, `nfs://server[:port]/export/path` (see
+  /// io::nfs_url for exports deeper than one component), listed and read
+  /// through libnfs (io/nfs.hpp) without a kernel mount: io_deadline and
+  /// io_retries apply to each NFS operation, io_depth files are in flight
+  /// on the one connection.
   std::string source;
   data::dataset_options dataset{};
   /// The transforms. Its output size must be fixed (end with a crop or an
@@ -118,6 +123,14 @@ struct loader_options {
   std::size_t shuffle_buffer = 1000;
   std::size_t stream_read_size = std::size_t{4} << 20;
 
+  /// A read-through cache of remote samples on local disk (io/cache.hpp):
+  /// used when the source is nfs:// or on a network file system (a kernel
+  /// NFS mount); ignored, with one log line, for local storage. The first
+  /// epoch fills it, later epochs (and later runs) read locally; an entry
+  /// is checked against the size the listing gave. Empty: no cache.
+  std::string cache_dir;
+  /// Bytes the cache may hold on disk; least recently used samples go first.
+  std::uint64_t cache_bytes = std::uint64_t{10} << 30;
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
   /// consumer). Must fit at least 2 batches.
   std::size_t memory_budget = std::size_t{1} << 30;

@@ -40,6 +40,16 @@ struct loader_stats {
   bool direct = false;       ///< reads bypass the page cache (O_DIRECT in use)
   std::uint64_t read_retries = 0;   ///< reads retried after a transient error (network)
   std::uint64_t read_timeouts = 0;  ///< reads past their deadline
+  /// The local cache of remote samples (loader_options::cache_dir): whether
+  /// one is in use, and its counters (hits are samples read from local disk).
+  bool cache = false;
+  std::uint64_t cache_hits = 0;
+  std::uint64_t cache_misses = 0;
+  std::uint64_t cache_stores = 0;
+  std::uint64_t cache_evictions = 0;
+  std::uint64_t cache_bytes = 0;  ///< bytes the cache holds on disk now
+  /// cache_hits / (cache_hits + cache_misses); 0 before any lookup.
+  [[nodiscard]] double cache_hit_rate() const noexcept;
   std::size_t decode_threads = 0;
   std::size_t io_depth = 0;
   std::size_t prefetch_batches = 0;

@@ -195,6 +195,8 @@ void write_index_header(index_writer& w, std::string_view magic, std::uint32_t v
 // --- the scanners (public functions wrap these; open_dataset sets `source`) --
 
 [[nodiscard]] dataset_contents image_folder_contents(const std::filesystem::path& root, const dataset_options& options);
+[[nodiscard]] dataset_contents listed_image_folder_contents(std::string root, const directory_lister& list,
+                                                            const dataset_options& options);
 [[nodiscard]] dataset_contents manifest_contents(const std::filesystem::path& manifest, const dataset_options& options);
 [[nodiscard]] dataset_contents tar_contents(const std::vector<std::filesystem::path>& shards,
                                             const dataset_options& options);

@@ -79,6 +79,8 @@ dataset::dataset(detail::dataset_contents contents) : m_c(std::move(contents)) {
     for (const std::uint32_t s : m_c.shard_of) {
       if (s >= m_c.shards.size()) throw std::invalid_argument("dataset: sample refers to a missing shard");
     }
+  } else if (!m_c.sizes.empty() && m_c.sizes.size() != n) {
+    throw std::invalid_argument("dataset: sizes and labels differ in count");
   }
   if (!m_c.classes.empty()) {
     m_num_classes = m_c.classes.size();
@@ -100,6 +102,7 @@ sample_location dataset::location(std::size_t i) const noexcept {
   }
   loc.path = m_c.names[i];
   if (loc.path.empty() || loc.path.front() != '/') loc.base = m_c.root;
+  if (!m_c.sizes.empty()) loc.size = m_c.sizes[i];
   return loc;
 }
 
@@ -331,8 +334,8 @@ source_kind detect_source_kind(std::string_view source) {
     const std::string name = detail::ascii_lower(source.substr(0, scheme));
     if (name == "nfs") {
       throw dataset_error(std::string(source),
-                          "nfs:// sources are not supported yet (the libnfs reader is a separate issue); "
-                          "mount the export and pass the local path");
+                          "an nfs:// source is opened by the loader (an ImageFolder on the export, listed with "
+                          "libnfs), not by data::open_dataset; or mount the export and pass the local path");
     }
     throw dataset_error(std::string(source), "unsupported URL scheme '" + name + "://'");
   }
@@ -386,6 +389,10 @@ dataset open_dataset(std::string_view source, const dataset_options& options) {
 
 dataset scan_image_folder(const std::filesystem::path& root, const dataset_options& options) {
   return dataset(detail::image_folder_contents(root, options));
+}
+
+dataset scan_listed_image_folder(std::string root, const directory_lister& list, const dataset_options& options) {
+  return dataset(detail::listed_image_folder_contents(std::move(root), list, options));
 }
 
 dataset read_manifest(const std::filesystem::path& manifest, const dataset_options& options) {

@@ -435,4 +435,122 @@ dataset_contents image_folder_contents(const std::filesystem::path& root_path, c
   return c;
 }
 
+// --- ImageFolder over a listed tree (nfs://) --------------------------------------------
+
+namespace {
+
+// Python str order of `keys` as a permutation (bytes when all are UTF-8).
+std::vector<std::size_t> python_order(const std::vector<std::string>& names) {
+  std::vector<std::size_t> order(names.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const bool all_valid = std::all_of(names.begin(), names.end(), [](const std::string& s) { return is_valid_utf8(s); });
+  if (all_valid) {
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return names[a] < names[b]; });
+    return order;
+  }
+  std::vector<std::string> keys;
+  keys.reserve(names.size());
+  for (const auto& n : names) keys.push_back(python_sort_key(n));
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  return order;
+}
+
+bool listed_name_ok(const listed_entry& e, const dataset_options& options) {
+  if (e.name.empty() || e.name == "." || e.name == "..") return false;
+  return options.include_hidden || !is_hidden(e.name);
+}
+
+// One class of a listed tree, walked as os.walk would: every directory's
+// images, the directories in the order of their paths.
+struct listed_class {
+  std::vector<std::string> dirs;                      // relative to the class ("" for itself)
+  std::vector<std::vector<listed_entry>> images;      // per dir, sorted
+  void walk(const directory_lister& list, const std::string& class_rel, const std::string& sub,
+            const dataset_options& options, std::size_t depth) {
+    // A listing has no inodes to detect a cycle by (links are not followed,
+    // but a server may still present one): 64 levels is deeper than any dataset.
+    if (depth > 64)
+      throw dataset_error(class_rel + "/" + sub, "directory tree deeper than 64 levels (a cycle?)");
+    std::vector<listed_entry> entries = list(sub.empty() ? class_rel : class_rel + "/" + sub);
+    std::vector<listed_entry> files;
+    std::vector<std::string> subdirs;
+    for (auto& e : entries) {
+      if (!listed_name_ok(e, options)) continue;
+      if (e.is_directory) {
+        subdirs.push_back(std::move(e.name));
+      } else if (has_image_extension(e.name)) {
+        files.push_back(std::move(e));
+      }
+    }
+    std::vector<std::string> names;
+    names.reserve(files.size());
+    for (const auto& f : files) names.push_back(f.name);
+    std::vector<listed_entry> sorted;
+    sorted.reserve(files.size());
+    for (const std::size_t i : python_order(names)) sorted.push_back(std::move(files[i]));
+    dirs.push_back(sub);
+    images.push_back(std::move(sorted));
+    for (const std::string& d : subdirs) walk(list, class_rel, sub.empty() ? d : sub + "/" + d, options, depth + 1);
+  }
+};
+
+}  // namespace
+
+dataset_contents listed_image_folder_contents(std::string root, const directory_lister& list,
+                                              const dataset_options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  while (root.size() > 1 && root.back() == '/' && root[root.size() - 2] != '/')
+    root.pop_back();  // "nfs://s/e/train/" → "nfs://s/e/train"; "nfs://s/a/b//" keeps its "//"
+  std::vector<std::string> classes;
+  for (auto& e : list("")) {
+    if (e.is_directory && listed_name_ok(e, options)) classes.push_back(std::move(e.name));
+  }
+  if (classes.empty()) throw dataset_error(root, "couldn't find any class folder");
+  python_sort(classes);
+
+  const std::size_t n = classes.size();
+  std::vector<listed_class> per_class(n);
+  parallel_for(n, scan_threads(options, n), [&](std::size_t c) { per_class[c].walk(list, classes[c], "", options, 0); });
+
+  dataset_contents out;
+  out.kind = dataset_kind::image_folder;
+  out.source = root;
+  out.root = root;
+  std::vector<std::string> empty;
+  std::string path;
+  for (std::size_t c = 0; c < n; ++c) {
+    listed_class& lc = per_class[c];
+    const std::size_t before = out.labels.size();
+    for (const std::size_t d : python_order(lc.dirs)) {
+      for (const listed_entry& f : lc.images[d]) {
+        path.assign(classes[c]);
+        path.push_back('/');
+        if (!lc.dirs[d].empty()) {
+          path.append(lc.dirs[d]);
+          path.push_back('/');
+        }
+        path.append(f.name);
+        out.names.push_back(path);
+        out.labels.push_back(static_cast<std::int64_t>(c));
+        out.sizes.push_back(f.size);
+      }
+    }
+    if (out.labels.size() == before) empty.push_back(classes[c]);
+    out.report.directories += lc.dirs.size();
+  }
+  if (!empty.empty()) {
+    std::string msg = "found no valid file for the classes ";
+    for (std::size_t k = 0; k < empty.size(); ++k) msg += (k != 0 ? ", " : "") + empty[k];
+    msg += ". Supported extensions are: ";
+    for (std::size_t k = 0; k < image_extensions().size(); ++k)
+      msg += (k != 0 ? ", " : "") + std::string(image_extensions()[k]);
+    throw dataset_error(root, msg);
+  }
+  out.classes = std::move(classes);
+  out.report.directories += 1;  // the root
+  out.report.cache_note = "listed trees are not cached";
+  out.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
 }  // namespace ringfeed::data::detail

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -160,7 +161,7 @@ struct dataset_contents {
   std::vector<shard_info> shards;     // tar only
   std::vector<std::uint32_t> shard_of;  // tar only, per sample
   std::vector<std::uint64_t> offsets;   // tar only, per sample
-  std::vector<std::uint64_t> sizes;     // tar only, per sample
+  std::vector<std::uint64_t> sizes;     // tar: per sample; listed ImageFolder: per sample or empty
   index_report report;
 };
 
@@ -244,6 +245,30 @@ class dataset {
 /// (naming those classes), std::system_error when the tree can't be read.
 [[nodiscard]] dataset scan_image_folder(const std::filesystem::path& root, const dataset_options& options = {});
 
+/// One entry of a directory listing given to scan_listed_image_folder.
+struct listed_entry {
+  std::string name;  ///< the entry's name (no '/'); "." and ".." are ignored
+  bool is_directory = false;
+  std::uint64_t size = unknown_size;  ///< bytes of a file, when the listing knows them
+};
+/// Lists the directory `relative` (a path under the tree's root, "" for the
+/// root itself, components joined by '/'), in any order. Throws naming the
+/// directory when it cannot.
+using directory_lister = std::function<std::vector<listed_entry>(const std::string& relative)>;
+
+/// ImageFolder over a tree that is not a local directory (an nfs:// export
+/// listed with io::nfs_client::list): the same classes, order and labels as
+/// scan_image_folder gives for the same tree, with `root` (e.g. the
+/// nfs:// URL of the tree) as root() and base of every sample's path, and
+/// the file sizes the listing gave (sample_location::size), so a reader or
+/// cache can check them. Symbolic links are not followed (the listing says
+/// whether an entry is a directory). Class directories are listed
+/// concurrently (options.scan_threads; `list` must be thread-safe). Not
+/// cached. Throws dataset_error for no class folder or a class without
+/// images, and what `list` throws.
+[[nodiscard]] dataset scan_listed_image_folder(std::string root, const directory_lister& list,
+                                               const dataset_options& options = {});
+
 /// Reads a manifest: one sample per line, `path,label` (`.csv`) or
 /// `path<TAB>label` (`.tsv`; other names: tab if the first line has one).
 /// A first line whose label field is not a number is a header and skipped;
@@ -288,7 +313,9 @@ class dataset {
 [[nodiscard]] std::vector<std::filesystem::path> expand_shard_pattern(std::string_view pattern);
 
 /// Which kind a source string names, without building anything:
-/// `nfs://…` and other URLs → throws dataset_error (not supported yet);
+/// `nfs://…` and other URLs → throws dataset_error (a loader opens nfs://
+/// ImageFolder sources itself, through io::nfs_client and
+/// scan_listed_image_folder);
 /// braces or glob characters, or a `.tar` file → tar_shards; `.csv`/`.tsv`
 /// → manifest; a directory holding `.tar` files and no sub-directory →
 /// tar_shards; another directory → image_folder. Throws std::system_error
