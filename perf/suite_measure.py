@@ -12,6 +12,7 @@ each run) and then a warm one (every file read beforehand):
               independent, so measured once per layout; --runtime caps it)
   ringfeed    ringfeed bench DIR --json with --pipeline none (buffered and
               --direct), val and train, on the small files and on the tar shards
+              (per-sample reads, and --stream: whole shards read sequentially)
   dataloader  PyTorch DataLoader(ImageFolder) with the same transforms
               (perf/compare_loader.py's dataloader_run), small files only
 With --cgroup every measured command runs inside that blkio cgroup (its pid
@@ -175,10 +176,12 @@ def fio_once(run: runner, d: str, loops: int, runtime: int) -> dict:
 
 
 def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: bool, epochs: int,
-                  direct_supported: bool) -> dict:
+                  direct_supported: bool, stream: bool = False) -> dict:
     cmd = [binary, "bench", src, "--pipeline", pipeline, "--json", "--epochs", str(epochs)]
     if pipeline != "none":
         cmd += ["--batch", "64", "--device", "-1"]
+    if stream:
+        cmd.append("--stream")  # tar shards read front to back, shuffle buffer (WebDataset's recipe)
     if direct:
         cmd.append("--direct")
     m = {"command": " ".join(cmd)}
@@ -380,6 +383,8 @@ def profile_main(argv: list[str]) -> int:
     for pipeline in ("val", "train"):
         for layout, d in layouts:
             plan.append(("ringfeed", layout, pipeline, "buffered"))
+            if layout == "shards":
+                plan.append(("ringfeed", layout, pipeline, "stream"))
             if layout == "small":
                 plan.append(("pytorch", layout, pipeline, "buffered"))
 
@@ -422,7 +427,8 @@ def profile_main(argv: list[str]) -> int:
                     m = fio_once(run, d, a.fio_loops, a.fio_runtime)
                 elif tool == "ringfeed":
                     epochs = a.warm_epochs if (cache == "warm" and pipeline == "none") else 1
-                    m = ringfeed_once(run, a.bin, d, pipeline, io == "direct", epochs, direct_supported)
+                    m = ringfeed_once(run, a.bin, d, pipeline, io == "direct", epochs, direct_supported,
+                                      stream=io == "stream")
                 else:
                     m = dataloader_once(run, d, pipeline, workers, data_bytes[layout])
                 read1 = device_read_bytes(stat)

@@ -35,9 +35,11 @@ ROWS = [  # (label, tool, layout, pipeline, io)
     ("ringfeed val", "ringfeed", "small", "val", "buffered"),
     ("PyTorch DataLoader val", "pytorch", "small", "val", "buffered"),
     ("ringfeed val", "ringfeed", "shards", "val", "buffered"),
+    ("ringfeed val, --stream", "ringfeed", "shards", "val", "stream"),
     ("ringfeed train", "ringfeed", "small", "train", "buffered"),
     ("PyTorch DataLoader train", "pytorch", "small", "train", "buffered"),
     ("ringfeed train", "ringfeed", "shards", "train", "buffered"),
+    ("ringfeed train, --stream", "ringfeed", "shards", "train", "stream"),
 ]
 
 
@@ -335,6 +337,7 @@ def plots(rep: dict, out: str) -> list[str]:
                   ("ringfeed train", "ringfeed", "small", "train", "buffered"),
                   ("ringfeed val, shards", "ringfeed", "shards", "val", "buffered"),
                   ("ringfeed train, shards", "ringfeed", "shards", "train", "buffered"),
+                  ("ringfeed train, shards --stream", "ringfeed", "shards", "train", "stream"),
                   ("PyTorch val", "pytorch", "small", "val", "buffered"),
                   ("PyTorch train", "pytorch", "small", "train", "buffered")]
     mb_series = [("fio 16k direct", "fio", "small", "none", "direct"),

@@ -7,7 +7,8 @@
 // bottleneck. `--pipeline none` measures the I/O path alone with the
 // loader's reader (io/reader.hpp): every sample of SOURCE (a dataset, or
 // every image file under a plain directory) is read whole, `--io-depth` in
-// flight, on io_uring or pread threads, buffered or with `--direct`.
+// flight, on io_uring or pread threads, buffered or with `--direct`; an
+// nfs:// ImageFolder is listed and read with the loader's libnfs client.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/io/nfs.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
@@ -111,6 +113,8 @@ struct skipped_file {
 
 struct shared_state {
   const read_set* samples = nullptr;
+  io::nfs_client* nfs = nullptr;  // nfs:// sources: reads go here, not to the reader
+  std::string nfs_root;           // the dataset's path under the export
   std::vector<io::reader::handle> shards;  // tar datasets: every shard, opened once
   std::size_t total = 0;           // samples × epochs
   std::atomic<std::size_t> next{0};
@@ -136,7 +140,12 @@ task<> read_samples(thread_pool& pool, io::reader& r, shared_state& s) {
     const std::size_t k = i % set.size();
     try {
       std::span<const std::byte> bytes;
-      if (!set.ds) {
+      if (s.nfs != nullptr) {
+        path = s.nfs_root + "/" + std::string(set.ds->name(k));
+        const std::size_t n = co_await s.nfs->read_file(path, buffer);
+        bytes = std::span<const std::byte>(buffer.data(), n);
+        path = set.ds->path(k);  // for messages: the nfs:// URL
+      } else if (!set.ds) {
         path = set.files[k];
         bytes = co_await r.read_file(path, buffer);
       } else if (const auto loc = set.ds->location(k); loc.shard == data::no_shard) {
@@ -170,25 +179,41 @@ io::reader_options reader_options_of(const bench_options& opt) {
 int run_bench(const bench_options& opt) {
   if (opt.io_depth == 0) throw std::runtime_error("--io-depth must be at least 1");
   if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
-  if (opt.source.rfind("nfs://", 0) == 0)
-    throw std::runtime_error("'" + opt.source + "': --pipeline none reads local files; an nfs:// source is read "
-                             "with --pipeline val or train (the loader's libnfs client)");
   if (opt.stream) throw std::runtime_error("--stream is a loader option: use it with --pipeline val or train");
   if (!opt.cache_dir.empty())
     throw std::runtime_error("--cache-dir is a loader option: use it with --pipeline val or train");
 
-  const read_set samples = list_samples(opt.source);
+  thread_pool pool(opt.threads);
+  shared_state s;
+  // nfs://: an ImageFolder on the export, listed and read with libnfs, as the loader does.
+  std::unique_ptr<io::nfs_client> nfs;
+  read_set samples;
+  if (opt.source.rfind("nfs://", 0) == 0) {
+    const io::nfs_url url = io::nfs_url::parse(opt.source);
+    io::nfs_options no;
+    no.nfs_port = url.port;
+    no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth));
+    nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, pool, no);
+    s.nfs = nfs.get();
+    s.nfs_root = url.path;
+    samples.ds = data::scan_listed_image_folder(url.str(), [&](const std::string& relative) {
+      std::vector<data::listed_entry> out;
+      for (auto& e : nfs->list(relative.empty() ? url.path : url.path + "/" + relative))
+        out.push_back({std::move(e.name), e.is_directory, e.size});
+      return out;
+    });
+  } else {
+    samples = list_samples(opt.source);
+  }
   if (samples.size() == 0) throw std::runtime_error("no image files found under '" + opt.source + "'");
 
-  shared_state s;
   s.samples = &samples;
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
   s.fail_fast = opt.on_error == "fail";
 
-  thread_pool pool(opt.threads);
   io::reader_options ro = reader_options_of(opt);
   try {
-    ro.network = io::probe_storage(opt.source).device == io::device_class::network;
+    if (!nfs) ro.network = io::probe_storage(opt.source).device == io::device_class::network;
   } catch (const std::system_error&) {
   }
   const std::unique_ptr<io::reader> r = io::reader::create(pool, std::move(ro));
@@ -216,10 +241,16 @@ int run_bench(const bench_options& opt) {
 
   const std::size_t images = s.done.load() - s.skipped.size();
   const std::uint64_t bytes = s.bytes.load();
-  const auto st = r->stats();
+  auto st = r->stats();
+  if (nfs) {
+    const auto ns = nfs->stats();
+    st.retries = ns.retries;
+    st.timeouts = ns.timeouts;
+  }
   const double images_per_s = static_cast<double>(images) / seconds;
   const double mb_per_s = static_cast<double>(bytes) / 1e6 / seconds;
-  const std::string backend(r->backend_name());
+  const std::string backend = nfs ? std::string("libnfs") : std::string(r->backend_name());
+  const bool direct = !nfs && r->direct();
 
   if (opt.json) {
     nlohmann::json skipped = nlohmann::json::array();
@@ -233,7 +264,7 @@ int run_bench(const bench_options& opt) {
         {"bytes", bytes},
         {"mb_per_s", mb_per_s},
         {"backend", backend},
-        {"direct", r->direct()},
+        {"direct", direct},
         {"threads", pool.thread_count()},
         {"io_depth", opt.io_depth},
         {"epochs", opt.epochs},
@@ -249,7 +280,7 @@ int run_bench(const bench_options& opt) {
     std::printf("  %zu images, %.1f MB in %.3f s: %.0f images/s, %.1f MB/s\n", images,
                 static_cast<double>(bytes) / 1e6, seconds, images_per_s, mb_per_s);
     std::printf("  backend %s%s, %zu files in flight, %zu worker threads\n", backend.c_str(),
-                r->direct() ? " with O_DIRECT" : ", buffered", opt.io_depth, pool.thread_count());
+                direct ? " with O_DIRECT" : ", buffered", opt.io_depth, pool.thread_count());
     std::printf("  limited by: storage (only the read stage runs with --pipeline none)\n");
     if (!s.skipped.empty()) {
       std::printf("  skipped %zu files:\n", s.skipped.size());
