@@ -117,5 +117,17 @@ out="$("$cli" pack "$work/d" "$work/pk5" --shard-mb 1 2>&1)"; rc=$?
 check "pack of an unreadable sample fails and names it" test "$rc" -eq 1 -a -n "$(grep -F zz_gone.jpg <<<"$out")"
 check "the failed pack leaves no shard and no .tmp" test -z "$(find "$work/pk5" -name '*.tar*')"
 
+# --stream reads the shards front to back; every sample arrives once per epoch.
+json="$("$cli" bench "$work/pk" --pipeline val --size 32 --batch 4 --epochs 2 --device -1 --stream --json 2>/dev/null | tail -n 1)"
+check "bench --stream delivers every packed image of both epochs" grep -q '"images":60' <<<"$json"
+check "bench --stream says it streamed, with per-epoch rates" grep -q '"epoch_images_per_s":\[[0-9.e+]*,[0-9.e+]*\].*"stream_shards":true' <<<"$json"
+out="$("$cli" bench "$work/a/train" --pipeline val --stream 2>&1)"; rc=$?
+check "bench --stream on small files fails and says to pack" test "$rc" -eq 1 -a -n "$(grep -F 'ringfeed pack' <<<"$out")"
+out="$("$cli" bench "$work/a/train" --pipeline none --cache-dir "$work/unused-cache" 2>&1)"; rc=$?
+check "bench --cache-dir with --pipeline none is refused" test "$rc" -eq 1 -a -n "$(grep -F -- '--cache-dir' <<<"$out")"
+out="$("$cli" bench "$work/a/train" --pipeline val --size 32 --device -1 --cache-dir "$work/unused-cache" 2>&1)"; rc=$?
+check "bench --cache-dir on local files runs and says the cache is not used" \
+  test "$rc" -eq 0 -a -n "$(grep -F 'not used' <<<"$out")" -a ! -e "$work/unused-cache"
+
 echo "cli: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]
