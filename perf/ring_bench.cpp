@@ -15,6 +15,10 @@
 // ringfeed.on_ring.<how>  they first `co_await ring.schedule()`, so every
 //                         step is resumed on the ring thread itself (the
 //                         fast path for chains of small I/O).
+// ringfeed.sqpoll.<how>   as ringfeed.<how> on a ring with IORING_SETUP_SQPOLL
+//                         (a kernel thread polls the submission queue: no
+//                         io_uring_enter per batch, but it occupies a core
+//                         while busy; ring_options::sqpoll, off by default).
 // Reported: bytes_per_second, items_per_second (files/s), and per-file ring
 // counters (io_uring_enter calls, retries).
 #include <ringfeed/io/ring.hpp>
@@ -63,12 +67,14 @@ rf::task<> read_share(rf::thread_pool& pool, rf::io::ring& ring, const file_corp
 }
 
 void read_small_files(benchmark::State& state, std::size_t workers, std::size_t depth, size_source how,
-                      run_on where) {
+                      run_on where, bool sqpoll) {
   const file_corpus& corpus = ringfeed::perf::small_file_corpus();
   rf::thread_pool pool(workers);
   std::optional<rf::io::ring> ring;
   try {
-    ring.emplace(pool);
+    rf::io::ring_options ro;
+    ro.sqpoll = sqpoll;
+    ring.emplace(pool, ro);
   } catch (const rf::io::ring_unavailable& e) {
     state.SkipWithError(e.what());
     return;
@@ -114,12 +120,15 @@ void register_all() {
     const char* impl;
     size_source how;
     run_on where;
+    bool sqpoll = false;
   };
   constexpr variant variants[] = {
       {"ringfeed.statx", size_source::statx, run_on::pool},
       {"ringfeed.known_size", size_source::known, run_on::pool},
       {"ringfeed.on_ring.statx", size_source::statx, run_on::ring_thread},
       {"ringfeed.on_ring.known_size", size_source::known, run_on::ring_thread},
+      {"ringfeed.sqpoll.known_size", size_source::known, run_on::pool, true},
+      {"ringfeed.sqpoll.on_ring.known_size", size_source::known, run_on::ring_thread, true},
   };
   for (const long w : ringfeed::perf::worker_counts()) {
     for (const long d : ringfeed::perf::env_list("RINGFEED_BENCH_DEPTH", {32})) {
@@ -128,7 +137,8 @@ void register_all() {
             benchmark::RegisterBenchmark(
                 bench_name(v.impl, "read_small_files", {{"files", files}, {"depth", d}, {"workers", w}})
                     .c_str(),
-                read_small_files, static_cast<std::size_t>(w), static_cast<std::size_t>(d), v.how, v.where),
+                read_small_files, static_cast<std::size_t>(w), static_cast<std::size_t>(d), v.how, v.where,
+                v.sqpoll),
             benchmark::kMillisecond);
       }
     }
