@@ -960,6 +960,40 @@ TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loader
   }
 }
 
+TEST_CASE("a server killed mid-epoch: the loader fails naming an nfs:// file within the deadline, no hang",
+          "[nfs][loader][kill]") {
+  ringfeed::test::watchdog dog("nfs loader kill", 120s);
+  require_server();
+  auto o = loader_options_for(imgs_url);
+  o.io_deadline = 3000ms;
+  o.io_retries = 1;
+  o.batch_size = 2;
+  o.prefetch_batches = 1;  // the consumer's batch + one being filled: most reads happen after the kill
+  auto l = std::make_unique<ringfeed::loader>(o);
+  {
+    auto first = sync_wait(l->next());
+    REQUIRE(first);
+    server().kill();
+  }
+  const auto t0 = steady::now();
+  std::string error;
+  std::size_t batches = 0;
+  try {
+    while (sync_wait(l->next())) ++batches;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const double waited = seconds_since(t0);
+  CAPTURE(batches, waited);
+  CHECK_THAT(error, Catch::Contains(imgs_url + "/class"));
+  CHECK(batches < 6);  // the epoch has 7; at most the one prefetched arrives
+  CHECK(waited < 3.0 * 2 + 2.0);  // the deadline bounds each attempt
+  const auto t1 = steady::now();
+  l.reset();  // the destructor does not wait for the dead server
+  CHECK(seconds_since(t1) < 3.0);
+  REQUIRE(server().restart().empty());
+}
+
 TEST_CASE("32 reads in flight on the one connection beat 1 by 3x or more", "[nfs][depth]") {
   ringfeed::test::watchdog dog("nfs depth", 240s);
   if (const std::string why = server().relaunch(); !why.empty()) FAIL("cannot restart the NFS server: " << why);
