@@ -25,6 +25,7 @@ packages=(
   nfs-ganesha nfs-ganesha-vfs rpcbind   # a real NFS server on 127.0.0.1 for nfs_tests
   fio gnuplot-nox                       # perf/run and perf/compare_fio.sh: the device's limit, plots
   python3 tar  # tests build tar shards with GNU tar and Python's tarfile
+  python3-torchvision python3-pil python3-numpy  # torchvision parity tests; the DataLoader baseline in perf/
 )
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
