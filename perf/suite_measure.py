@@ -441,7 +441,8 @@ def profile_main(argv: list[str]) -> int:
                 key = (tool, layout, pipeline, io, "direct" if tool == "fio" else cache)
                 runs.setdefault(key, []).append(m)
                 what = f"{tool} {pipeline if pipeline != 'none' else 'raw read'} {layout}" + \
-                       (f" {io}" if pipeline == "none" and tool != "fio" else "") + f" {key[4]}"
+                       (f" {io}" if (pipeline == "none" and tool != "fio") or io == "stream" else "") + \
+                       f" {key[4]}"
                 if m.get("status") == "ok":
                     rate = f"{m['images_per_s']:.0f} images/s, " if m.get("images_per_s") else ""
                     extra = f", bottleneck {m['bottleneck']}" if m.get("bottleneck") else ""
