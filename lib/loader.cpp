@@ -109,6 +109,48 @@ void batch_lease::release(cuda::stream_t consumer_stream) noexcept {
   core.reset();
 }
 
+// --- cache writer --------------------------------------------------------------------
+
+cache_writer::cache_writer(io::cache& c, std::size_t max_bytes)
+    : m_cache(c), m_max_bytes(max_bytes), m_thread([this] { run(); }) {}
+
+cache_writer::~cache_writer() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+  }
+  m_wake.notify_one();
+  m_thread.join();
+}
+
+bool cache_writer::put(std::string_view key, std::span<const std::byte> bytes) {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_queued_bytes + bytes.size() > m_max_bytes && !m_queue.empty()) {
+      m_dropped.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    m_queue.emplace_back(std::string(key), std::vector<std::byte>(bytes.begin(), bytes.end()));
+    m_queued_bytes += bytes.size();
+  }
+  m_wake.notify_one();
+  return true;
+}
+
+void cache_writer::run() {
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
+    if (m_queue.empty()) return;  // stopping, and everything is written
+    auto item = std::move(m_queue.front());
+    m_queue.pop_front();
+    lock.unlock();
+    m_cache.put(item.first, item.second);  // never throws
+    lock.lock();
+    m_queued_bytes -= item.second.size();
+  }
+}
+
 // --- core ----------------------------------------------------------------------------
 
 loader_core::loader_core(loader_options options) : opt(std::move(options)) {
@@ -273,6 +315,7 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
       co.max_bytes = opt.cache_bytes;
       co.log = [this](std::string_view line) { log(line); };
       cache = std::make_unique<io::cache>(std::move(co));
+      cache_store = std::make_unique<cache_writer>(*cache, std::size_t{64} << 20);
     }
   }
 
@@ -485,7 +528,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           } else {
             bytes = co_await reader->read_range(shard_handles[loc.shard], loc.offset, loc.size, buffer);
           }
-          if (cache && !cached) cache->put(cache_key, bytes);
+          if (cache_store && !cached && !cache_store->put(cache_key, bytes) && cache_store->dropped() == 1)
+            log("the cache at '" + opt.cache_dir + "' is written slower than samples arrive: some are not cached " +
+                "this time (stats().cache_dropped counts them)");
           read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
           read_items.fetch_add(1, std::memory_order_relaxed);
           read_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
@@ -744,6 +789,7 @@ loader::~loader() {
   // Threads go now; memory lent to batches stays until they are released.
   m_core->reader.reset();
   m_core->nfs.reset();  // before the pool its completions resume on
+  m_core->cache_store.reset();  // writes what is queued
   m_core->cache.reset();
   m_core->pool.reset();
 }
@@ -863,6 +909,7 @@ loader_stats loader::stats() const {
     s.cache_stores = cs.stores;
     s.cache_evictions = cs.evictions;
     s.cache_bytes = cs.bytes;
+    s.cache_dropped = c.cache_store ? c.cache_store->dropped() : 0;
   }
   s.decode_threads = c.pool ? c.pool->thread_count() : 0;
   s.io_depth = c.opt.io_depth;

@@ -17,6 +17,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -24,7 +26,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <span>
+#include <string_view>
+#include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <ringfeed/async_scope.hpp>
@@ -82,6 +88,34 @@ struct delivery {
 struct job {
   slab* s = nullptr;
   std::size_t slot = 0;
+};
+
+/// Writes cache entries on a thread of its own, so that filling the cache
+/// (a file create, write and rename per sample) never holds a decode
+/// thread. put() copies the bytes into a queue bounded by `max_bytes`; a
+/// store that does not fit is dropped (the sample is read remotely again
+/// next time) and counted. The destructor writes what is queued, then stops.
+class cache_writer {
+ public:
+  cache_writer(io::cache& c, std::size_t max_bytes);
+  ~cache_writer();
+  cache_writer(const cache_writer&) = delete;
+  cache_writer& operator=(const cache_writer&) = delete;
+  /// Any thread. Returns false if the store was dropped (queue full).
+  bool put(std::string_view key, std::span<const std::byte> bytes);
+  [[nodiscard]] std::uint64_t dropped() const noexcept { return m_dropped.load(std::memory_order_relaxed); }
+
+ private:
+  void run();
+  io::cache& m_cache;
+  const std::size_t m_max_bytes;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  std::deque<std::pair<std::string, std::vector<std::byte>>> m_queue;  // guarded by m_mutex
+  std::size_t m_queued_bytes = 0;                                     // guarded by m_mutex
+  bool m_stop = false;                                                // guarded by m_mutex
+  std::atomic<std::uint64_t> m_dropped{0};
+  std::thread m_thread;  // last: started once the rest is constructed
 };
 
 struct loader_core;
@@ -148,8 +182,10 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   // path of the dataset's root under the export ("" or "/train").
   std::unique_ptr<io::nfs_client> nfs;
   std::string nfs_root;
-  // cache_dir on a remote source: the local read-through cache.
+  // cache_dir on a remote source: the local read-through cache, and the
+  // thread that stores into it (destroyed first: it flushes into `cache`).
   std::unique_ptr<io::cache> cache;
+  std::unique_ptr<cache_writer> cache_store;
   std::vector<io::reader::handle> shard_handles;  // tar: every shard, open for the loader's life
   // stream_shards: every sample's shard and offset, for data::shard_stream_order.
   std::vector<std::uint32_t> stream_shard_of;

@@ -898,9 +898,8 @@ TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loader
     const auto st = l.stats();
     REQUIRE(st.cache);
     CHECK(st.cache_misses >= 14);  // every sample of epoch 0, plus any of epoch 1 read before it was stored
-    CHECK(st.cache_stores >= 14);  // every sample of epoch 0 (reads of epoch 1 may be cut short at destruction)
-    CHECK(st.cache_stores <= st.cache_misses);
-  }
+    CHECK(st.cache_dropped == 0);
+  }  // the destructor writes what is still queued
   {
     ringfeed::io::cache c(cache_at(dir));
     CHECK(c.stats().entries == 14);

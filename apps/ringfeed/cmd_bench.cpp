@@ -402,7 +402,7 @@ int run_loader_bench(const bench_options& opt) {
     if (st.cache)
       out["cache"] = {{"dir", opt.cache_dir},       {"hits", st.cache_hits},   {"misses", st.cache_misses},
                       {"hit_rate", st.cache_hit_rate()}, {"stores", st.cache_stores}, {"evictions", st.cache_evictions},
-                      {"bytes", st.cache_bytes}};
+                      {"bytes", st.cache_bytes}, {"dropped", st.cache_dropped}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),

@@ -127,7 +127,8 @@ struct loader_options {
   /// used when the source is nfs:// or on a network file system (a kernel
   /// NFS mount); ignored, with one log line, for local storage. The first
   /// epoch fills it, later epochs (and later runs) read locally; an entry
-  /// is checked against the size the listing gave. Empty: no cache.
+  /// is checked against the size the listing gave. Entries are written by
+  /// a thread of their own, off the decode threads. Empty: no cache.
   std::string cache_dir;
   /// Bytes the cache may hold on disk; least recently used samples go first.
   std::uint64_t cache_bytes = std::uint64_t{10} << 30;

@@ -48,6 +48,8 @@ struct loader_stats {
   std::uint64_t cache_stores = 0;
   std::uint64_t cache_evictions = 0;
   std::uint64_t cache_bytes = 0;  ///< bytes the cache holds on disk now
+  /// Stores dropped because the cache's writer thread fell 64 MiB behind.
+  std::uint64_t cache_dropped = 0;
   /// cache_hits / (cache_hits + cache_misses); 0 before any lookup.
   [[nodiscard]] double cache_hit_rate() const noexcept;
   std::size_t decode_threads = 0;
