@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cctype>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -53,14 +52,6 @@ std::string what_of(const std::exception_ptr& e) {
   }
 }
 
-
-bool is_nfs_source(std::string_view source) {
-  constexpr std::string_view scheme = "nfs://";
-  if (source.size() < scheme.size()) return false;
-  for (std::size_t i = 0; i < scheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(source[i])) != scheme[i]) return false;
-  return true;
-}
 
 }  // namespace
 
@@ -160,7 +151,7 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
 
   // Decode threads first: an nfs:// source's client resumes reads on them.
   pool = std::make_unique<thread_pool>(opt.threads);
-  if (is_nfs_source(opt.source)) {
+  if (io::nfs_url::is_nfs(opt.source)) {
     open_nfs_source();
   } else {
     ds = data::open_dataset(opt.source, opt.dataset);
@@ -348,20 +339,7 @@ void loader_core::open_nfs_source() {
   no.nfs_port = url.port;
   nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, *pool, no);
   nfs_root = url.path;
-  ds = data::scan_listed_image_folder(
-      url.str(),
-      [this](const std::string& relative) {
-        std::string dir = nfs_root;
-        if (!relative.empty()) {
-          dir.push_back('/');
-          dir.append(relative);
-        }
-        std::vector<data::listed_entry> out;
-        for (auto& e : nfs->list(dir))
-          out.push_back({std::move(e.name), e.is_directory, e.is_directory ? data::unknown_size : e.size});
-        return out;
-      },
-      opt.dataset);
+  ds = io::scan_nfs_image_folder(*nfs, url, opt.dataset);
 }
 
 loader_core::~loader_core() {

@@ -144,7 +144,6 @@ task<> read_samples(thread_pool& pool, io::reader& r, shared_state& s) {
         path = s.nfs_root + "/" + std::string(set.ds->name(k));
         const std::size_t n = co_await s.nfs->read_file(path, buffer);
         bytes = std::span<const std::byte>(buffer.data(), n);
-        path = set.ds->path(k);  // for messages: the nfs:// URL
       } else if (!set.ds) {
         path = set.files[k];
         bytes = co_await r.read_file(path, buffer);
@@ -157,6 +156,7 @@ task<> read_samples(thread_pool& pool, io::reader& r, shared_state& s) {
       }
       s.bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
     } catch (const std::exception& e) {
+      if (s.nfs != nullptr) path = set.ds->path(k);  // skipped files are named by their nfs:// URL
       if (s.fail_fast) {
         s.stop.store(true, std::memory_order_relaxed);
         throw;
@@ -188,7 +188,7 @@ int run_bench(const bench_options& opt) {
   // nfs://: an ImageFolder on the export, listed and read with libnfs, as the loader does.
   std::unique_ptr<io::nfs_client> nfs;
   read_set samples;
-  if (opt.source.rfind("nfs://", 0) == 0) {
+  if (io::nfs_url::is_nfs(opt.source)) {
     const io::nfs_url url = io::nfs_url::parse(opt.source);
     io::nfs_options no;
     no.nfs_port = url.port;
@@ -196,12 +196,7 @@ int run_bench(const bench_options& opt) {
     nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, pool, no);
     s.nfs = nfs.get();
     s.nfs_root = url.path;
-    samples.ds = data::scan_listed_image_folder(url.str(), [&](const std::string& relative) {
-      std::vector<data::listed_entry> out;
-      for (auto& e : nfs->list(relative.empty() ? url.path : url.path + "/" + relative))
-        out.push_back({std::move(e.name), e.is_directory, e.size});
-      return out;
-    });
+    samples.ds = io::scan_nfs_image_folder(*nfs, url, {});
   } else {
     samples = list_samples(opt.source);
   }

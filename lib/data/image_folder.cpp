@@ -42,19 +42,29 @@ struct dir_record {
   file_stamp stamp;
 };
 
-// Sorts names in Python str order: bytes when every name is valid UTF-8
-// (the common case), else by python_sort_key.
-void python_sort(std::vector<std::string>& names) {
+// The permutation that puts `names` in Python str order: bytes when every
+// name is valid UTF-8 (the common case), else by python_sort_key.
+std::vector<std::size_t> python_order(const std::vector<std::string>& names) {
+  std::vector<std::size_t> order(names.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   const bool all_valid = std::all_of(names.begin(), names.end(), [](const std::string& s) { return is_valid_utf8(s); });
   if (all_valid) {
-    std::sort(names.begin(), names.end());
-    return;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return names[a] < names[b]; });
+    return order;
   }
-  std::vector<std::pair<std::string, std::string>> keyed;
-  keyed.reserve(names.size());
-  for (auto& n : names) keyed.emplace_back(python_sort_key(n), std::move(n));
-  std::sort(keyed.begin(), keyed.end());
-  for (std::size_t i = 0; i < names.size(); ++i) names[i] = std::move(keyed[i].second);
+  std::vector<std::string> keys;
+  keys.reserve(names.size());
+  for (const auto& n : names) keys.push_back(python_sort_key(n));
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  return order;
+}
+
+// Sorts names in Python str order.
+void python_sort(std::vector<std::string>& names) {
+  std::vector<std::string> sorted;
+  sorted.reserve(names.size());
+  for (const std::size_t i : python_order(names)) sorted.push_back(std::move(names[i]));
+  names = std::move(sorted);
 }
 
 bool is_hidden(std::string_view name) { return !name.empty() && name.front() == '.'; }
@@ -85,21 +95,13 @@ class class_walker {
 
   // Appends "class/sub/name" for every image, in torchvision's order.
   void emit(string_table& out) {
-    std::vector<std::size_t> order(m_dirs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const bool all_valid =
-        std::all_of(m_dirs.begin(), m_dirs.end(), [](const listed_dir& d) { return is_valid_utf8(d.sub); });
-    std::vector<std::string> keys;
-    if (!all_valid) {
-      for (const auto& d : m_dirs) keys.push_back(python_sort_key(d.sub));
-    }
     // Python compares the whole root strings; they share the class prefix,
     // so comparing the part below it ("" for the class dir) is the same.
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return all_valid ? m_dirs[a].sub < m_dirs[b].sub : keys[a] < keys[b];
-    });
+    std::vector<std::string> subs;
+    subs.reserve(m_dirs.size());
+    for (const auto& d : m_dirs) subs.push_back(d.sub);
     std::string path;
-    for (const std::size_t i : order) {
+    for (const std::size_t i : python_order(subs)) {
       const listed_dir& d = m_dirs[i];
       for (const std::string& name : d.images) {
         path.assign(m_class);
@@ -438,22 +440,6 @@ dataset_contents image_folder_contents(const std::filesystem::path& root_path, c
 // --- ImageFolder over a listed tree (nfs://) --------------------------------------------
 
 namespace {
-
-// Python str order of `keys` as a permutation (bytes when all are UTF-8).
-std::vector<std::size_t> python_order(const std::vector<std::string>& names) {
-  std::vector<std::size_t> order(names.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const bool all_valid = std::all_of(names.begin(), names.end(), [](const std::string& s) { return is_valid_utf8(s); });
-  if (all_valid) {
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return names[a] < names[b]; });
-    return order;
-  }
-  std::vector<std::string> keys;
-  keys.reserve(names.size());
-  for (const auto& n : names) keys.push_back(python_sort_key(n));
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
-  return order;
-}
 
 bool listed_name_ok(const listed_entry& e, const dataset_options& options) {
   if (e.name.empty() || e.name == "." || e.name == "..") return false;

@@ -1,5 +1,7 @@
 #include <ringfeed/io/nfs.hpp>
 
+#include <ringfeed/data/dataset.hpp>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -1068,15 +1070,19 @@ std::string nfs_client::url_of(std::string_view path) const { return m_core->url
 
 // --- nfs_url -------------------------------------------------------------------------------------
 
+bool nfs_url::is_nfs(std::string_view text) noexcept {
+  constexpr std::string_view scheme = "nfs://";
+  return text.size() >= scheme.size() &&
+         std::equal(scheme.begin(), scheme.end(), text.begin(),
+                    [](char a, char b) { return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b))); });
+}
+
 nfs_url nfs_url::parse(std::string_view url) {
   auto fail = [url](const std::string& why) -> std::invalid_argument {
     return std::invalid_argument("invalid NFS URL '" + std::string(url) + "': " + why);
   };
   constexpr std::string_view scheme = "nfs://";
-  if (url.size() < scheme.size() ||
-      !std::equal(scheme.begin(), scheme.end(), url.begin(),
-                  [](char a, char b) { return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b))); }))
-    throw fail("it does not start with nfs://");
+  if (!is_nfs(url)) throw fail("it does not start with nfs://");
   std::string_view rest = url.substr(scheme.size());
   if (rest.find_first_of("?#") != std::string_view::npos) throw fail("query and fragment parts are not supported");
   const std::size_t slash = rest.find('/');
@@ -1135,6 +1141,23 @@ std::string nfs_url::str() const {
   if (path.front() != '/') out += '/';
   out += path;
   return out;
+}
+
+data::dataset scan_nfs_image_folder(nfs_client& client, const nfs_url& url, const data::dataset_options& options) {
+  return data::scan_listed_image_folder(
+      url.str(),
+      [&](const std::string& relative) {
+        std::string dir = url.path;
+        if (!relative.empty()) {
+          dir.push_back('/');
+          dir.append(relative);
+        }
+        std::vector<data::listed_entry> out;
+        for (auto& e : client.list(dir))
+          out.push_back({std::move(e.name), e.is_directory, e.is_directory ? data::unknown_size : e.size});
+        return out;
+      },
+      options);
 }
 
 }  // namespace ringfeed::io

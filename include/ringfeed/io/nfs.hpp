@@ -36,6 +36,11 @@
 #include <ringfeed/io/buffer.hpp>
 #include <ringfeed/task.hpp>
 
+namespace ringfeed::data {
+class dataset;
+struct dataset_options;
+}  // namespace ringfeed::data
+
 namespace ringfeed::io {
 
 struct nfs_options {
@@ -68,6 +73,9 @@ struct nfs_url {
   std::string export_path;  ///< starts with '/'
   std::string path;         ///< starts with '/', or empty
 
+  /// Whether `text` starts with `nfs://` (the scheme in any case): what
+  /// parse() accepts as an NFS URL at all.
+  [[nodiscard]] static bool is_nfs(std::string_view text) noexcept;
   /// Throws std::invalid_argument naming the URL and the reason.
   static nfs_url parse(std::string_view url);
   /// Back to the `nfs://` form (with `//` where the export needs it).
@@ -141,5 +149,14 @@ class nfs_client {
   struct core;  // lib/io/nfs.cpp; shared with the operations in flight
   std::shared_ptr<core> m_core;
 };
+
+/// The ImageFolder at `url` (whose server and export `client` mounts),
+/// listed through the client: data::scan_listed_image_folder with the
+/// listing's file sizes, every sample's path the nfs:// URL of its file.
+/// Blocking, as nfs_client::list. Throws data::dataset_error for a tree
+/// that is not an ImageFolder, std::system_error naming the directory's
+/// URL when a listing fails.
+[[nodiscard]] data::dataset scan_nfs_image_folder(nfs_client& client, const nfs_url& url,
+                                                  const data::dataset_options& options);
 
 }  // namespace ringfeed::io
