@@ -10,6 +10,8 @@
 // j + 2·depth, … each with
 //   *.statx:       openat → statx(file) → read_at → close
 //   *.known_size:  openat → read_at (size from the index) → close
+//   *.linked:      ring::read_file: openat into a registered file slot,
+//                  read and close as one linked chain, one resumption
 // ringfeed.<how>          the coroutines start on the pool, so every step
 //                         is resumed on a pool worker;
 // ringfeed.on_ring.<how>  they first `co_await ring.schedule()`, so every
@@ -47,7 +49,7 @@ using ringfeed::perf::bench_name;
 using ringfeed::perf::file_corpus;
 using ringfeed::perf::harness;
 
-enum class size_source { statx, known };
+enum class size_source { statx, known, linked };
 enum class run_on { pool, ring_thread };
 
 rf::task<> read_share(rf::thread_pool& pool, rf::io::ring& ring, const file_corpus& corpus, std::size_t first,
@@ -58,6 +60,10 @@ rf::task<> read_share(rf::thread_pool& pool, rf::io::ring& ring, const file_corp
   else
     co_await pool.schedule();
   for (std::size_t i = first; i < corpus.count(); i += stride) {
+    if (how == size_source::linked) {
+      bytes += co_await ring.read_file(corpus.path(i), 0 /* O_RDONLY */, buffer);
+      continue;
+    }
     rf::io::file f = co_await ring.openat(corpus.path(i));
     const std::size_t size =
         how == size_source::statx ? static_cast<std::size_t>((co_await ring.statx(f)).size) : corpus.size(i);
@@ -127,6 +133,8 @@ void register_all() {
       {"ringfeed.known_size", size_source::known, run_on::pool},
       {"ringfeed.on_ring.statx", size_source::statx, run_on::ring_thread},
       {"ringfeed.on_ring.known_size", size_source::known, run_on::ring_thread},
+      {"ringfeed.linked", size_source::linked, run_on::pool},
+      {"ringfeed.on_ring.linked", size_source::linked, run_on::ring_thread},
       {"ringfeed.sqpoll.known_size", size_source::known, run_on::pool, true},
       {"ringfeed.sqpoll.on_ring.known_size", size_source::known, run_on::ring_thread, true},
   };

@@ -9,6 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -331,4 +333,93 @@ TEST_CASE("coroutines on the ring thread chain operations there, batched into fe
   INFO(st.submitted << " SQEs in " << st.enter_calls << " io_uring_enter calls");
   REQUIRE(st.submitted == 4 * paths.size());
   REQUIRE(st.submitted >= 4 * st.enter_calls);  // 32 readers' steps share each syscall
+}
+
+TEST_CASE("read_file opens, reads and closes each file in one linked submission", "[ring][stress]") {
+  ringfeed::test::watchdog dog("linked reads", std::chrono::seconds(120));
+  ringfeed::test::temp_dir dir;
+  constexpr std::size_t buffer_size = 64 * 1024;
+  std::mt19937 rng(11);
+  std::vector<std::vector<std::byte>> contents;
+  std::vector<std::string> paths;
+  for (int i = 0; i < 500; ++i) {
+    std::size_t size = rng() % (2 * buffer_size);  // a quarter larger than the buffer
+    if (i % 50 == 0) size = 0;
+    if (i % 50 == 1) size = buffer_size;  // exactly the buffer: all of it comes back
+    contents.push_back(random_bytes(size, static_cast<std::uint32_t>(i)));
+    paths.push_back((dir.path() / ("l" + std::to_string(i))).string());
+    write_file(paths.back(), contents.back());
+  }
+  thread_pool pool(2);
+  ring r(pool, {.entries = 8});  // a few file slots for 500 files: each must come back
+  REQUIRE(r.linked_reads());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::vector<std::byte>> got(paths.size());
+  auto reader = [&]() -> task<> {
+    co_await pool.schedule();
+    std::vector<std::byte> buffer(buffer_size);
+    for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      const std::size_t n = co_await r.read_file(paths[i], O_RDONLY, buffer);
+      got[i].assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+  };
+  std::vector<task<>> readers;
+  for (int i = 0; i < 24; ++i) readers.push_back(reader());
+  sync_wait(ringfeed::when_all(std::move(readers)));
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    INFO(paths[i]);
+    const std::size_t expect = std::min(contents[i].size(), buffer_size);
+    REQUIRE(got[i].size() == expect);
+    REQUIRE(std::equal(got[i].begin(), got[i].end(), contents[i].begin()));
+  }
+  const auto st = r.stats();
+  REQUIRE(st.completed == paths.size());      // one resumption per file
+  REQUIRE(st.submitted == 3 * paths.size());  // open + read + close, as one chain
+}
+
+TEST_CASE("read_file errors name the file; the file slot comes back after each", "[ring]") {
+  ringfeed::test::temp_dir dir;
+  const std::string missing = (dir.path() / "no_such_image.JPEG").string();
+  const std::string good = (dir.path() / "good").string();
+  const auto data = random_bytes(5000, 4);
+  write_file(good, data);
+  thread_pool pool(1);
+  ring r(pool, {.entries = 4});  // three file slots: a leaked one would soon stop every read below
+  REQUIRE(r.linked_reads());
+  std::vector<std::byte> buffer(8192);
+  auto read = [&](const std::string& p) -> task<std::size_t> { co_return co_await r.read_file(p, O_RDONLY, buffer); };
+  for (int i = 0; i < 20; ++i) {
+    try {  // the open fails: the read and close are cancelled
+      (void)sync_wait(read(missing));
+      FAIL("reading a missing file succeeded");
+    } catch (const std::system_error& e) {
+      REQUIRE(e.code().value() == ENOENT);
+      REQUIRE_THAT(e.what(), Catch::Contains("open '" + missing + "'"));
+    }
+    try {  // the open succeeds and the read fails: the close still runs
+      (void)sync_wait(read(dir.path().string()));
+      FAIL("reading a directory succeeded");
+    } catch (const std::system_error& e) {
+      REQUIRE(e.code().value() == EISDIR);
+      REQUIRE_THAT(e.what(), Catch::Contains("read '" + dir.path().string() + "' at offset 0"));
+    }
+    REQUIRE(sync_wait(read(good)) == data.size());
+    REQUIRE(std::equal(data.begin(), data.end(), buffer.begin()));
+  }
+}
+
+TEST_CASE("read_file on a ring without linked reads fails at once with EOPNOTSUPP", "[ring]") {
+  ringfeed::test::temp_dir dir;
+  const std::string path = (dir.path() / "f").string();
+  write_file(path, random_bytes(10, 5));
+  thread_pool pool(1);
+  for (const ringfeed::io::ring_options& o :
+       {ringfeed::io::ring_options{.linked_reads = false},
+        ringfeed::io::ring_options{.deadline = std::chrono::seconds(5)}}) {  // linked timeouts need single steps
+    ring r(pool, o);
+    REQUIRE_FALSE(r.linked_reads());
+    std::vector<std::byte> buffer(16);
+    auto read = [&]() -> task<std::size_t> { co_return co_await r.read_file(path, O_RDONLY, buffer); };
+    REQUIRE_THROWS_WITH(sync_wait(read()), Catch::Contains(path) && Catch::Contains("not supported"));
+  }
 }

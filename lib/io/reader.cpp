@@ -170,6 +170,25 @@ class uring_reader final : public reader {
                                                   bool direct) override {
     std::exception_ptr error;
     int err = 0;
+    read_plan plan = read_plan::whole(buffer, direct, m_options.network);
+    if (m_ring.linked_reads() && !m_options.network) {
+      // Open, read and close in one linked submission; a file larger than
+      // the buffer (or an O_DIRECT read that ended on a block boundary)
+      // goes on below from where this read stopped.
+      std::size_t n = 0;
+      try {
+        n = co_await m_ring.read_file(path, read_flags | (direct ? O_DIRECT : 0), plan.next());
+      } catch (const std::system_error& e) {
+        error = std::current_exception();
+        err = errno_of(e);
+      }
+      if (error) {
+        if (!(direct && err == EINVAL)) std::rethrow_exception(error);
+        refuse_direct(path);  // refused by the open or by the read itself
+        co_return co_await read_file_once(path, buffer, false);
+      }
+      if (plan.advance(n)) co_return plan.result(path);
+    }
     file f;
     try {
       f = co_await m_ring.openat(path, read_flags | (direct ? O_DIRECT : 0));
@@ -182,7 +201,6 @@ class uring_reader final : public reader {
       refuse_direct(path);
       co_return co_await read_file_once(path, buffer, false);
     }
-    read_plan plan = read_plan::whole(buffer, direct, m_options.network);
     for (;;) {
       const std::span<std::byte> dst = plan.next();
       std::size_t n = 0;

@@ -28,6 +28,12 @@ constexpr std::uint64_t wake_token = 1;
 // user_data of the linked timeouts that enforce ring_options::deadline.
 constexpr std::uint64_t deadline_token = 2;
 
+// Low bits of a read_file chain's user_data say which step completed (an
+// operation is 8-byte aligned, and the tokens above are compared first).
+constexpr std::uint64_t step_mask = 7;
+constexpr std::uint64_t open_step = 1;
+constexpr std::uint64_t close_step = 2;
+
 // One SQE reads at most this much; longer reads continue as short reads.
 constexpr std::size_t max_read_chunk = std::size_t{1} << 30;
 
@@ -128,6 +134,10 @@ struct ring::state {
   bool uring_ready = false;
   int event_fd = -1;
   unsigned max_in_flight = 0;
+  // read_file: a registered sparse file table, and its free slots (ring
+  // thread only). Empty when linked reads are off.
+  bool linked = false;
+  std::vector<unsigned> free_slots;
 
   // Submission list: a lock-free LIFO stack any thread pushes onto; the ring
   // thread takes it whole and reverses it.
@@ -153,7 +163,9 @@ struct ring::state {
   // Ring thread only.
   detail::intrusive_fifo<operation, &operation::m_next> pending;  // waiting for an SQE
   detail::intrusive_fifo<operation, &operation::m_next> ready;    // finished, to resume here
-  unsigned in_flight = 0;  // operations in the kernel, the wake-up read excluded
+  // Completions still to come from the kernel, the wake-up read's and the
+  // linked timeouts' excluded (a read_file chain counts its three).
+  unsigned in_flight = 0;
   bool wake_armed = false;
   std::uint64_t event_buffer = 0;
   std::vector<std::pair<std::uint64_t, int>> reaped;
@@ -172,12 +184,13 @@ ring::ring(executor& resume_on, ring_options options) : m_state(std::make_unique
   state& s = *m_state;
   io_uring_params params{};
   params.flags = IORING_SETUP_CQSIZE;
-  params.cq_entries = std::max(2u, options.entries) * 2;
+  params.cq_entries = std::max(4u, options.entries) * 2;
   if (options.sqpoll) {
     params.flags |= IORING_SETUP_SQPOLL;
     params.sq_thread_idle = options.sqpoll_idle_ms;
   }
-  const int rc = io_uring_queue_init_params(std::max(2u, options.entries), &s.uring, &params);
+  // At least 4 SQEs: the wake-up read plus one read_file chain of three.
+  const int rc = io_uring_queue_init_params(std::max(4u, options.entries), &s.uring, &params);
   if (rc < 0) throw ring_unavailable(std::error_code(-rc, std::system_category()), describe_setup_error(-rc));
   s.uring_ready = true;
   if (const char* missing = missing_opcode(&s.uring))
@@ -192,6 +205,15 @@ ring::ring(executor& resume_on, ring_options options) : m_state(std::make_unique
   }
   s.max_in_flight = s.has_deadline ? params.cq_entries / 2 : params.cq_entries;
   s.reaped.reserve(params.cq_entries);
+  if (options.linked_reads && !s.has_deadline) {
+    // One slot per chain the CQ bound lets into the kernel at once.
+    const unsigned slots = s.max_in_flight / 3 + 1;
+    if (io_uring_register_files_sparse(&s.uring, slots) == 0) {
+      s.linked = true;
+      s.free_slots.reserve(slots);
+      for (unsigned i = slots; i-- > 0;) s.free_slots.push_back(i);
+    }  // else (before Linux 5.19): callers use openat/read/close
+  }
   s.event_fd = ::eventfd(0, EFD_CLOEXEC);
   if (s.event_fd < 0) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
   m_thread = std::thread([this] { run(); });
@@ -231,6 +253,8 @@ void ring::operation::await_suspend(std::coroutine_handle<> h) noexcept {
 }
 
 bool ring::on_ring_thread() const noexcept { return t_ring == this; }
+
+bool ring::linked_reads() const noexcept { return m_state->linked; }
 
 void ring::submit(operation& op) noexcept {
   state& s = *m_state;
@@ -306,6 +330,21 @@ std::size_t ring::read_operation::await_resume() {
 
 void ring::close_operation::await_resume() { throw_if_failed("close", m_path); }
 
+bool ring::read_file_operation::await_ready() noexcept {
+  if (m_ring->linked_reads()) return false;
+  m_open_res = -EOPNOTSUPP;
+  m_error = EOPNOTSUPP;
+  return true;
+}
+
+std::size_t ring::read_file_operation::await_resume() {
+  if (m_open_res < 0) throw_if_failed("open", *m_path);
+  if (m_error != 0) {
+    throw std::system_error(std::error_code(m_error, std::system_category()), "read '" + *m_path + "' at offset 0");
+  }
+  return static_cast<std::size_t>(m_read_res);
+}
+
 // --- the ring thread ------------------------------------------------------------
 
 namespace {
@@ -365,6 +404,29 @@ void ring::run() {
         io_uring_prep_timeout(sqe, ts, 0, 0);
         break;
       }
+      case operation::kind::read_file: {
+        // The caller made room for three SQEs and checked for a free slot.
+        auto& o = as<read_file_operation>(op);
+        const auto self = reinterpret_cast<std::uint64_t>(&op);
+        o.m_slot = s.free_slots.back();
+        s.free_slots.pop_back();
+        o.m_pending_cqes = 3;
+        o.m_open_res = o.m_read_res = 0;
+        // No O_CLOEXEC: a direct descriptor is no descriptor, and the kernel
+        // refuses the flag with a slot (EINVAL).
+        io_uring_prep_openat_direct(sqe, AT_FDCWD, o.m_path->c_str(), o.m_flags & ~O_CLOEXEC, 0, o.m_slot);
+        sqe->flags |= IOSQE_IO_LINK;  // a failed open cancels the read and the close
+        io_uring_sqe_set_data64(sqe, self | open_step);
+        io_uring_sqe* rd = io_uring_get_sqe(uring);
+        const auto len = static_cast<unsigned>(std::min(o.m_buffer.size(), max_read_chunk));
+        io_uring_prep_read(rd, static_cast<int>(o.m_slot), o.m_buffer.data(), len, 0);
+        rd->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;  // the close runs whatever the read gave
+        io_uring_sqe_set_data64(rd, self);
+        io_uring_sqe* cl = io_uring_get_sqe(uring);
+        io_uring_prep_close_direct(cl, o.m_slot);
+        io_uring_sqe_set_data64(cl, self | close_step);
+        return;
+      }
       case operation::kind::schedule:
         break;  // never becomes an SQE
     }
@@ -404,10 +466,43 @@ void ring::run() {
       case operation::kind::close:
       case operation::kind::sleep:
       case operation::kind::schedule:
+      case operation::kind::read_file:
         return true;
     }
     return true;
   };
+
+  // A read_file chain's step completed: true once all three have, with the
+  // operation's outcome set; false while steps are outstanding or when the
+  // whole chain must go again (EINTR/EAGAIN: it is closed by then).
+  auto complete_step = [&](read_file_operation& o, std::uint64_t step, int res) -> bool {
+    if (step == open_step)
+      o.m_open_res = res;
+    else if (step == close_step)
+      s.free_slots.push_back(o.m_slot);  // the chain is done with it (closed, or never filled)
+    else
+      o.m_read_res = res;
+    if (--o.m_pending_cqes != 0) return false;
+    if (retryable(o.m_open_res) || retryable(o.m_read_res)) {
+      s.retried.fetch_add(1, std::memory_order_relaxed);
+      s.pending.push_back(&o);
+      return false;
+    }
+    if (o.m_open_res < 0)
+      o.m_error = -o.m_open_res;
+    else if (o.m_read_res < 0)
+      o.m_error = -o.m_read_res;
+    return true;
+  };
+
+  // SQEs an operation takes, and completions it will post (in_flight).
+  auto sqes_of = [&](const operation& op) -> unsigned {
+    if (op.m_kind == operation::kind::read_file) return 3;
+    const bool bounded = op.m_kind == operation::kind::openat || op.m_kind == operation::kind::statx ||
+                         op.m_kind == operation::kind::read;
+    return s.has_deadline && bounded ? 2 : 1;
+  };
+  auto cqes_of = [](const operation& op) -> unsigned { return op.m_kind == operation::kind::read_file ? 3 : 1; };
 
   t_ring = this;
   for (;;) {
@@ -440,18 +535,21 @@ void ring::run() {
         s.wake_armed = true;
       }
     }
-    while (!s.pending.empty() && s.in_flight < s.max_in_flight) {
-      if (s.has_deadline && io_uring_sq_space_left(uring) < 2) {  // keep an op and its timeout together
+    while (!s.pending.empty() && s.in_flight + cqes_of(*s.pending.front()) <= s.max_in_flight) {
+      operation& front = *s.pending.front();
+      if (front.m_kind == operation::kind::read_file && s.free_slots.empty()) break;  // a chain must end first
+      const unsigned need = sqes_of(front);
+      if (io_uring_sq_space_left(uring) < need) {  // a chain, or an op and its timeout, never spans submissions
         io_uring_submit(uring);
         s.enter_calls.fetch_add(1, std::memory_order_relaxed);
-        if (io_uring_sq_space_left(uring) < 2) break;
+        if (io_uring_sq_space_left(uring) < need) break;
       }
       io_uring_sqe* sqe = get_sqe();
       if (sqe == nullptr) break;
       operation* op = s.pending.pop_front();
       prep(*op, sqe);
-      ++s.in_flight;
-      ++queued;
+      s.in_flight += cqes_of(*op);
+      queued += need == 3 ? 3 : 1;
     }
     s.submitted.fetch_add(queued, std::memory_order_relaxed);
 
@@ -460,8 +558,9 @@ void ring::run() {
       break;
 
     // 3. Submit; block for a completion only when there is nothing else to do.
-    bool block = io_uring_cq_ready(uring) == 0 && s.ready.empty() &&
-                 (s.pending.empty() || s.in_flight >= s.max_in_flight);
+    // Pending operations left over are held back by a bound (completions in
+    // flight, file slots, SQ space) that only a completion lifts.
+    bool block = io_uring_cq_ready(uring) == 0 && s.ready.empty();
     if (block) {
       // seq_cst store then seq_cst load: our half of the handshake in submit().
       s.sleeping.store(true, std::memory_order_seq_cst);
@@ -500,9 +599,11 @@ void ring::run() {
         continue;
       }
       if (user_data == deadline_token) continue;  // its operation reports the outcome
-      auto* op = reinterpret_cast<operation*>(user_data);
+      auto* op = reinterpret_cast<operation*>(user_data & ~step_mask);
       --s.in_flight;
-      if (!complete(*op, res)) {
+      if (op->m_kind == operation::kind::read_file) {
+        if (!complete_step(as<read_file_operation>(*op), user_data & step_mask, res)) continue;
+      } else if (!complete(*op, res)) {
         s.retried.fetch_add(1, std::memory_order_relaxed);
         s.pending.push_back(op);
         continue;

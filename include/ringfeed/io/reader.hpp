@@ -3,7 +3,10 @@
 //
 //  - io_uring: openat → read → close on one ring, `depth` files in flight,
 //    no statx (a read that comes back short is the end of the file), and one
-//    read at an offset for a range of a file held open (tar shards).
+//    read at an offset for a range of a file held open (tar shards). Local
+//    files go to the kernel as one linked chain each (ring::read_file: the
+//    open lands in a registered file slot that the read and close name), so
+//    a file that fits the buffer costs one submission and one wake-up.
 //  - pread: the same on a pool of threads doing blocking calls, for where
 //    io_uring cannot be set up (Docker's default seccomp profile, ENOSYS,
 //    kernel.io_uring_disabled); backend::automatic falls back to it with one
