@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <string_view>
@@ -147,7 +148,6 @@ void cache_writer::run() {
 loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
-  if (opt.io_depth == 0) throw std::invalid_argument("loader: io_depth must be at least 1");
 
   // Decode threads first: an nfs:// source's client resumes reads on them.
   pool = std::make_unique<thread_pool>(opt.threads);
@@ -157,6 +157,17 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
     ds = data::open_dataset(opt.source, opt.dataset);
   }
   if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
+  // What the storage is decides the read path (network file systems get
+  // deadlines and retries) and, unless set, the depth.
+  std::optional<io::storage_info> where;
+  if (!nfs) {
+    try {
+      where = io::probe_storage(ds.shards().empty() ? ds.root() : ds.shards().front().path);
+    } catch (const std::system_error&) {
+      // Not probe-able (odd sources): local defaults.
+    }
+  }
+  if (opt.io_depth == 0) opt.io_depth = nfs ? 64 : where ? where->io_depth : 32;
   if (opt.stream_shards && ds.shards().empty())
     throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
                                 "' has none: pack it first with `ringfeed pack " + opt.source + " OUT`");
@@ -281,14 +292,11 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (nfs) {
     backend_name = "libnfs";  // every sample goes through the nfs_client
   } else {
-    try {
-      const io::storage_info where = io::probe_storage(ds.shards().empty() ? ds.root() : ds.shards().front().path);
-      ro.network = where.device == io::device_class::network;
-      if (!where.small_files_ok && ds.shards().empty())
-        log("'" + opt.source + "' is on " + std::string(io::to_string(where.device)) +
-            " storage, where random small-file reads are slow: " + where.advice);
-    } catch (const std::system_error&) {
-      // Not probe-able (odd sources): local defaults.
+    if (where) {
+      ro.network = where->device == io::device_class::network;
+      if (!where->small_files_ok && ds.shards().empty())
+        log("'" + opt.source + "' is on " + std::string(io::to_string(where->device)) +
+            " storage, where random small-file reads are slow: " + where->advice);
     }
     remote = ro.network;
     reader = io::reader::create(*pool, std::move(ro));

@@ -33,6 +33,7 @@
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/ring.hpp>
+#include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
@@ -126,6 +127,20 @@ long rss_kib(const char* field) {
 }
 
 }  // namespace
+
+TEST_CASE("io_depth 0 reads at the depth the storage probe recommends for the source", "[loader]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path(), 2);
+  auto o = base_options(root);
+  o.io_depth = 0;
+  loader l(o);
+  const std::size_t recommended = ringfeed::io::probe_storage(root.string()).io_depth;
+  REQUIRE(recommended > 0);
+  REQUIRE(l.stats().io_depth == recommended);
+  REQUIRE(drain_epoch(l).size() == 4);  // 16 samples in batches of 5
+  o.io_depth = 3;  // set: kept
+  REQUIRE(loader(o).stats().io_depth == 3);
+}
 
 TEST_CASE("an epoch delivers the sampler's batches in order, every sample once", "[loader]") {
   ringfeed::test::temp_dir tmp;

@@ -52,7 +52,7 @@ struct bench_options {
   std::string output = "float32";
   int device = 0;
   std::size_t threads = 0;
-  std::size_t io_depth = 32;
+  std::size_t io_depth = 0;  // 0: the storage probe's recommendation
   int epochs = 1;
   std::string io = "uring";
   std::size_t memory_mb = 1024;
@@ -176,8 +176,7 @@ io::reader_options reader_options_of(const bench_options& opt) {
   return ro;
 }
 
-int run_bench(const bench_options& opt) {
-  if (opt.io_depth == 0) throw std::runtime_error("--io-depth must be at least 1");
+int run_bench(bench_options opt) {
   if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
   if (opt.stream) throw std::runtime_error("--stream is a loader option: use it with --pipeline val or train");
   if (!opt.cache_dir.empty())
@@ -206,11 +205,21 @@ int run_bench(const bench_options& opt) {
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
   s.fail_fast = opt.on_error == "fail";
 
-  io::reader_options ro = reader_options_of(opt);
+  // The loader's defaults: the storage decides the depth and whether reads
+  // get network deadlines and retries.
+  bool network = false;
+  std::size_t depth = nfs ? 64 : 32;
   try {
-    if (!nfs) ro.network = io::probe_storage(opt.source).device == io::device_class::network;
+    if (!nfs) {
+      const io::storage_info where = io::probe_storage(opt.source);
+      network = where.device == io::device_class::network;
+      depth = where.io_depth;
+    }
   } catch (const std::system_error&) {
   }
+  if (opt.io_depth == 0) opt.io_depth = depth;
+  io::reader_options ro = reader_options_of(opt);
+  ro.network = network;
   const std::unique_ptr<io::reader> r = io::reader::create(pool, std::move(ro));
   if (samples.ds)
     for (const auto& shard : samples.ds->shards()) s.shards.push_back(r->open(shard.path));
@@ -456,7 +465,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
   cmd->add_option("--step-ms", opt->step_ms, "simulate a training step of this many ms per batch (a slow consumer)");
   cmd->add_option("--threads", opt->threads, "worker threads (0 = one per core)");
-  cmd->add_option("--io-depth", opt->io_depth, "files in flight at once");
+  cmd->add_option("--io-depth", opt->io_depth, "files in flight at once (0: what `ringfeed probe` recommends)");
   cmd->add_option("--epochs", opt->epochs, "passes over the dataset");
   cmd->add_option("--io", opt->io, "I/O backend: uring, or pread threads (what runs where io_uring is blocked)")
       ->check(CLI::IsMember({"uring", "pread"}));

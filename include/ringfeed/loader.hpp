@@ -95,8 +95,12 @@ struct loader_options {
 
   /// Decode threads; 0: one per core.
   std::size_t threads = 0;
-  /// Samples being read (or holding a read buffer) at once.
-  std::size_t io_depth = 64;
+  /// Samples being read (or holding a read buffer) at once. 0: what the
+  /// storage probe recommends for the source (io/storage.hpp, `ringfeed
+  /// probe`: 64 on NVMe and network file systems, nfs:// included; 32 on SATA
+  /// SSDs, virtual disks and storage it cannot identify; 8 in memory; 4 on
+  /// HDDs, where tar shards are the way to read).
+  std::size_t io_depth = 0;
   io_backend io = io_backend::automatic;
   /// Threads doing blocking reads with io_backend::pread; 0: min(io_depth, 16).
   std::size_t pread_threads = 0;
