@@ -13,12 +13,14 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -86,8 +88,11 @@ class flaky_fs {
   flaky_fs& operator=(const flaky_fs&) = delete;
 
   ~flaky_fs() {
-    fuse_session_exit(m_session);
-    fuse_session_unmount(m_session);  // the loop's read of /dev/fuse returns: it ends
+    // Unmounting ends the connection: the loop's read of /dev/fuse fails
+    // with ENODEV and it returns. Only then is the session's descriptor
+    // closed (fuse_session_destroy), by this thread.
+    if (::umount2(m_mountpoint.c_str(), MNT_DETACH) != 0)
+      std::fprintf(stderr, "flaky_fs: umount %s: %s\n", m_mountpoint.c_str(), std::strerror(errno));
     m_loop.join();
     fuse_session_destroy(m_session);
   }
