@@ -171,6 +171,16 @@ bool holds_file(std::span<const std::byte> got, std::size_t file) {
   return true;
 }
 
+// The backends to run each case on: io_uring where this kernel allows it, and pread.
+std::vector<backend> backends() {
+  std::vector<backend> out;
+  if (ringfeed::io::ring::unavailable_reason().empty()) out.push_back(backend::uring);
+  out.push_back(backend::pread);
+  return out;
+}
+
+const char* name_of(backend kind) { return kind == backend::uring ? "io_uring" : "pread"; }
+
 std::unique_ptr<reader> make_reader(ringfeed::thread_pool& pool, backend kind, unsigned retries) {
   ringfeed::io::reader_options o;
   o.kind = kind;
@@ -188,9 +198,8 @@ TEST_CASE("transient EIO from a mounted file system is retried with back-off; th
   ringfeed::test::temp_dir dir;
   flaky_fs fs(dir.path().string());
   ringfeed::thread_pool pool(2);
-  for (backend kind : {backend::uring, backend::pread}) {
-    if (kind == backend::uring && !ringfeed::io::ring::unavailable_reason().empty()) continue;
-    INFO((kind == backend::uring ? "io_uring" : "pread"));
+  for (backend kind : backends()) {
+    INFO(name_of(kind));
     auto r = make_reader(pool, kind, 3);
     read_buffer buffer;
     fs.reads_seen = 0;
@@ -215,9 +224,8 @@ TEST_CASE("retries are bounded: a file that keeps failing is an error naming it 
   ringfeed::test::temp_dir dir;
   flaky_fs fs(dir.path().string());
   ringfeed::thread_pool pool(2);
-  for (backend kind : {backend::uring, backend::pread}) {
-    if (kind == backend::uring && !ringfeed::io::ring::unavailable_reason().empty()) continue;
-    INFO((kind == backend::uring ? "io_uring" : "pread"));
+  for (backend kind : backends()) {
+    INFO(name_of(kind));
     auto r = make_reader(pool, kind, 2);
     read_buffer buffer;
     fs.reads_seen = 0;
@@ -240,9 +248,8 @@ TEST_CASE("an error that is not transient is not retried", "[reader][retry]") {
   ringfeed::test::temp_dir dir;
   flaky_fs fs(dir.path().string());
   ringfeed::thread_pool pool(1);
-  for (backend kind : {backend::uring, backend::pread}) {
-    if (kind == backend::uring && !ringfeed::io::ring::unavailable_reason().empty()) continue;
-    INFO((kind == backend::uring ? "io_uring" : "pread"));
+  for (backend kind : backends()) {
+    INFO(name_of(kind));
     auto r = make_reader(pool, kind, 3);
     read_buffer buffer;
     fs.reads_seen = 0;
