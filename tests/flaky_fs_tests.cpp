@@ -76,6 +76,7 @@ class flaky_fs {
     const char* argv[] = {"flaky_fs"};
     fuse_args args = FUSE_ARGS_INIT(1, const_cast<char**>(argv));
     m_session = fuse_session_new(&args, &ops, sizeof ops, this);
+    fuse_opt_free_args(&args);
     if (m_session == nullptr) throw std::runtime_error("fuse_session_new failed");
     if (fuse_session_mount(m_session, m_mountpoint.c_str()) != 0) {
       fuse_session_destroy(m_session);
@@ -89,11 +90,13 @@ class flaky_fs {
 
   ~flaky_fs() {
     // Unmounting ends the connection: the loop's read of /dev/fuse fails
-    // with ENODEV and it returns. Only then is the session's descriptor
-    // closed (fuse_session_destroy), by this thread.
+    // with ENODEV and it returns. Only then, on this thread, does libfuse
+    // close the session's descriptor (it sees the connection gone and does
+    // not unmount again) and free what it keeps.
     if (::umount2(m_mountpoint.c_str(), MNT_DETACH) != 0)
       std::fprintf(stderr, "flaky_fs: umount %s: %s\n", m_mountpoint.c_str(), std::strerror(errno));
     m_loop.join();
+    fuse_session_unmount(m_session);
     fuse_session_destroy(m_session);
   }
 

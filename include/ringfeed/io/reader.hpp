@@ -20,11 +20,12 @@
 // tmpfs, overlayfs on some kernels, FUSE) is read buffered from then on, and
 // one log line says so. Network file systems are always read buffered.
 //
-// Network file systems (kernel NFS, CIFS, FUSE, or `deadline` set): each
-// openat and read carries a deadline (an io_uring linked timeout), and
-// ESTALE, EIO, ETIMEDOUT and EAGAIN are retried `retries` times with
-// exponential back-off, so a dead server yields an error naming the file
-// instead of a hang. The pread backend cannot interrupt a blocked read(2):
+// Network file systems (`network` set: the loader sets it for kernel NFS
+// and CIFS mounts, which its storage probe finds by statfs): each openat and
+// read carries a deadline (an io_uring linked timeout; `deadline` alone does
+// the same anywhere), and ESTALE, EIO, ETIMEDOUT and EAGAIN are retried
+// `retries` times (settable anywhere) with exponential back-off, so a dead
+// server yields an error naming the file instead of a hang. The pread backend cannot interrupt a blocked read(2):
 // there the deadline is checked between retries only.
 //
 // Thread safety: read_file and read_range may be awaited from any number of
