@@ -6,8 +6,7 @@
 # 127.0.0.1, started here with rpcbind and stopped at exit, and read as
 # nfs://127.0.0.1/rfbench through libnfs:
 #   1. raw reads (`--pipeline none`), depth 1 vs depth 32, ROUNDS interleaved
-#      rounds, the server's page cache dropped before each; over NFSv3, then
-#      NFSv4 (`?version=4`: one OPEN or CLOSE on the wire at a time);
+#      rounds, the server's page cache dropped before each;
 #   2. the val pipeline at --size 64 for 2 epochs with --cache-dir: epoch 1
 #      reads the server and fills the local cache (cold), epoch 2 reads the
 #      cache (warm); then the same without a cache for comparison.
@@ -41,14 +40,14 @@ for _ in $(seq 50); do port_open 111 && break; sleep 0.1; done
 cores=$(nproc)
 cat > "$work/ganesha.conf" <<EOF
 NFS_CORE_PARAM {
-  Protocols = 3, 4; NFS_Port = 2049; MNT_Port = 20048;
+  Protocols = 3; NFS_Port = 2049; MNT_Port = 20048;
   Enable_NLM = false; Enable_RQUOTA = false; Enable_UDP = false;
   Bind_addr = 127.0.0.1; Mount_Path_Pseudo = true;
   Nb_Worker = $((cores < 2 ? 2 : cores)); RPC_Ioq_ThrdMax = $((cores < 2 ? 2 : cores));
 }
-NFSV4 { Graceless = true; RecoveryBackend = fs; RecoveryRoot = "$work/v4state"; }
+NFSV4 { Graceless = true; }
 EXPORT {
-  Export_Id = 1; Path = $dir; Pseudo = /rfbench; Protocols = 3, 4; Transports = TCP;
+  Export_Id = 1; Path = $dir; Pseudo = /rfbench; Protocols = 3; Transports = TCP;
   SecType = sys; Squash = None; Access_Type = None;
   CLIENT { Clients = 127.0.0.1; Access_Type = RO; }
   FSAL { Name = VFS; }
@@ -65,25 +64,22 @@ for _ in $(seq 20); do "$bin" bench "$url" --pipeline none --io-depth 8 --json >
 
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 field() { python3 -c "import json,sys; j=json.loads(sys.stdin.read().strip().splitlines()[-1]); print($1)"; }
-raw() { "$bin" bench "${2:-$url}" --pipeline none --io-depth "$1" --json 2>/dev/null | field '"%.0f %.1f" % (j["images_per_s"], j["mb_per_s"])'; }
+raw() { "$bin" bench "$url" --pipeline none --io-depth "$1" --json 2>/dev/null | field '"%.0f %.1f" % (j["images_per_s"], j["mb_per_s"])'; }
 
 n=$(find "$dir" -type f | wc -l)
 echo "nfs_bench: $url ($n images from $dir), ganesha $("$ganesha" -v 2>&1 | grep -o 'Release = V[^ ]*' | head -1), $cores cores"
-median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-for version in 3 4; do
-  u=$url; [ "$version" = 4 ] && u="$url?version=4"
-  echo "raw reads (--pipeline none) over NFSv$version ($u), files/s and MB/s, server page cache dropped before each run:"
-  s1=(); s32=()
-  for ((i = 1; i <= rounds; i++)); do
-    drop; a=($(raw 1 "$u"))
-    drop; b=($(raw 32 "$u"))
-    s1+=("${a[0]}"); s32+=("${b[0]}")
-    printf "  round %d: depth 1 %6s files/s %6s MB/s | depth 32 %6s files/s %6s MB/s | ratio %.2fx\n" \
-      "$i" "${a[0]}" "${a[1]}" "${b[0]}" "${b[1]}" "$(python3 -c "print(${b[0]}/${a[0]})")"
-  done
-  m1=$(median "${s1[@]}"); m32=$(median "${s32[@]}")
-  printf "  median: depth 1 %s, depth 32 %s files/s: %.2fx\n" "$m1" "$m32" "$(python3 -c "print($m32/$m1)")"
+echo "raw reads (--pipeline none), files/s and MB/s, server page cache dropped before each run:"
+s1=(); s32=()
+for ((i = 1; i <= rounds; i++)); do
+  drop; a=($(raw 1))
+  drop; b=($(raw 32))
+  s1+=("${a[0]}"); s32+=("${b[0]}")
+  printf "  round %d: depth 1 %6s files/s %6s MB/s | depth 32 %6s files/s %6s MB/s | ratio %.2fx\n" \
+    "$i" "${a[0]}" "${a[1]}" "${b[0]}" "${b[1]}" "$(python3 -c "print(${b[0]}/${a[0]})")"
 done
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+m1=$(median "${s1[@]}"); m32=$(median "${s32[@]}")
+printf "  median: depth 1 %s, depth 32 %s files/s: %.2fx\n" "$m1" "$m32" "$(python3 -c "print($m32/$m1)")"
 
 echo "val pipeline (--size 64, fast mode), 2 epochs, io-depth 32, server page cache dropped first:"
 cache="$work/cache"
