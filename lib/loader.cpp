@@ -345,7 +345,6 @@ void loader_core::open_nfs_source() {
   if (opt.io_retries > 0) no.retries = opt.io_retries;
   no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth));
   no.nfs_port = url.port;
-  no.version = url.version;
   nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, *pool, no);
   nfs_root = url.path;
   ds = io::scan_nfs_image_folder(*nfs, url, opt.dataset);

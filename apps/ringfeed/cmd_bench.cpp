@@ -191,7 +191,6 @@ int run_bench(bench_options opt) {
     const io::nfs_url url = io::nfs_url::parse(opt.source);
     io::nfs_options no;
     no.nfs_port = url.port;
-    no.version = url.version;
     no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth));
     nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, pool, no);
     s.nfs = nfs.get();

@@ -101,7 +101,6 @@ thread_local const void* t_io_core = nullptr;  // the core whose I/O thread this
 // int. libnfs splits each into READs of the server's maximum size, in flight
 // together.
 constexpr std::size_t max_pread = std::size_t{64} << 20;
-constexpr std::size_t v4_pread = std::size_t{512} << 10;
 
 // How often nfs_service(0) runs while idle: libnfs checks its RPC timeouts
 // there and nowhere else.
@@ -257,18 +256,6 @@ struct nfs_client::core {
   };
   static void on_reply(int status, nfs_context* nfs, void* data, void* private_data);
   static void on_ignored_reply(int, nfs_context*, void*, void*) {}
-  // NFSv4.0's open-owner sequence: one OPEN or CLOSE on the wire at a time.
-  struct owner_step {
-    std::shared_ptr<nfs_request> open;  // an open to issue, or
-    nfsfh* close = nullptr;             // a handle to close
-  };
-  bool take_owner(const std::shared_ptr<nfs_request>& r);
-  void close_handle(nfsfh* fh);
-  void release_owner();
-  void next_owner_step();
-  static void on_owner_close_reply(int, nfs_context*, void*, void* private_data) {
-    static_cast<core*>(private_data)->release_owner();
-  }
   void start(std::shared_ptr<nfs_request> r);
   void dispatch(const std::shared_ptr<nfs_request>& r);
   void issue(const std::shared_ptr<nfs_request>& r);
@@ -324,17 +311,6 @@ struct nfs_client::core {
   std::unordered_map<nfsfh*, unsigned> handle_calls;       // fstat/pread calls outstanding per handle
   std::unordered_set<nfsfh*> closing;                      // closed by their owner, calls still out
   std::size_t in_flight = 0;  // calls not abandoned
-  // NFSv4 only: the OPEN or CLOSE on the wire (or none), and those waiting for it.
-  const bool serial_owner;
-  const nfs_request* owner_holder = nullptr;
-  bool owner_busy = false;
-  std::deque<owner_step> owner_waiting;
-  // Bytes one pread asks for. libnfs 4.0 splits an NFSv3 pread into READs of
-  // the server's maximum and continues short ones itself, but sends an NFSv4
-  // one whole (and refuses a reply over its PDU limit) and returns what the
-  // one READ gave: with version 4 the reads are smaller, and a short one is
-  // continued here.
-  std::size_t pread_limit = max_pread;
   bool pump_posted = false;
   bool stopped = false;
   // Coroutines finished while nfs_service() drains replies are resumed
@@ -374,8 +350,7 @@ nfs_client::core::core(std::string server_, std::string export_, executor& e, nf
       export_path(std::move(export_)),
       base_url("nfs://" + host_part(server, opt.nfs_port) + export_path),
       exec(e),
-      options(opt),
-      serial_owner(opt.version == 4) {
+      options(opt) {
   if (server.empty()) throw std::invalid_argument("ringfeed::io::nfs_client: empty server name");
   if (export_path.empty() || export_path.front() != '/')
     throw std::invalid_argument("ringfeed::io::nfs_client: export path '" + export_path +
@@ -394,14 +369,7 @@ nfs_client::core::core(std::string server_, std::string export_, executor& e, nf
   // and is only attempted while operations are outstanding (see arm()).
   nfs_set_autoreconnect(ctx.get(), -1);
   nfs_set_dircache(ctx.get(), 0);  // list() shows the directory as it is now
-  if (options.version != 3 && options.version != 4)
-    throw std::invalid_argument("ringfeed::io::nfs_client: " + base_url + ": NFS version " +
-                                std::to_string(options.version) + " (3 or 4 are spoken)");
-  // The number itself is libnfs's constant (NFS_V3 is 3, NFS_V4 is 4, the
-  // latter in its raw NFSv4 header).
-  if (nfs_set_version(ctx.get(), static_cast<int>(options.version)) != 0)
-    throw std::invalid_argument("ringfeed::io::nfs_client: " + base_url + ": this libnfs does not speak NFSv" +
-                                std::to_string(options.version));
+  nfs_set_version(ctx.get(), NFS_V3);
   if (options.nfs_port != 0 || options.mount_port != 0) {
     // libnfs 4.0 takes fixed ports only as URL arguments.
     std::string args = "nfs://" + host_part(server, 0) + "/?";
@@ -529,11 +497,9 @@ void nfs_client::core::issue(const std::shared_ptr<nfs_request>& r) {
     complete(r, 0, {});
     return;
   }
-  if (r->kind == op_kind::open && serial_owner && !take_owner(r)) return;  // issued when the owner is free
   ++r->attempts;
   if (link_down) {  // nothing to send it on: fail now, and make sure a reconnect is tried
     reconnect_wanted = true;
-    if (r->kind == op_kind::open && serial_owner) release_owner();
     fail_or_retry(r, EIO, link_error);
     return;
   }
@@ -567,7 +533,6 @@ void nfs_client::core::issue(const std::shared_ptr<nfs_request>& r) {
   if (rc != 0 && calls.erase(c) != 0) {
     if (!c->abandoned) --in_flight;
     delete c;
-    if (r->kind == op_kind::open && serial_owner) release_owner();
     if (r->kind == op_kind::fstat || r->kind == op_kind::pread) call_on_handle_done(r->fh);
     fail_or_retry(r, rc < -1 ? errno_of(rc) : EIO, error_text(nfs));
   }
@@ -580,7 +545,6 @@ void nfs_client::core::on_reply(int status, nfs_context* nfs, void* data, void* 
   if (!c->abandoned) --self.in_flight;
   if (!self.waiting.empty()) self.post_pump();
   nfs_request& r = *c->request;
-  if (r.kind == op_kind::open && self.serial_owner) self.release_owner();  // whatever the reply, late ones too
   if (r.kind == op_kind::fstat || r.kind == op_kind::pread) self.call_on_handle_done(r.fh);
   if (r.done || c->attempt != r.attempts) {  // timed out, cancelled or failed over: nobody waits for it
     self.late_reply(r, status, nfs, data);
@@ -614,13 +578,6 @@ void nfs_client::core::on_reply(int status, nfs_context* nfs, void* data, void* 
       break;
     }
     case op_kind::mount:
-      if (self.serial_owner) {
-        // libnfs 4.0 learns no maximum over NFSv4 (0): half its PDU limit of
-        // 1 MiB + 4 KiB keeps every reply under it.
-        const std::uint64_t rtmax = nfs_get_readmax(nfs);
-        self.pread_limit = static_cast<std::size_t>(rtmax > 0 ? std::min<std::uint64_t>(rtmax, max_pread) : v4_pread);
-      }
-      break;
     case op_kind::close: break;
   }
   self.complete(c->request, 0, {});
@@ -633,57 +590,7 @@ void nfs_client::core::release_handle(nfsfh* fh) {
     closing.insert(fh);
     return;
   }
-  if (open_handles.erase(fh) != 0) close_handle(fh);
-}
-
-// NFSv3 has no CLOSE (libnfs frees the handle); NFSv4's takes the owner.
-void nfs_client::core::close_handle(nfsfh* fh) {
-  if (!serial_owner) {
-    nfs_close_async(ctx.get(), fh, &on_ignored_reply, nullptr);
-  } else if (owner_busy) {
-    owner_waiting.push_back({nullptr, fh});
-  } else {
-    owner_busy = true;
-    owner_holder = nullptr;
-    if (nfs_close_async(ctx.get(), fh, &on_owner_close_reply, this) != 0)
-      release_owner();
-    else
-      arm();  // a CLOSE to send (NFSv3's close sends nothing)
-  }
-}
-
-// True when `r` may send its OPEN now (the owner is free, or already its);
-// otherwise `r` waits its turn.
-bool nfs_client::core::take_owner(const std::shared_ptr<nfs_request>& r) {
-  if (owner_busy) {
-    if (owner_holder == r.get()) return true;
-    owner_waiting.push_back({r, nullptr});
-    return false;
-  }
-  owner_busy = true;
-  owner_holder = r.get();
-  return true;
-}
-
-// The OPEN or CLOSE on the wire has its reply: the next one goes, after the
-// libnfs callback that got here has returned.
-void nfs_client::core::release_owner() {
-  owner_busy = false;
-  owner_holder = nullptr;
-  if (!owner_waiting.empty()) asio::post(io, [this] { next_owner_step(); });
-}
-
-void nfs_client::core::next_owner_step() {
-  while (!stopped && !owner_busy && !owner_waiting.empty()) {
-    owner_step step = std::move(owner_waiting.front());
-    owner_waiting.pop_front();
-    if (step.close != nullptr) {
-      close_handle(step.close);
-    } else if (!step.open->done) {  // not timed out or cancelled while it waited
-      issue(step.open);
-      arm();
-    }
-  }
+  if (open_handles.erase(fh) != 0) nfs_close_async(ctx.get(), fh, &on_ignored_reply, nullptr);
 }
 
 void nfs_client::core::call_on_handle_done(nfsfh* fh) {
@@ -1008,9 +915,6 @@ void nfs_client::core::do_shutdown() {
   if (ctx) {
     // Calls still out on these handles are cancelled below, and a cancelled
     // call does not touch its handle.
-    for (const owner_step& step : owner_waiting)
-      if (step.close != nullptr) nfs_close_async(ctx.get(), step.close, &on_ignored_reply, nullptr);
-    owner_waiting.clear();
     for (nfsfh* fh : open_handles) nfs_close_async(ctx.get(), fh, &on_ignored_reply, nullptr);
     open_handles.clear();
     closing.clear();
@@ -1082,13 +986,11 @@ task<std::size_t> nfs_client::core::read(std::shared_ptr<core> c, std::string pa
         nfs_request& r = *rd.request;
         r.fh = fh;
         r.offset = offset + total;
-        r.count = std::min<std::size_t>(c->pread_limit, static_cast<std::size_t>(want) - total);  // on the I/O thread
+        r.count = std::min<std::size_t>(max_pread, static_cast<std::size_t>(want) - total);
         r.dest = buffer.data() + total;
         const std::size_t n = (co_await rd).bytes;
         total += n;
-        // End of file: libnfs continues NFSv3's short reads itself; over
-        // NFSv4 only a read of nothing says so.
-        if (n == 0 || (n < r.count && !c->serial_owner)) break;
+        if (n < r.count) break;  // end of file (libnfs continues short reads itself)
       }
       buffer.set_size(total);
     } catch (...) {
@@ -1182,22 +1084,12 @@ nfs_url nfs_url::parse(std::string_view url) {
   constexpr std::string_view scheme = "nfs://";
   if (!is_nfs(url)) throw fail("it does not start with nfs://");
   std::string_view rest = url.substr(scheme.size());
-  nfs_url out;
-  if (rest.find('#') != std::string_view::npos) throw fail("fragments are not supported");
-  if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
-    const std::string_view query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-    if (query == "version=3")
-      out.version = 3;
-    else if (query == "version=4")
-      out.version = 4;
-    else
-      throw fail("the only query understood is version=3 or version=4, not '" + std::string(query) + "'");
-  }
+  if (rest.find_first_of("?#") != std::string_view::npos) throw fail("query and fragment parts are not supported");
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
 
+  nfs_url out;
   std::string_view port_text;
   if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
     const std::size_t close = authority.find(']');

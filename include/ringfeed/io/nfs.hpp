@@ -60,36 +60,25 @@ struct nfs_options {
   /// The server's NFS and MOUNT ports; 0: ask its portmapper.
   std::uint16_t nfs_port = 0;
   std::uint16_t mount_port = 0;
-  /// The NFS version spoken: 3, or 4 (NFSv4.0: no MOUNT protocol and no
-  /// portmapper; the export is a path in the server's pseudo file system,
-  /// reached on nfs_port, 2049 by default). NFSv4.0 numbers an open-owner's
-  /// OPENs and CLOSEs, and libnfs 4.0 does not order them itself (the server
-  /// answers NFS4ERR_BAD_SEQID when they cross): with version 4 the client
-  /// sends one OPEN or CLOSE at a time. Reads stay pipelined.
-  unsigned version = 3;
 };
 
 /// `nfs://server[:port]/export/path`, split. The export is the first path
 /// component, or everything before a `//` for exports deeper than one
 /// component: `nfs://srv/data/sets//train/a.jpg` is export `/data/sets`,
 /// path `/train/a.jpg`. `path` is empty for a URL naming the export alone.
-/// One query argument is understood, as libnfs spells it: `?version=4`
-/// speaks NFSv4 (default 3). (nfs_client names files plainly, export and
-/// path joined by one '/', without the query.)
+/// (nfs_client names files plainly, export and path joined by one '/'.)
 struct nfs_url {
   std::string server;       ///< host name or address (IPv6 without brackets)
   std::uint16_t port = 0;   ///< 0: not given
   std::string export_path;  ///< starts with '/'
   std::string path;         ///< starts with '/', or empty
-  unsigned version = 3;     ///< `?version=3` or `?version=4`
 
   /// Whether `text` starts with `nfs://` (the scheme in any case): what
   /// parse() accepts as an NFS URL at all.
   [[nodiscard]] static bool is_nfs(std::string_view text) noexcept;
   /// Throws std::invalid_argument naming the URL and the reason.
   static nfs_url parse(std::string_view url);
-  /// Back to the `nfs://` form (with `//` where the export needs it),
-  /// without the query: the name files are given in errors and listings.
+  /// Back to the `nfs://` form (with `//` where the export needs it).
   [[nodiscard]] std::string str() const;
 };
 
@@ -99,8 +88,7 @@ struct nfs_url {
 /// operation started on the client.
 class nfs_client {
  public:
-  /// Connects and mounts server:export_path (NFSv3, or NFSv4 by
-  /// options.version), blocking for at most
+  /// Connects and mounts server:export_path (NFSv3), blocking for at most
   /// options.deadline (plus name resolution, which libnfs does blocking).
   /// Throws std::system_error naming "nfs://server/export" and libnfs's
   /// reason. Completions resume coroutines on `resume_on`.
