@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <string_view>
@@ -159,15 +158,9 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
   // What the storage is decides the read path (network file systems get
   // deadlines and retries) and, unless set, the depth.
-  std::optional<io::storage_info> where;
-  if (!nfs) {
-    try {
-      where = io::probe_storage(ds.shards().empty() ? ds.root() : ds.shards().front().path);
-    } catch (const std::system_error&) {
-      // Not probe-able (odd sources): local defaults.
-    }
-  }
-  if (opt.io_depth == 0) opt.io_depth = nfs ? 64 : where ? where->io_depth : 32;
+  const io::storage_info where =
+      io::probe_source(ds.shards().empty() ? std::string(ds.root()) : ds.shards().front().path);  // nfs://: its URL
+  if (opt.io_depth == 0) opt.io_depth = where.io_depth;
   if (opt.stream_shards && ds.shards().empty())
     throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
                                 "' has none: pack it first with `ringfeed pack " + opt.source + " OUT`");
@@ -292,12 +285,10 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (nfs) {
     backend_name = "libnfs";  // every sample goes through the nfs_client
   } else {
-    if (where) {
-      ro.network = where->device == io::device_class::network;
-      if (!where->small_files_ok && ds.shards().empty())
-        log("'" + opt.source + "' is on " + std::string(io::to_string(where->device)) +
-            " storage, where random small-file reads are slow: " + where->advice);
-    }
+    ro.network = where.device == io::device_class::network;
+    if (!where.small_files_ok && ds.shards().empty())
+      log("'" + opt.source + "' is on " + std::string(io::to_string(where.device)) +
+          " storage, where random small-file reads are slow: " + where.advice);
     remote = ro.network;
     reader = io::reader::create(*pool, std::move(ro));
     backend_name = std::string(reader->backend_name());

@@ -47,3 +47,20 @@ TEST_CASE("a missing path is an error naming it", "[storage]") {
   REQUIRE_THROWS_WITH(ringfeed::io::probe_storage("/nonexistent/ringfeed-probe"),
                       Catch::Contains("/nonexistent/ringfeed-probe"));
 }
+
+TEST_CASE("probe_source: nfs:// is a network file system; a path it cannot stat gets the unknown defaults",
+          "[storage]") {
+  const auto nfs = ringfeed::io::probe_source("NFS://filer/export/train");
+  REQUIRE(nfs.device == ringfeed::io::device_class::network);
+  REQUIRE(nfs.io_depth == 64);
+  REQUIRE_FALSE(nfs.direct_io);
+  const std::string missing = "/no/such/dataset/anywhere";
+  const auto unknown = ringfeed::io::probe_source(missing);  // no throw: the loader names the file later
+  REQUIRE(unknown.path == missing);
+  REQUIRE(unknown.device == ringfeed::io::device_class::unknown);
+  REQUIRE(unknown.io_depth == 32);
+  REQUIRE_FALSE(unknown.direct_io);
+  // A real path: what probe_storage says.
+  const auto here = ringfeed::io::probe_source("/tmp");
+  REQUIRE(here.io_depth == ringfeed::io::probe_storage("/tmp").io_depth);
+}

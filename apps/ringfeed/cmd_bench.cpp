@@ -205,21 +205,12 @@ int run_bench(bench_options opt) {
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
   s.fail_fast = opt.on_error == "fail";
 
-  // The loader's defaults: the storage decides the depth and whether reads
-  // get network deadlines and retries.
-  bool network = false;
-  std::size_t depth = nfs ? 64 : 32;
-  try {
-    if (!nfs) {
-      const io::storage_info where = io::probe_storage(opt.source);
-      network = where.device == io::device_class::network;
-      depth = where.io_depth;
-    }
-  } catch (const std::system_error&) {
-  }
-  if (opt.io_depth == 0) opt.io_depth = depth;
+  // The loader's defaults: the storage decides the depth and whether local
+  // reads get network deadlines and retries.
+  const io::storage_info where = io::probe_source(opt.source);
+  if (opt.io_depth == 0) opt.io_depth = where.io_depth;
   io::reader_options ro = reader_options_of(opt);
-  ro.network = network;
+  ro.network = !nfs && where.device == io::device_class::network;
   const std::unique_ptr<io::reader> r = io::reader::create(pool, std::move(ro));
   if (samples.ds)
     for (const auto& shard : samples.ds->shards()) s.shards.push_back(r->open(shard.path));

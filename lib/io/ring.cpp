@@ -549,7 +549,7 @@ void ring::run() {
       operation* op = s.pending.pop_front();
       prep(*op, sqe);
       s.in_flight += cqes_of(*op);
-      queued += need == 3 ? 3 : 1;
+      queued += cqes_of(*op);  // SQEs, linked timeouts not counted
     }
     s.submitted.fetch_add(queued, std::memory_order_relaxed);
 

@@ -1,6 +1,8 @@
 // ringfeed::io::probe_storage — see storage.hpp.
 #include <ringfeed/io/storage.hpp>
 
+#include <ringfeed/io/nfs.hpp>
+
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -100,6 +102,59 @@ const char* to_string(device_class c) noexcept {
   return "unknown";
 }
 
+namespace {
+
+// The depth, direct I/O and advice that follow from the file system and
+// device class found.
+void recommend(storage_info& info) {
+  const bool direct_capable = info.filesystem == filesystem_kind::ext4 || info.filesystem == filesystem_kind::xfs ||
+                              info.filesystem == filesystem_kind::btrfs;
+  switch (info.device) {
+    case device_class::nvme:
+      info.io_depth = 64;
+      info.direct_io = direct_capable;
+      info.advice = "NVMe: deep queues pay off; O_DIRECT avoids the page-cache copy.";
+      break;
+    case device_class::ssd:
+      info.io_depth = 32;
+      info.direct_io = direct_capable;
+      info.advice = "SSD: depth 32 saturates SATA; O_DIRECT avoids the page-cache copy.";
+      break;
+    case device_class::hdd:
+      info.io_depth = 4;
+      info.direct_io = false;
+      info.small_files_ok = false;
+      info.advice =
+          "HDD: random small-file reads are seek-bound (~100-200 files/s). Pack the dataset into tar shards "
+          "(`ringfeed pack SOURCE OUT`) and read them sequentially.";
+      break;
+    case device_class::virtual_disk:
+      info.io_depth = 32;
+      info.direct_io = false;
+      info.advice = "virtual disk: the host's storage is unknown from inside; measure with "
+                    "`ringfeed bench --pipeline none` (buffered reads by default).";
+      break;
+    case device_class::memory:
+      info.io_depth = 8;
+      info.direct_io = false;
+      info.advice = "memory-backed: nothing to wait for; buffered reads, shallow queue.";
+      break;
+    case device_class::network:
+      info.io_depth = 64;
+      info.direct_io = false;
+      info.advice = "network file system: latency-bound, so keep many reads in flight; buffered reads, "
+                    "and a local cache for repeated epochs.";
+      break;
+    case device_class::unknown:
+      info.io_depth = 32;
+      info.direct_io = false;
+      info.advice = "device not identified (overlay or FUSE?); buffered reads at depth 32.";
+      break;
+  }
+}
+
+}  // namespace
+
 storage_info probe_storage(const std::string& path) {
   storage_info info;
   info.path = path;
@@ -150,50 +205,26 @@ storage_info probe_storage(const std::string& path) {
     }
   }
 
-  const bool direct_capable = info.filesystem == filesystem_kind::ext4 || info.filesystem == filesystem_kind::xfs ||
-                              info.filesystem == filesystem_kind::btrfs;
-  switch (info.device) {
-    case device_class::nvme:
-      info.io_depth = 64;
-      info.direct_io = direct_capable;
-      info.advice = "NVMe: deep queues pay off; O_DIRECT avoids the page-cache copy.";
-      break;
-    case device_class::ssd:
-      info.io_depth = 32;
-      info.direct_io = direct_capable;
-      info.advice = "SSD: depth 32 saturates SATA; O_DIRECT avoids the page-cache copy.";
-      break;
-    case device_class::hdd:
-      info.io_depth = 4;
-      info.direct_io = false;
-      info.small_files_ok = false;
-      info.advice =
-          "HDD: random small-file reads are seek-bound (~100-200 files/s). Pack the dataset into tar shards "
-          "(`ringfeed pack SOURCE OUT`) and read them sequentially.";
-      break;
-    case device_class::virtual_disk:
-      info.io_depth = 32;
-      info.direct_io = false;
-      info.advice = "virtual disk: the host's storage is unknown from inside; measure with "
-                    "`ringfeed bench --pipeline none` (buffered reads by default).";
-      break;
-    case device_class::memory:
-      info.io_depth = 8;
-      info.direct_io = false;
-      info.advice = "memory-backed: nothing to wait for; buffered reads, shallow queue.";
-      break;
-    case device_class::network:
-      info.io_depth = 64;
-      info.direct_io = false;
-      info.advice = "network file system: latency-bound, so keep many reads in flight; buffered reads, "
-                    "and a local cache for repeated epochs.";
-      break;
-    case device_class::unknown:
-      info.io_depth = 32;
-      info.direct_io = false;
-      info.advice = "device not identified (overlay or FUSE?); buffered reads at depth 32.";
-      break;
+  recommend(info);
+  return info;
+}
+
+storage_info probe_source(const std::string& source) {
+  storage_info info;
+  info.path = source;
+  if (nfs_url::is_nfs(source)) {
+    info.filesystem = filesystem_kind::nfs;
+    info.filesystem_name = "nfs (libnfs)";
+    info.device = device_class::network;
+    info.transport = "network";
+  } else {
+    try {
+      return probe_storage(source);
+    } catch (const std::system_error&) {
+      // Not stat-able (odd sources): storage it cannot identify.
+    }
   }
+  recommend(info);
   return info;
 }
 

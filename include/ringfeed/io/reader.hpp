@@ -25,8 +25,9 @@
 // read carries a deadline (an io_uring linked timeout; `deadline` alone does
 // the same anywhere), and ESTALE, EIO, ETIMEDOUT and EAGAIN are retried
 // `retries` times (settable anywhere) with exponential back-off, so a dead
-// server yields an error naming the file instead of a hang. The pread backend cannot interrupt a blocked read(2):
-// there the deadline is checked between retries only.
+// server yields an error naming the file instead of a hang. The pread
+// backend cannot interrupt a blocked read(2): there the deadline is checked
+// between retries only.
 //
 // Thread safety: read_file and read_range may be awaited from any number of
 // coroutines at once. Each call resumes its caller on `resume_on`.

@@ -42,6 +42,12 @@ struct storage_info {
 /// path when it cannot be stat'ed. Any thread.
 [[nodiscard]] storage_info probe_storage(const std::string& path);
 
+/// What the loader and `ringfeed bench` read a source with: probe_storage
+/// of a local path; for an `nfs://` URL, a network file system's
+/// recommendations; for a path that cannot be stat'ed, those of storage it
+/// cannot identify (depth 32, buffered). Does not throw for either. Any thread.
+[[nodiscard]] storage_info probe_source(const std::string& source);
+
 [[nodiscard]] const char* to_string(filesystem_kind k) noexcept;
 [[nodiscard]] const char* to_string(device_class c) noexcept;
 
