@@ -81,76 +81,16 @@ void run::stop() noexcept {
   store.close();
 }
 
-// --- lease -------------------------------------------------------------------------
-
-batch_lease::~batch_lease() { release(nullptr); }
-
-void batch_lease::release(cuda::stream_t consumer_stream) noexcept {
-  if (!core) return;
-  if (s != nullptr) core->return_slab(std::exchange(s, nullptr));
-  if (device_buffer >= 0) {
-    const int b = std::exchange(device_buffer, -1);
-    try {
-      core->uploader->release(static_cast<std::size_t>(b), consumer_stream);
-    } catch (const std::exception& e) {
-      core->log(std::string("releasing a device buffer: ") + e.what());
-    }
-    core->return_device_buffer(b);
-  }
-  core.reset();
-}
-
-// --- cache writer --------------------------------------------------------------------
-
-cache_writer::cache_writer(io::cache& c, std::size_t max_bytes)
-    : m_cache(c), m_max_bytes(max_bytes), m_thread([this] { run(); }) {}
-
-cache_writer::~cache_writer() {
-  {
-    std::lock_guard lock(m_mutex);
-    m_stop = true;
-  }
-  m_wake.notify_one();
-  m_thread.join();
-}
-
-bool cache_writer::put(std::string_view key, std::span<const std::byte> bytes) {
-  {
-    std::lock_guard lock(m_mutex);
-    if (m_queued_bytes + bytes.size() > m_max_bytes && !m_queue.empty()) {
-      m_dropped.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    m_queue.emplace_back(std::string(key), std::vector<std::byte>(bytes.begin(), bytes.end()));
-    m_queued_bytes += bytes.size();
-  }
-  m_wake.notify_one();
-  return true;
-}
-
-void cache_writer::run() {
-  std::unique_lock lock(m_mutex);
-  for (;;) {
-    m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
-    if (m_queue.empty()) return;  // stopping, and everything is written
-    auto item = std::move(m_queue.front());
-    m_queue.pop_front();
-    lock.unlock();
-    m_cache.put(item.first, item.second);  // never throws
-    lock.lock();
-    m_queued_bytes -= item.second.size();
-  }
-}
-
 // --- core ----------------------------------------------------------------------------
 
 loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
 
-  // Decode threads first: an nfs:// source's client resumes reads on them.
-  pool = std::make_unique<thread_pool>(opt.threads);
   if (io::nfs_url::is_nfs(opt.source)) {
+    // Decode threads first: an nfs:// source's client resumes reads on them,
+    // and the listing goes through the client, so they start here.
+    pool = std::make_unique<thread_pool>(opt.threads);
     open_nfs_source();
   } else {
     ds = data::open_dataset(opt.source, opt.dataset);
@@ -158,7 +98,7 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
   // What the storage is decides the read path (network file systems get
   // deadlines and retries) and, unless set, the depth.
-  const io::storage_info where =
+  where =
       io::probe_source(ds.shards().empty() ? std::string(ds.root()) : ds.shards().front().path);  // nfs://: its URL
   if (opt.io_depth == 0) opt.io_depth = where.io_depth;
   if (opt.stream_shards && ds.shards().empty())
@@ -252,9 +192,32 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
     log(host_reason + "; batches stay in host memory, normalized on the CPU");
   }
 
+  pinned = use_device;
+}
+
+void loader_core::start_threads() {
+  if (threads_started) return;
+  try {
+    start_threads_once();
+  } catch (...) {
+    // Back to nothing started (io_uring refused, out of memory): a later
+    // call may try again, and the destructor finds no half-made state.
+    shard_handles.clear();
+    cache_store.reset();
+    cache.reset();
+    reader.reset();
+    idle_slabs.clear();
+    slabs.clear();
+    if (!nfs) pool.reset();
+    throw;
+  }
+  threads_started = true;
+}
+
+void loader_core::start_threads_once() {
+  if (!pool) pool = std::make_unique<thread_pool>(opt.threads);
   // Slabs: pinned when they feed a device (DMA straight from them), else
   // page-aligned; touched only when written, so RSS grows with use.
-  pinned = use_device;
   slabs.reserve(nslabs);
   for (std::size_t i = 0; i < nslabs; ++i) {
     auto s = std::make_unique<slab>();
@@ -320,7 +283,6 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
       stream_offset_of[i] = loc.offset;
     }
   }
-
 }
 
 void loader_core::open_nfs_source() {
@@ -363,6 +325,7 @@ void loader_core::log(std::string_view line) const {
 }
 
 void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
+  start_threads();
   // A sample is emitted at most shuffle_buffer reads after it was read;
   // workers wait for up to 2·io_depth samples (jobs queued and running).
   const std::size_t stream_capacity = opt.shuffle_buffer + opt.batch_size + 2 * opt.io_depth + 16;
@@ -543,11 +506,11 @@ void loader_core::fail_sample(run& r, slab& s, std::size_t index, std::exception
     return;
   }
   (void)r;
-  std::string where = ds.describe(index);
+  std::string sample = ds.describe(index);
   std::lock_guard lock(skipped_mutex);
   if (!skipped_indices.insert(index).second) return;  // reported in an earlier epoch
-  log("skipped " + where + ": " + reason);
-  skipped.push_back({std::move(where), std::move(reason)});
+  log("skipped " + sample + ": " + reason);
+  skipped.push_back({std::move(sample), std::move(reason)});
 }
 
 void loader_core::finish(run& r, slab& s) {
@@ -706,58 +669,14 @@ batch loader_core::make_batch(delivery d) {
 
 }  // namespace detail
 
-// --- batch ---------------------------------------------------------------------------
-
-batch::batch(batch&& o) noexcept
-    : m_lease(std::move(o.m_lease)),
-      m_images(o.m_images),
-      m_labels(o.m_labels),
-      m_indices(o.m_indices),
-      m_epoch(o.m_epoch),
-      m_number(o.m_number),
-      m_wait_stream(std::exchange(o.m_wait_stream, nullptr)) {}
-
-batch& batch::operator=(batch&& o) noexcept {
-  if (this != &o) {
-    release(m_wait_stream);
-    m_lease = std::move(o.m_lease);
-    m_images = o.m_images;
-    m_labels = o.m_labels;
-    m_indices = o.m_indices;
-    m_epoch = o.m_epoch;
-    m_number = o.m_number;
-    m_wait_stream = std::exchange(o.m_wait_stream, nullptr);
-  }
-  return *this;
-}
-
-batch::~batch() { release(m_wait_stream); }
-
-cuda::event_t batch::ready_event() const noexcept {
-  if (!m_lease || m_lease->device_buffer < 0) return nullptr;
-  return m_lease->core->uploader->ready_event(static_cast<std::size_t>(m_lease->device_buffer));
-}
-
-void batch::wait(cuda::stream_t stream) {
-  if (!m_lease || m_lease->device_buffer < 0) return;
-  m_lease->core->uploader->wait(static_cast<std::size_t>(m_lease->device_buffer), stream);
-  m_wait_stream = stream;
-}
-
-void batch::release(cuda::stream_t consumer_stream) noexcept {
-  if (!m_lease) return;
-  m_lease->release(consumer_stream ? consumer_stream : m_wait_stream);
-  m_lease.reset();
-  m_labels = {};
-  m_indices = {};
-  m_images.data = nullptr;
-}
-
 // --- loader --------------------------------------------------------------------------
 
 loader::loader(loader_options options) : m_core(std::make_shared<detail::loader_core>(std::move(options))) {
+  // Threads before the scope: a failure to start them (io_uring refused)
+  // leaves nothing that would need joining.
+  if (m_core->opt.start_eagerly) m_core->start_threads();
   m_core->async_calls = std::make_unique<async_scope>();
-  m_core->start_run(m_core->pos_epoch, m_core->pos_batch);
+  if (m_core->opt.start_eagerly) m_core->start_run(m_core->pos_epoch, m_core->pos_batch);
 }
 
 loader::~loader() {
@@ -843,57 +762,6 @@ void loader::epoch_range::advance() {
 loader_state loader::state() const {
   return {m_core->opt.sampler.seed, m_core->pos_epoch, m_core->pos_batch, m_core->smp->rank(),
           m_core->smp->world_size()};
-}
-
-loader_stats loader::stats() const {
-  const detail::loader_core& c = *m_core;
-  loader_stats s;
-  s.elapsed_s = c.started == detail::clock::time_point{}
-                    ? 0.0
-                    : std::chrono::duration<double>(detail::clock::now() - c.started).count();
-  const auto secs = [](const std::atomic<std::int64_t>& ns) {
-    return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
-  };
-  s.read = {secs(c.read_ns), c.read_items.load(std::memory_order_relaxed), c.read_bytes.load(std::memory_order_relaxed)};
-  s.decode = {secs(c.decode_ns), c.decode_items.load(std::memory_order_relaxed),
-              c.decode_bytes.load(std::memory_order_relaxed)};
-  s.upload = {secs(c.upload_ns), c.upload_items.load(std::memory_order_relaxed),
-              c.upload_bytes.load(std::memory_order_relaxed)};
-  s.consumer_wait_s = secs(c.wait_ns);
-  s.batches = c.delivered_batches.load(std::memory_order_relaxed);
-  s.images = c.delivered_images.load(std::memory_order_relaxed);
-  {
-    std::lock_guard lock(c.skipped_mutex);
-    s.skipped = c.skipped;
-  }
-  s.backend = c.backend_name;
-  if (c.reader) {
-    const io::reader_stats rs = c.reader->stats();
-    s.direct = c.reader->direct();
-    s.read_retries = rs.retries;
-    s.read_timeouts = rs.timeouts;
-  }
-  if (c.nfs) {
-    const auto ns = c.nfs->stats();
-    s.read_retries = ns.retries;
-    s.read_timeouts = ns.timeouts;
-  }
-  if (c.cache) {
-    const io::cache_stats cs = c.cache->stats();
-    s.cache = true;
-    s.cache_hits = cs.hits;
-    s.cache_misses = cs.misses;
-    s.cache_stores = cs.stores;
-    s.cache_evictions = cs.evictions;
-    s.cache_bytes = cs.bytes;
-    s.cache_dropped = c.cache_store ? c.cache_store->dropped() : 0;
-  }
-  s.decode_threads = c.pool ? c.pool->thread_count() : 0;
-  s.io_depth = c.opt.io_depth;
-  s.prefetch_batches = c.nslabs - 1;
-  s.memory_budget = c.opt.memory_budget;
-  s.slab_bytes = c.slab_bytes;
-  return s;
 }
 
 const data::dataset& loader::dataset() const noexcept { return m_core->ds; }

@@ -175,6 +175,8 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   std::size_t batches_per_epoch = 0;
   std::string host_reason;  // why batches stay in host memory ("" on device)
   std::string backend_name;
+  io::storage_info where;  // what the source's storage is (decides the read path)
+  bool threads_started = false;  // consumer thread only: start_threads() ran
 
   std::unique_ptr<thread_pool> pool;     // decode
   std::unique_ptr<io::reader> reader;
@@ -221,6 +223,11 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   std::unordered_set<std::size_t> skipped_indices;  // guarded by skipped_mutex
 
   void log(std::string_view line) const;
+  /// The decode pool, reader, cache writer and slabs: what the constructor
+  /// leaves for the first run (options.start_eagerly = false defers it to
+  /// the first next()). Consumer thread; idempotent.
+  void start_threads();
+  void start_threads_once();
   /// nfs:// source: connects `nfs` and lists the ImageFolder into `ds`.
   void open_nfs_source();
   void start_run(std::uint64_t epoch, std::size_t first_batch);

@@ -1,5 +1,13 @@
-// ringfeed::loader_stats: utilizations and the bottleneck verdict.
+// ringfeed::loader_stats: the counters a loader gathers (loader::stats()),
+// utilizations, the bottleneck verdict and the JSON every front end prints.
 #include <ringfeed/stats.hpp>
+
+#include <chrono>
+#include <mutex>
+
+#include "loader_core.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace ringfeed {
 namespace {
@@ -33,6 +41,93 @@ std::string loader_stats::bottleneck() const {
 double loader_stats::cache_hit_rate() const noexcept {
   const std::uint64_t lookups = cache_hits + cache_misses;
   return lookups == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(lookups);
+}
+
+loader_stats loader::stats() const {
+  const detail::loader_core& c = *m_core;
+  loader_stats s;
+  s.elapsed_s = c.started == detail::clock::time_point{}
+                    ? 0.0
+                    : std::chrono::duration<double>(detail::clock::now() - c.started).count();
+  const auto secs = [](const std::atomic<std::int64_t>& ns) {
+    return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
+  };
+  s.read = {secs(c.read_ns), c.read_items.load(std::memory_order_relaxed), c.read_bytes.load(std::memory_order_relaxed)};
+  s.decode = {secs(c.decode_ns), c.decode_items.load(std::memory_order_relaxed),
+              c.decode_bytes.load(std::memory_order_relaxed)};
+  s.upload = {secs(c.upload_ns), c.upload_items.load(std::memory_order_relaxed),
+              c.upload_bytes.load(std::memory_order_relaxed)};
+  s.consumer_wait_s = secs(c.wait_ns);
+  s.batches = c.delivered_batches.load(std::memory_order_relaxed);
+  s.images = c.delivered_images.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(c.skipped_mutex);
+    s.skipped = c.skipped;
+  }
+  s.backend = c.backend_name;
+  if (c.reader) {
+    const io::reader_stats rs = c.reader->stats();
+    s.direct = c.reader->direct();
+    s.read_retries = rs.retries;
+    s.read_timeouts = rs.timeouts;
+  }
+  if (c.nfs) {
+    const auto ns = c.nfs->stats();
+    s.read_retries = ns.retries;
+    s.read_timeouts = ns.timeouts;
+  }
+  if (c.cache) {
+    const io::cache_stats cs = c.cache->stats();
+    s.cache = true;
+    s.cache_hits = cs.hits;
+    s.cache_misses = cs.misses;
+    s.cache_stores = cs.stores;
+    s.cache_evictions = cs.evictions;
+    s.cache_bytes = cs.bytes;
+    s.cache_dropped = c.cache_store ? c.cache_store->dropped() : 0;
+  }
+  s.decode_threads = c.pool ? c.pool->thread_count() : thread_pool::default_thread_count(c.opt.threads);
+  s.io_depth = c.opt.io_depth;
+  s.prefetch_batches = c.nslabs - 1;
+  s.memory_budget = c.opt.memory_budget;
+  s.slab_bytes = c.slab_bytes;
+  return s;
+}
+
+std::string loader_stats::json() const {
+  nlohmann::json skips = nlohmann::json::array();
+  for (const auto& k : skipped) skips.push_back({{"path", k.path}, {"reason", k.reason}});
+  nlohmann::json out = {
+      {"seconds", elapsed_s},
+      {"images", images},
+      {"batches", batches},
+      {"bytes", read.bytes},
+      {"images_per_s", elapsed_s > 0 ? static_cast<double>(images) / elapsed_s : 0.0},
+      {"mb_per_s", elapsed_s > 0 ? static_cast<double>(read.bytes) / 1e6 / elapsed_s : 0.0},
+      {"backend", backend},
+      {"direct", direct},
+      {"threads", decode_threads},
+      {"io_depth", io_depth},
+      {"prefetch_batches", prefetch_batches},
+      {"memory_budget", memory_budget},
+      {"slab_bytes", slab_bytes},
+      {"stages",
+       {{"read_s", read.busy_s},
+        {"decode_s", decode.busy_s},
+        {"upload_s", upload.busy_s},
+        {"consumer_wait_s", consumer_wait_s},
+        {"read_utilization", read_utilization()},
+        {"decode_utilization", decode_utilization()},
+        {"upload_utilization", upload_utilization()}}},
+      {"bottleneck", bottleneck()},
+      {"reads", {{"retries", read_retries}, {"timeouts", read_timeouts}}},
+      {"skipped", skips},
+  };
+  if (cache)
+    out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},
+                    {"stores", cache_stores}, {"evictions", cache_evictions}, {"bytes", cache_bytes},
+                    {"dropped", cache_dropped}};
+  return out.dump();
 }
 
 }  // namespace ringfeed

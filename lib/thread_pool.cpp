@@ -65,8 +65,12 @@ struct alignas(detail::cache_line_size) thread_pool::worker {
   }
 };
 
+std::size_t thread_pool::default_thread_count(std::size_t threads) noexcept {
+  return threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
 thread_pool::thread_pool(std::size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = default_thread_count(threads);
   m_workers.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) m_workers.push_back(std::make_unique<worker>(i));
   // Threads start only once every worker exists: they steal from each other.

@@ -252,6 +252,40 @@ TEST_CASE("a loader built from state() continues identically", "[loader]") {
   REQUIRE_THROWS_WITH(loader(o), Catch::Contains("seed"));
 }
 
+namespace {
+std::size_t threads_of_this_process() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("start_eagerly = false: no thread until the first batch is asked for, then the same batches",
+          "[loader]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path(), 3);
+  auto o = base_options(root);
+  std::vector<delivered> eager;
+  {
+    loader l(o);
+    eager = drain_epoch(l);
+  }
+  o.start_eagerly = false;
+  const std::size_t before = threads_of_this_process();
+  loader l(o);
+  // Indexed and checked, nothing running: a process may fork here.
+  REQUIRE(threads_of_this_process() == before);
+  REQUIRE(l.batches_per_epoch() == eager.size());
+  REQUIRE(l.stats().decode_threads == 2);
+  const auto lazy = drain_epoch(l);
+  REQUIRE(threads_of_this_process() > before);
+  REQUIRE(lazy.size() == eager.size());
+  for (std::size_t k = 0; k < lazy.size(); ++k) {
+    REQUIRE(lazy[k].indices == eager[k].indices);
+    REQUIRE(lazy[k].pixels == eager[k].pixels);
+  }
+}
+
 TEST_CASE("on_error skip leaves bad files out and names each with its reason", "[loader]") {
   ringfeed::test::temp_dir tmp;
   const auto root = make_folder(tmp.path() / "ds", 1);

@@ -358,46 +358,27 @@ int run_loader_bench(const bench_options& opt) {
                             : l.batch_layout().dtype == dtype::float16 ? "float16 NCHW"
                                                                        : "uint8 NHWC";
   if (opt.json) {
-    nlohmann::json skipped = nlohmann::json::array();
-    for (const auto& k : st.skipped) skipped.push_back({{"path", k.path}, {"reason", k.reason}});
-    nlohmann::json out = {
+    // The loader's own counters, under the names every binding uses, plus
+    // what only the command knows.
+    nlohmann::json out = nlohmann::json::parse(st.json());
+    out.update({
         {"source", opt.source},
         {"pipeline", opt.pipeline},
         {"mode", opt.exact ? "exact" : "fast"},
         {"images", images},
         {"seconds", seconds},
         {"images_per_s", images_per_s},
-        {"bytes", st.read.bytes},
         {"mb_per_s", mb_per_s},
-        {"backend", st.backend},
-        {"direct", st.direct},
         {"device", l.uses_device() ? "cuda:" + std::to_string(opt.device) : "host"},
         {"host_reason", l.host_reason()},
         {"output", output_name},
         {"batch", opt.batch},
-        {"threads", st.decode_threads},
-        {"io_depth", st.io_depth},
-        {"prefetch_batches", st.prefetch_batches},
         {"epochs", opt.epochs},
         {"step_ms", opt.step_ms},
-        {"stages",
-         {{"read_s", st.read.busy_s},
-          {"decode_s", st.decode.busy_s},
-          {"upload_s", st.upload.busy_s},
-          {"consumer_wait_s", st.consumer_wait_s},
-          {"read_utilization", st.read_utilization()},
-          {"decode_utilization", st.decode_utilization()},
-          {"upload_utilization", st.upload_utilization()}}},
-        {"bottleneck", bottleneck},
         {"epoch_images_per_s", epoch_rates},
         {"stream_shards", opt.stream},
-        {"reads", {{"retries", st.read_retries}, {"timeouts", st.read_timeouts}}},
-        {"skipped", skipped},
-    };
-    if (st.cache)
-      out["cache"] = {{"dir", opt.cache_dir},       {"hits", st.cache_hits},   {"misses", st.cache_misses},
-                      {"hit_rate", st.cache_hit_rate()}, {"stores", st.cache_stores}, {"evictions", st.cache_evictions},
-                      {"bytes", st.cache_bytes}, {"dropped", st.cache_dropped}};
+    });
+    if (st.cache) out["cache"]["dir"] = opt.cache_dir;
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),

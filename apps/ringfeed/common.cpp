@@ -8,14 +8,7 @@ namespace ringfeed::cli {
 
 void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed) {
   if (size < 1) throw std::runtime_error("--size must be at least 1");
-  const auto mode = exact ? image::pipeline_mode::exact : image::pipeline_mode::fast;
-  if (pipeline == "train") {
-    o.pipeline = image::pipeline::train(size, mode);
-    o.sampler.shuffle = true;
-  } else {
-    o.pipeline = image::pipeline::val(size * 256 / 224, size, mode);
-    o.sampler.shuffle = false;
-  }
+  ringfeed::apply_preset(o, pipeline == "train" ? "train" : "val", size, exact);
   o.sampler.seed = seed;
 }
 

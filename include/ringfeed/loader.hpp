@@ -152,12 +152,27 @@ struct loader_options {
 
   error_policy on_error = error_policy::fail;
 
-  /// Where to continue from (from state()); unset: epoch 0, batch 0.
+  /// true: the constructor starts the threads, the reads and prefetching.
+  /// false: no thread exists and nothing is read or allocated until the
+  /// first next(), async_next() or set_epoch(), so a process may fork before
+  /// then (the Python binding's choice). The constructor indexes the source
+  /// and checks the options either way; an nfs:// source lists through its
+  /// client, whose threads start in the constructor.
+  bool start_eagerly = true;
+
+    /// Where to continue from (from state()); unset: epoch 0, batch 0.
   std::optional<loader_state> resume;
 
   /// Log lines (no newline). Default: "ringfeed: <line>" on stderr.
   std::function<void(std::string_view)> log;
 };
+
+/// The named presets of the CLI, the C API and the Python binding, on `o`:
+/// "train" is RandomResizedCrop(size) + flip + Normalize, shuffled; "val" is
+/// torchvision's recipe, Resize(size*256/224) + CenterCrop(size) +
+/// Normalize, in dataset order. `exact`: torchvision-identical pixels (else
+/// fast mode). Throws std::invalid_argument for another name or size < 1.
+void apply_preset(loader_options& o, std::string_view name, int size, bool exact);
 
 namespace detail {
 struct loader_core;

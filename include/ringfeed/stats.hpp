@@ -68,6 +68,15 @@ struct loader_stats {
   /// that stage used at least 75% of its capacity; else "storage" (data
   /// did not arrive fast enough for stages that had room).
   [[nodiscard]] std::string bottleneck() const;
+
+  /// One JSON object with every field above under the names `ringfeed bench
+  /// --json` prints (seconds, images, batches, bytes, images_per_s,
+  /// mb_per_s, backend, direct, threads, io_depth, prefetch_batches,
+  /// memory_budget, slab_bytes, stages{read_s, decode_s, upload_s,
+  /// consumer_wait_s, *_utilization}, bottleneck, reads{retries, timeouts},
+  /// skipped[{path, reason}], cache{hits, …} when a cache is in use). What
+  /// the CLI, the C API and the Python binding report.
+  [[nodiscard]] std::string json() const;
 };
 
 }  // namespace ringfeed

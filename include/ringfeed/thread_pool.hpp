@@ -27,6 +27,8 @@ class thread_pool final : public executor {
  public:
   /// Starts `threads` workers (at least one; 0 means one per hardware thread).
   explicit thread_pool(std::size_t threads = 0);
+  /// The workers thread_pool(threads) starts.
+  [[nodiscard]] static std::size_t default_thread_count(std::size_t threads) noexcept;
 
   /// Runs every item already queued or queued by running items, then joins
   /// the workers. Must not be called from one of this pool's workers. No
