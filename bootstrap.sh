@@ -2,9 +2,11 @@
 # ringfeed bootstrap: install what is missing (Debian 12), build, and run.
 #
 #   ./bootstrap.sh demo   install, build Release, generate a sample dataset, run `ringfeed bench` on it
-#   ./bootstrap.sh test   install, build, run every test: normal build, ASan+UBSan, and TSan
+#   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python), ASan+UBSan, and TSan
 #   ./bootstrap.sh deps   only install the Debian packages the build needs
 #
+# demo and test also install the Python package for Debian's /usr/bin/python3
+# (into /usr/local/lib/python3.X/dist-packages): `python3 -c "import ringfeed"`.
 # Idempotent: packages already present are not touched, builds are incremental.
 set -euo pipefail
 
@@ -27,6 +29,7 @@ packages=(
   fio gnuplot-nox                       # perf/run and perf/compare_fio.sh: the device's limit, plots
   python3 tar  # tests build tar shards with GNU tar and Python's tarfile
   python3-torchvision python3-pil python3-numpy  # torchvision parity tests; the DataLoader baseline in perf/
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pip libdlpack-dev  # the Python module (zero-copy tensors through DLPack) and its tests
 )
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
@@ -61,6 +64,14 @@ configure_and_build() {  # preset
   cmake --build --preset "$1" -j "$jobs"
 }
 
+# The Python package of a build, for Debian's python3 (/usr/local site-packages).
+install_python() {  # preset
+  if [ -d "build/$1/python/ringfeed" ]; then
+    log "installing the Python package (build/$1) for /usr/bin/python3"
+    as_root cmake --install "build/$1" --component python >/dev/null
+  fi
+}
+
 # Runs one ctest preset, prints its summary, and adds its counts to the totals.
 passed=0 failed=0 skipped=0
 run_tests() {  # preset
@@ -85,6 +96,7 @@ run_tests() {  # preset
 cmd_test() {
   install_deps
   configure_and_build default
+  install_python default
   run_tests default
   configure_and_build asan
   run_tests asan
@@ -99,6 +111,7 @@ cmd_test() {
 cmd_demo() {
   install_deps
   configure_and_build release
+  install_python release
   local cli="build/release/bin/ringfeed" data="build/sample-dataset"
   log "generating a sample ImageNet-like dataset in $data"
   "$cli" gen "$data" --images 2000 --classes 10 --seed 1

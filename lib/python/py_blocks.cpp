@@ -1,0 +1,191 @@
+// ringfeed._ringfeed building blocks for other loaders: read_files, decode,
+// and the ImageFolder scan. Each releases the GIL while C++ works.
+#include "py_blocks.hpp"
+
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <ringfeed/data/dataset.hpp>
+#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/io/reader.hpp>
+#include <ringfeed/io/storage.hpp>
+#include <ringfeed/loader.hpp>
+#include <ringfeed/sync_wait.hpp>
+#include <ringfeed/thread_pool.hpp>
+#include <ringfeed/when_all.hpp>
+
+#include "tensor.hpp"
+
+namespace py = pybind11;
+
+namespace ringfeed::python {
+namespace {
+
+// The bytes of one file, exposed read-only through the buffer protocol.
+struct file_bytes {
+  io::read_buffer buffer;
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+};
+
+// A reader and the threads its reads resume on, shared by read_files calls
+// with the same settings, made on first use (no thread before that) and
+// made again in a forked child (the parent's is leaked there).
+struct io_context {
+  std::unique_ptr<thread_pool> pool;
+  std::unique_ptr<io::reader> reader;
+  std::uint64_t generation = 0;
+};
+
+std::shared_ptr<io_context> context_for(std::size_t depth, bool direct) {
+  static std::mutex mutex;
+  static auto* contexts = new std::map<std::pair<std::size_t, bool>, std::shared_ptr<io_context>>();  // leaked: outlives exit
+  std::lock_guard lock(mutex);
+  auto& c = (*contexts)[{depth, direct}];
+  if (c && c->generation == fork_generation()) return c;
+  if (c) new std::shared_ptr<io_context>(std::move(c));  // a parent's threads: never joined, never freed
+  c = std::make_shared<io_context>();
+  c->generation = fork_generation();
+  c->pool = std::make_unique<thread_pool>(2);
+  io::reader_options ro;
+  ro.depth = depth;
+  ro.direct = direct;
+  c->reader = io::reader::create(*c->pool, std::move(ro));
+  return c;
+}
+
+task<> read_some(io::reader& r, const std::vector<std::string>& paths, std::vector<file_bytes>& out,
+                 std::vector<std::exception_ptr>& errors, std::atomic<std::size_t>& next) {
+  for (;;) {
+    // Relaxed: each index is taken once; results are read after when_all.
+    const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= paths.size()) co_return;
+    try {
+      const std::span<const std::byte> got = co_await r.read_file(paths[i], out[i].buffer);
+      out[i].data = got.data();
+      out[i].size = got.size();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  }
+}
+
+[[noreturn]] void raise_os_error(const std::system_error& e, const std::string& path) {
+  // OSError(errno, message, filename) picks the subclass (FileNotFoundError, ...).
+  py::object error = py::module_::import("builtins").attr("OSError")(e.code().value(), e.what(), path);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+  throw py::error_already_set();
+}
+
+py::list read_files(const std::vector<std::string>& paths, std::size_t io_depth, bool direct) {
+  std::vector<file_bytes> out(paths.size());
+  std::vector<std::exception_ptr> errors(paths.size());
+  if (!paths.empty()) {
+    py::gil_scoped_release nogil;
+    const std::size_t depth = io_depth != 0 ? io_depth : io::probe_source(paths.front()).io_depth;
+    const auto ctx = context_for(depth, direct);
+    std::atomic<std::size_t> next{0};
+    std::vector<task<>> workers;
+    for (std::size_t i = 0; i < std::min(depth, paths.size()); ++i)
+      workers.push_back(read_some(*ctx->reader, paths, out, errors, next));
+    sync_wait(when_all(std::move(workers)));
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (!errors[i]) continue;
+    try {
+      std::rethrow_exception(errors[i]);
+    } catch (const std::system_error& e) {
+      raise_os_error(e, paths[i]);
+    }
+  }
+  py::list result;
+  for (auto& f : out) {
+    py::object holder = py::cast(std::move(f));
+    result.append(py::memoryview(holder));
+  }
+  return result;
+}
+
+py::capsule decode(const py::buffer& data, const std::string& preset, int size, bool exact, std::uint64_t seed,
+                   std::uint64_t epoch, std::uint64_t index, const std::string& name) {
+  const py::buffer_info in = data.request();
+  if (in.ndim > 1 && !PyBuffer_IsContiguous(in.view(), 'C'))
+    throw std::invalid_argument("decode: data must be contiguous bytes");
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(in.ptr),
+                                         static_cast<std::size_t>(in.size * in.itemsize));
+  std::vector<std::uint8_t> pixels;
+  std::int64_t height = 0, width = 0;
+  {
+    py::gil_scoped_release nogil;
+    if (preset.empty()) {  // the whole image, as PIL's Image.open(f).convert("RGB")
+      thread_local image::decoder dec;
+      image::image_buffer rgb;
+      dec.decode(bytes, name, rgb);
+      height = rgb.height();
+      width = rgb.width();
+      pixels.resize(static_cast<std::size_t>(height * width * 3));
+      for (std::int64_t y = 0; y < height; ++y)
+        std::memcpy(pixels.data() + y * width * 3, rgb.view().row(static_cast<int>(y)),
+                    static_cast<std::size_t>(width * 3));
+    } else {
+      loader_options o;
+      apply_preset(o, preset, size, exact);
+      const image::output_shape shape = *o.pipeline.fixed_shape();  // uint8 HWC: presets end with a crop
+      height = shape.height;
+      width = shape.width;
+      pixels.resize(shape.bytes());
+      thread_local image::pipeline_workspace ws;
+      o.pipeline.apply(ws, bytes, name, image::sample_key{seed, epoch, index},
+                       std::as_writable_bytes(std::span(pixels)));
+    }
+  }
+  return host_capsule(std::move(pixels), {height, width, 3}, dl_uint8());
+}
+
+py::tuple scan_image_folder(const std::string& root, bool include_hidden) {
+  data::dataset ds;
+  {
+    py::gil_scoped_release nogil;
+    data::dataset_options o;
+    o.kind = data::source_kind::image_folder;
+    o.include_hidden = include_hidden;
+    ds = data::open_dataset(root, o);
+  }
+  py::list classes;
+  for (const auto& c : ds.classes()) classes.append(py::str(c));
+  py::list samples;
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    // Names are bytes on disk; Python's os functions decode them this way.
+    const std::string path = ds.path(i);
+    py::object p = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+    if (!p) throw py::error_already_set();
+    samples.append(py::make_tuple(p, ds.label(i)));
+  }
+  return py::make_tuple(classes, samples);
+}
+
+}  // namespace
+
+void bind_blocks(py::module_& m) {
+  py::class_<file_bytes>(m, "_FileBytes", py::buffer_protocol())
+      .def_buffer([](file_bytes& f) -> py::buffer_info {
+        return py::buffer_info(const_cast<std::byte*>(f.data), 1, py::format_descriptor<std::uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(f.size)}, {1}, /*readonly=*/true);
+      });
+  m.def("read_files", &read_files, py::arg("paths"), py::arg("io_depth") = 0, py::arg("direct") = false);
+  m.def("_decode", &decode, py::arg("data"), py::arg("pipeline"), py::arg("size"), py::arg("exact"),
+        py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("name"));
+  m.def("_scan_image_folder", &scan_image_folder, py::arg("root"), py::arg("include_hidden"));
+}
+
+}  // namespace ringfeed::python

@@ -1,0 +1,301 @@
+// ringfeed._ringfeed._Loader: see py_loader.hpp.
+#include "py_loader.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "tensor.hpp"
+
+namespace py = pybind11;
+
+namespace ringfeed::python {
+
+loader_options loader_options_from(const py::dict& d) {
+  // Checked and converted in ringfeed/loader.py: here only translated.
+  loader_options o;
+  o.source = d["source"].cast<std::string>();
+  apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>());
+  const auto output = d["output"].cast<std::string>();
+  o.output = output == "uint8"     ? image::output_format::uint8_hwc
+             : output == "float16" ? image::output_format::float16_chw
+                                   : image::output_format::float32_chw;
+  o.batch_size = d["batch_size"].cast<std::size_t>();
+  o.drop_last = d["drop_last"].cast<bool>();
+  o.sampler.shuffle = d["shuffle"].cast<bool>();
+  o.sampler.seed = d["seed"].cast<std::uint64_t>();
+  o.sampler.rank = d["rank"].cast<std::size_t>();
+  o.sampler.world_size = d["world_size"].cast<std::size_t>();
+  o.threads = d["threads"].cast<std::size_t>();
+  o.io_depth = d["io_depth"].cast<std::size_t>();
+  const auto io = d["io"].cast<std::string>();
+  o.io = io == "pread" ? io_backend::pread : io == "uring" ? io_backend::uring : io_backend::automatic;
+  o.memory_budget = d["memory_budget"].cast<std::size_t>();
+  o.prefetch_batches = d["prefetch_batches"].cast<std::size_t>();
+  o.on_error = d["on_error"].cast<std::string>() == "fail" ? error_policy::fail : error_policy::skip;
+  o.direct = d["direct"].cast<bool>();
+  o.cache_dir = d["cache_dir"].cast<std::string>();
+  if (!d["cache_bytes"].is_none()) o.cache_bytes = d["cache_bytes"].cast<std::uint64_t>();
+  o.stream_shards = d["stream_shards"].cast<bool>();
+  o.device = d["device"].cast<int>();
+  o.device_buffers = d["device_buffers"].cast<std::size_t>();
+  o.dataset.include_hidden = d["include_hidden"].cast<bool>();
+  if (!d["resume"].is_none()) {
+    const auto r = d["resume"].cast<py::dict>();
+    o.resume = loader_state{r["seed"].cast<std::uint64_t>(), r["epoch"].cast<std::uint64_t>(),
+                            r["next_batch"].cast<std::size_t>(), r["rank"].cast<std::size_t>(),
+                            r["world_size"].cast<std::size_t>()};
+  }
+  return o;
+}
+
+namespace {
+
+// Python callable (device ordinal) -> int: torch's current CUDA stream on
+// that device, asked when a device batch is freed. Leaked on purpose: it
+// may be called while the interpreter shuts down.
+PyObject* g_stream_query = nullptr;
+
+cuda::stream_t current_stream(int device) noexcept {
+  if (g_stream_query == nullptr || Py_IsInitialized() == 0 || _Py_IsFinalizing() != 0) return nullptr;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  cuda::stream_t stream = nullptr;
+  PyObject* r = PyObject_CallFunction(g_stream_query, "i", device);
+  if (r != nullptr) {
+    stream = reinterpret_cast<cuda::stream_t>(PyLong_AsVoidPtr(r));
+    Py_DECREF(r);
+  }
+  PyErr_Clear();  // no stream known: the one the batch waited on is used
+  PyGILState_Release(gil);
+  return stream;
+}
+
+// A batch whose images a tensor views. Freeing the tensor gives the slab
+// (or device buffer) back; a device buffer only after the work queued so
+// far on the stream current at that moment (torch's record_stream rule).
+struct batch_owner final : tensor_owner {
+  batch_owner(batch b, std::shared_ptr<std::atomic<std::size_t>> held)
+      : m_batch(std::move(b)), m_held(std::move(held)) {
+    // Relaxed: a count the consumer thread reads to decide about copies;
+    // the slab itself is handed back through the loader's own locks.
+    m_held->fetch_add(1, std::memory_order_relaxed);
+  }
+  ~batch_owner() override {
+    if (m_batch.on_device()) m_batch.release(current_stream(m_batch.images().device));
+    m_batch.release();
+    m_held->fetch_sub(1, std::memory_order_relaxed);
+  }
+  batch m_batch;
+  std::shared_ptr<std::atomic<std::size_t>> m_held;
+};
+
+DLDataType dl_type(dtype t) noexcept {
+  return t == dtype::float32 ? dl_float32() : t == dtype::float16 ? dl_float16() : dl_uint8();
+}
+
+// Marks a call in progress: the loader has one consumer.
+class busy_guard {
+ public:
+  explicit busy_guard(std::atomic<bool>& busy) : m_busy(busy) {
+    if (m_busy.exchange(true, std::memory_order_acquire))
+      throw std::runtime_error("ringfeed.Loader is used by two threads at once; it has one consumer");
+  }
+  ~busy_guard() { m_busy.store(false, std::memory_order_release); }
+  busy_guard(const busy_guard&) = delete;
+  busy_guard& operator=(const busy_guard&) = delete;
+
+ private:
+  std::atomic<bool>& m_busy;
+};
+
+// Waits for the slot's result in 50 ms slices with the GIL released,
+// raising what a signal handler raised (KeyboardInterrupt) in between. The
+// request stays out: a later call takes its result.
+void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>& result) {
+  for (;;) {
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock lock(slot.mutex);
+      if (slot.ready.wait_for(lock, std::chrono::milliseconds(50), [&] { return slot.done; })) {
+        error = std::exchange(slot.error, nullptr);
+        result = std::move(slot.result);
+        slot.result.reset();
+        slot.pending = false;
+        slot.done = false;
+        return;
+      }
+    }
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+}  // namespace
+
+py_loader::py_loader(loader_options options) : m_generation(fork_generation()) {
+  options.start_eagerly = false;  // threads start with the first batch asked for
+  const std::size_t device_buffers = options.device_buffers;
+  {
+    py::gil_scoped_release nogil;  // indexing a large source takes a while
+    m_loader = std::make_unique<loader>(std::move(options));
+  }
+  m_buffers = m_loader->uses_device() ? device_buffers : m_loader->stats().prefetch_batches + 1;
+  m_position = m_loader->state();
+}
+
+py_loader::~py_loader() {
+  try {
+    close();
+  } catch (...) {  // never from a destructor; close() reports only misuse
+  }
+}
+
+loader& py_loader::checked() {
+  if (!m_loader) throw std::runtime_error("ringfeed.Loader is closed");
+  if (m_generation != fork_generation()) {
+    if (m_started)
+      throw std::runtime_error(
+          "this ringfeed.Loader started its threads in a parent process before fork(); "
+          "make a new ringfeed.Loader in the child");
+    m_generation = fork_generation();  // nothing ran yet: the child adopts it
+  }
+  return *m_loader;
+}
+
+void py_loader::issue() {
+  {
+    std::lock_guard lock(m_slot->mutex);
+    if (m_slot->pending) return;
+    m_slot->pending = true;
+    m_slot->done = false;
+  }
+  m_started = true;
+  // The completion may run inline (a batch was ready) or on a pool thread.
+  m_loader->async_next([slot = m_slot](std::exception_ptr error, std::optional<batch> result) {
+    std::lock_guard lock(slot->mutex);
+    slot->error = error;
+    slot->result = std::move(result);
+    slot->done = true;
+    slot->ready.notify_all();
+  });
+}
+
+py::object py_loader::next(std::uintptr_t stream) {
+  loader& l = checked();
+  busy_guard busy(m_busy);
+  {
+    py::gil_scoped_release nogil;  // the first call starts the threads
+    issue();
+  }
+  std::exception_ptr error;
+  std::optional<batch> got;
+  wait_done(*m_slot, error, got);
+  m_position = l.state();
+  if (error) std::rethrow_exception(error);
+  if (!got) return py::none();  // end of the epoch
+
+  batch b = std::move(*got);
+  if (b.on_device() && stream != 0) b.wait(reinterpret_cast<cuda::stream_t>(stream));
+  const tensor_view v = b.images();
+  const auto epoch = b.epoch();
+  const auto number = b.number();
+  const bool copy = m_held->load(std::memory_order_relaxed) + 1 >= m_buffers;
+  py::capsule labels = host_capsule(std::vector<std::int64_t>(b.labels().begin(), b.labels().end()),
+                                    {static_cast<std::int64_t>(b.size())}, dl_int64());
+  auto owner = std::make_unique<batch_owner>(std::move(b), m_held);
+  owner->shape.assign(v.shape.begin(), v.shape.end());
+  owner->managed.dl_tensor.data = v.data;
+  owner->managed.dl_tensor.dtype = dl_type(v.dtype);
+  owner->managed.dl_tensor.device =
+      v.memory == memory_kind::device ? DLDevice{kDLCUDA, v.device} : DLDevice{kDLCPU, 0};
+  py::capsule images = to_capsule(std::move(owner));
+  return py::make_tuple(images, labels, epoch, number, copy);
+}
+
+void py_loader::set_epoch(std::uint64_t epoch) {
+  loader& l = checked();
+  busy_guard busy(m_busy);
+  bool pending = false;
+  {
+    std::lock_guard lock(m_slot->mutex);
+    pending = m_slot->pending;
+  }
+  if (pending) {  // a request interrupted by Ctrl-C: let it land, then drop it
+    std::exception_ptr error;
+    std::optional<batch> dropped;
+    wait_done(*m_slot, error, dropped);
+  }
+  m_started = true;
+  {
+    py::gil_scoped_release nogil;
+    l.set_epoch(epoch);
+  }
+  m_position = l.state();
+}
+
+py::dict py_loader::state() const {
+  py::dict d;
+  d["seed"] = m_position.seed;
+  d["epoch"] = m_position.epoch;
+  d["next_batch"] = m_position.next_batch;
+  d["rank"] = m_position.rank;
+  d["world_size"] = m_position.world_size;
+  return d;
+}
+
+std::string py_loader::stats_json() const {
+  if (!m_loader) throw std::runtime_error("ringfeed.Loader is closed");
+  return m_loader->stats().json();
+}
+
+std::size_t py_loader::batches_per_epoch() const {
+  if (!m_loader) throw std::runtime_error("ringfeed.Loader is closed");
+  return m_loader->batches_per_epoch();
+}
+
+std::size_t py_loader::dataset_size() const {
+  if (!m_loader) throw std::runtime_error("ringfeed.Loader is closed");
+  return m_loader->dataset().size();
+}
+
+bool py_loader::uses_device() const { return m_loader && m_loader->uses_device(); }
+std::string py_loader::host_reason() const { return m_loader ? m_loader->host_reason() : std::string(); }
+
+void py_loader::close() {
+  if (!m_loader) return;
+  if (m_generation != fork_generation() && m_started) {
+    // A parent's running loader, copied by fork: its threads are not here
+    // and its locks may be held. Leaked, never touched.
+    (void)m_loader.release();
+    return;
+  }
+  busy_guard busy(m_busy);
+  std::unique_ptr<loader> l = std::move(m_loader);
+  py::gil_scoped_release nogil;  // joins the threads
+  l.reset();
+}
+
+void bind_loader(py::module_& m) {
+  install_fork_handler();
+  py::class_<py_loader>(m, "_Loader")
+      .def(py::init([](const py::dict& options) { return std::make_unique<py_loader>(loader_options_from(options)); }))
+      .def("next", &py_loader::next, py::arg("stream") = 0)
+      .def("set_epoch", &py_loader::set_epoch)
+      .def("state", &py_loader::state)
+      .def("stats_json", &py_loader::stats_json)
+      .def("close", &py_loader::close)
+      .def_property_readonly("batches_per_epoch", &py_loader::batches_per_epoch)
+      .def_property_readonly("dataset_size", &py_loader::dataset_size)
+      .def_property_readonly("uses_device", &py_loader::uses_device)
+      .def_property_readonly("host_reason", &py_loader::host_reason)
+      .def_property_readonly("started", &py_loader::started)
+      .def_property_readonly("held", &py_loader::held)
+      .def_property_readonly("buffers", &py_loader::buffers);
+  m.def("_set_stream_query", [](py::object fn) {
+    PyObject* old = g_stream_query;
+    g_stream_query = fn.release().ptr();
+    (void)old;  // never freed: a deleter may be reading it on another thread
+  });
+}
+
+}  // namespace ringfeed::python

@@ -1,0 +1,83 @@
+// Private to the Python binding: ringfeed::loader as ringfeed._ringfeed._Loader.
+//
+// Thin: options arrive checked and converted by ringfeed/loader.py; this
+// class waits for batches with the GIL released (in slices, so Ctrl-C is
+// seen within 50 ms), hands their memory to Python as DLPack capsules, and
+// keeps the process-level promises (fork, batches outliving the loader).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include <pybind11/pybind11.h>
+
+#include <ringfeed/loader.hpp>
+
+namespace ringfeed::python {
+
+/// One next() request in flight: filled by the loader's completion on a
+/// pool thread, taken by the Python thread.
+struct next_slot {
+  std::mutex mutex;
+  std::condition_variable ready;
+  bool pending = false;  // guarded by mutex: a request is out
+  bool done = false;     // guarded by mutex: its result is here
+  std::exception_ptr error;
+  std::optional<batch> result;
+};
+
+class py_loader {
+ public:
+  explicit py_loader(loader_options options);
+  ~py_loader();
+  py_loader(const py_loader&) = delete;
+  py_loader& operator=(const py_loader&) = delete;
+
+  /// The next batch as (images capsule, labels capsule, epoch, number,
+  /// copy) or None at the end of the epoch. `stream`: the CUDA stream that
+  /// will read device images (waits for the upload, no host sync). `copy`
+  /// says the consumer holds every other buffer: Python clones the images
+  /// and frees the view, so the loader never runs out of buffers.
+  pybind11::object next(std::uintptr_t stream);
+  void set_epoch(std::uint64_t epoch);
+  /// seed, epoch, next_batch, rank, world_size of the next batch next()
+  /// returns (a request interrupted by Ctrl-C is not counted until taken).
+  [[nodiscard]] pybind11::dict state() const;
+  [[nodiscard]] std::string stats_json() const;
+  [[nodiscard]] std::size_t batches_per_epoch() const;
+  [[nodiscard]] std::size_t dataset_size() const;
+  [[nodiscard]] bool uses_device() const;
+  [[nodiscard]] std::string host_reason() const;
+  [[nodiscard]] bool started() const noexcept { return m_started; }
+  [[nodiscard]] std::size_t held() const noexcept { return m_held->load(std::memory_order_relaxed); }
+  [[nodiscard]] std::size_t buffers() const noexcept { return m_buffers; }
+  /// Stops the pipeline and frees its threads; batches still held stay valid.
+  void close();
+
+ private:
+  loader& checked();
+  void issue();
+
+  std::unique_ptr<loader> m_loader;
+  std::shared_ptr<next_slot> m_slot = std::make_shared<next_slot>();
+  // Batches whose images Python still views (decremented by their deleters).
+  std::shared_ptr<std::atomic<std::size_t>> m_held = std::make_shared<std::atomic<std::size_t>>(0);
+  std::size_t m_buffers = 0;   // slabs (host) or device buffers the consumer may hold
+  std::uint64_t m_generation;  // fork generation the threads (if any) live in
+  bool m_started = false;      // threads exist (next() or set_epoch() ran)
+  std::atomic<bool> m_busy{false};  // a call is inside next()/set_epoch()/close()
+  loader_state m_position;
+};
+
+/// loader_options from the dict ringfeed/loader.py builds (every key present).
+[[nodiscard]] loader_options loader_options_from(const pybind11::dict& options);
+
+void bind_loader(pybind11::module_& m);
+
+}  // namespace ringfeed::python

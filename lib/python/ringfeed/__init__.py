@@ -1,0 +1,17 @@
+"""ringfeed: keeps GPUs fed. Reads, decodes and augments images in C++
+threads of this process (io_uring, libjpeg-turbo, pinned batches) and hands
+them to PyTorch as tensors.
+
+    import ringfeed
+    loader = ringfeed.Loader("/data/imagenet/train", batch_size=256, pipeline="train")
+    for images, labels in loader:      # one epoch per `for`
+        ...
+
+Building blocks for other loaders: read_files, decode, ImageFolder.
+torch is imported only by what produces tensors.
+"""
+from ._ringfeed import __version__, read_files
+from .blocks import ImageFolder, decode
+from .loader import Batch, Loader
+
+__all__ = ["Loader", "Batch", "ImageFolder", "read_files", "decode", "__version__"]

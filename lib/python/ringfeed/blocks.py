@@ -1,0 +1,56 @@
+"""Building blocks for other loaders: decode one image, list an ImageFolder.
+(read_files comes straight from the C++ module.)"""
+from __future__ import annotations
+
+import os
+
+from . import _ringfeed
+from .loader import _from_dlpack
+
+__all__ = ["decode", "ImageFolder"]
+
+
+def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>"):
+    """Decodes one encoded image (JPEG or PNG bytes, or any bytes-like object)
+    into a uint8 HWC torch.Tensor, with the GIL released.
+
+    pipeline=None: the whole image, equal to PIL.Image.open(f).convert("RGB").
+    "train" / "val": the loader's transform for that sample, with the random
+    choices ringfeed.Loader makes for sample `index` of `epoch` under `seed`
+    (the same pixels as a Loader(output="uint8") batch slot).
+    Errors (ValueError for a bad option, RuntimeError for a bad image) name
+    `name` and the reason."""
+    if pipeline not in (None, "train", "val"):
+        raise ValueError(f'pipeline must be None, "train" or "val", not {pipeline!r}')
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"size must be a positive int, not {size!r}")
+    for option, value in (("seed", seed), ("epoch", epoch), ("index", index)):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{option} must be a non-negative int, not {value!r}")
+    capsule = _ringfeed._decode(data, pipeline or "", size, bool(exact), seed, epoch, index, str(name))
+    return _from_dlpack(capsule)
+
+
+class ImageFolder:
+    """torchvision.datasets.ImageFolder's listing, scanned in C++: the same
+    `classes`, `class_to_idx`, `samples` (and `targets`, `imgs`) in the same
+    order. include_hidden=True (the default) keeps names starting with '.'
+    as torchvision 0.14 does; ringfeed.Loader leaves them out."""
+
+    def __init__(self, root, include_hidden=True):
+        self.root = os.fspath(root)
+        classes, samples = _ringfeed._scan_image_folder(self.root, bool(include_hidden))
+        self.classes = list(classes)
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self.samples = [(path, int(label)) for path, label in samples]
+        self.targets = [label for _, label in self.samples]
+        self.imgs = self.samples
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        return self.samples[i]
+
+    def __repr__(self):
+        return f"ringfeed.ImageFolder({self.root!r}: {len(self.samples)} samples, {len(self.classes)} classes)"

@@ -1,0 +1,348 @@
+"""ringfeed.Loader: a drop-in for torch.utils.data.DataLoader over the C++
+pipeline. All work runs in C++ threads of this process (no worker processes,
+no shared memory, no pickling); the GIL is released while C++ works or waits.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import warnings
+from typing import Any, NamedTuple
+
+from . import _ringfeed
+
+__all__ = ["Loader", "Batch"]
+
+_OUTPUTS = {"float32": 4, "float16": 2, "uint8": 1}
+
+
+class Batch(NamedTuple):
+    """What iterating a Loader yields: `images, labels = batch` works too.
+    images: [B,3,H,W] float32/float16 normalized, or [B,H,W,3] uint8;
+    labels: int64 [B]."""
+    images: Any
+    labels: Any
+
+
+def _torch():
+    import torch  # lazily: `import ringfeed` works without torch
+    return torch
+
+
+def _from_dlpack(capsule):
+    return _torch().utils.dlpack.from_dlpack(capsule)
+
+
+def _stream_query(device):
+    # Called by C++ when a device batch is freed: the stream current then.
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return 0
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+_ringfeed._set_stream_query(_stream_query)
+
+
+def _distributed_defaults():
+    """Rank and world size of an initialized torch.distributed group, else
+    (None, None): the C++ sampler then reads RANK/WORLD_SIZE (torchrun) or
+    SLURM_PROCID/SLURM_NTASKS."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        dist = getattr(torch, "distributed", None)
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    return None, None
+
+
+def _env_rank_world():
+    for rank_var, world_var in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
+        if rank_var in os.environ or world_var in os.environ:
+            try:
+                return int(os.environ.get(rank_var, "0")), int(os.environ.get(world_var, "1"))
+            except ValueError:
+                raise ValueError(f"{rank_var}={os.environ.get(rank_var)!r} / {world_var}={os.environ.get(world_var)!r}"
+                                 " in the environment are not integers") from None
+    return 0, 1
+
+
+def _device_index(device):
+    if device is None:
+        return -1
+    if isinstance(device, bool):
+        raise ValueError(f"device must be None, 'cuda', 'cuda:N', an int or a torch.device, not {device!r}")
+    if isinstance(device, int):
+        if device < 0:
+            raise ValueError(f"device must be a CUDA ordinal >= 0, not {device}")
+        return device
+    kind = getattr(device, "type", None)
+    if kind is not None:  # torch.device
+        if kind == "cpu":
+            return -1
+        if kind != "cuda":
+            raise ValueError(f"device {device!r}: only CUDA devices are supported")
+        return device.index or 0
+    if isinstance(device, str):
+        if device == "cpu":
+            return -1
+        if device == "cuda":
+            return 0
+        if device.startswith("cuda:") and device[5:].isdigit():
+            return int(device[5:])
+    raise ValueError(f"device must be None, 'cuda', 'cuda:N', an int or a torch.device, not {device!r}")
+
+
+def _int_option(name, value, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
+    return value
+
+
+def _choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, not {value!r}")
+    return value
+
+
+class Loader:
+    """Batches of decoded, augmented images from `source` (an ImageFolder
+    directory, a .csv/.tsv manifest, tar shards, or nfs://server/export/dir).
+
+    Iterating runs one epoch; the next `for` runs the next one (after a
+    `break`, the next `for` starts the following epoch, as DataLoader does).
+    Batches come in sampler order and every random choice is keyed by
+    (seed, epoch, sample index): output does not depend on threads or timing.
+
+    Memory: host images are views of the loader's batch buffers (zero copy);
+    a buffer goes back to the loader when the last tensor viewing it is
+    freed. A consumer that keeps batches never stalls the loader: once it
+    holds every buffer but the one being filled, further batches are handed
+    out as copies (one RuntimeWarning says so), and memory_budget bounds only
+    the loader's own buffers. Tensors stay valid after close().
+    """
+
+    def __init__(self, source, batch_size=256, pipeline="train", size=224, exact=False,
+                 output="float32", device=None, shuffle=None, seed=0, drop_last=False,
+                 rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
+                 on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
+                 *, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False):
+        if isinstance(source, os.PathLike):
+            source = os.fspath(source)
+        if not isinstance(source, str) or not source:
+            raise ValueError(f"source must be a non-empty path or nfs:// URL, not {source!r}")
+        _choice("pipeline", pipeline, ("train", "val"))
+        _choice("output", output, tuple(_OUTPUTS))
+        _choice("on_error", on_error, ("skip", "fail"))
+        _choice("io", io, ("auto", "uring", "pread"))
+        batch_size = _int_option("batch_size", batch_size, 1)
+        size = _int_option("size", size, 1)
+        seed = _int_option("seed", seed)
+        threads = _int_option("threads", threads)
+        io_depth = _int_option("io_depth", io_depth)
+        prefetch_batches = _int_option("prefetch_batches", prefetch_batches)
+        device_buffers = _int_option("device_buffers", device_buffers, 1)
+        if shuffle is None:
+            shuffle = pipeline == "train"
+        for name, value in (("shuffle", shuffle), ("exact", exact), ("drop_last", drop_last),
+                            ("direct", direct), ("stream_shards", stream_shards),
+                            ("include_hidden", include_hidden)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, not {value!r}")
+        device_index = _device_index(device)
+
+        if rank is None and world_size is None:
+            rank, world_size = _distributed_defaults()
+        if rank is None or world_size is None:
+            env_rank, env_world = _env_rank_world()
+            rank = env_rank if rank is None else rank
+            world_size = env_world if world_size is None else world_size
+        world_size = _int_option("world_size", world_size, 1)
+        rank = _int_option("rank", rank)
+        if rank >= world_size:
+            raise ValueError(f"rank must be below world_size: rank {rank}, world_size {world_size}")
+
+        sample_bytes = size * size * 3 * (_OUTPUTS[output] if device_index < 0 else 1)
+        slab_bytes = batch_size * sample_bytes
+        if memory_budget is None:
+            memory_budget = max(1 << 30, 4 * slab_bytes)  # nothing to tune: room for prefetch whatever the batch
+        memory_budget = _int_option("memory_budget", memory_budget, 1)
+        if cache_bytes is not None:
+            cache_bytes = _int_option("cache_bytes", cache_bytes, 1)
+        if cache_dir is not None:
+            cache_dir = os.fspath(cache_dir)
+
+        self._options = dict(
+            source=source, pipeline=pipeline, size=size, exact=exact, output=output,
+            batch_size=batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last,
+            rank=rank, world_size=world_size, threads=threads, io_depth=io_depth, io=io,
+            memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
+            direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
+            stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
+            include_hidden=include_hidden, resume=None)
+        self._device = device_index
+        self._lock = threading.Lock()
+        self._core = None
+        self._core = self._open(None)  # indexes the source and checks the options; no thread yet
+        self._epoch = 0          # the epoch the next (or current) iteration runs
+        self._want_epoch = None  # set_epoch() or a restart after `break`, applied by the next __iter__
+        self._iterating = None   # the live iterator, if an epoch is under way
+        self._warned_copies = False
+
+    def _open(self, resume):
+        options = dict(self._options, resume=resume)
+        try:
+            return _ringfeed._Loader(options)
+        except ValueError:
+            raise
+        except RuntimeError as e:
+            message = str(e)
+            if not self._options["source"].startswith("nfs://") and not os.path.exists(self._options["source"]) \
+                    and not any(c in self._options["source"] for c in "*?[{"):
+                raise FileNotFoundError(2, message, self._options["source"]) from None
+            raise
+
+    # --- the DataLoader surface ------------------------------------------------------
+    def __len__(self):
+        return self._live().batches_per_epoch
+
+    def __iter__(self):
+        core = self._live()
+        if self._iterating is not None and not self._iterating._finished:
+            # The previous `for` was left early: start the following epoch, as DataLoader does.
+            if self._want_epoch is None:
+                self._want_epoch = self._epoch + 1
+            self._iterating._finished = True
+        if self._want_epoch is not None:
+            state = core.state()
+            if state["epoch"] != self._want_epoch or state["next_batch"] != 0:
+                core.set_epoch(self._want_epoch)
+            self._want_epoch = None
+        self._epoch = core.state()["epoch"]
+        self._iterating = _EpochIterator(self)
+        return self._iterating
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration runs (DistributedSampler.set_epoch):
+        its shuffle and random crops. Takes effect at the next `for`."""
+        self._want_epoch = _int_option("epoch", epoch)
+        self._epoch = self._want_epoch
+
+    @property
+    def epoch(self):
+        """The epoch being iterated, or the one the next `for` runs."""
+        return self._epoch
+
+    @property
+    def dataset_size(self):
+        return self._live().dataset_size
+
+    def state_dict(self):
+        """Where the loader is: a new Loader with the same options given this
+        through load_state_dict() delivers the identical following batches."""
+        state = dict(self._live().state())
+        if self._want_epoch is not None:
+            state["epoch"], state["next_batch"] = self._want_epoch, 0
+        state["batch_size"] = self._options["batch_size"]
+        return state
+
+    def load_state_dict(self, state):
+        """Continues from `state` (from state_dict()): the next `for` resumes
+        mid-epoch where it was saved."""
+        try:
+            resume = {k: int(state[k]) for k in ("seed", "epoch", "next_batch", "rank", "world_size")}
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"state is not a ringfeed.Loader state_dict(): {e}") from None
+        if state.get("batch_size", self._options["batch_size"]) != self._options["batch_size"]:
+            raise ValueError(f"state was saved with batch_size {state['batch_size']}, "
+                             f"this loader has {self._options['batch_size']}")
+        old = self._live()
+        self._core = self._open(resume)
+        old.close()
+        self._epoch = resume["epoch"]
+        self._want_epoch = None
+        self._iterating = None
+
+    def stats(self):
+        """The loader's counters: the fields of `ringfeed bench --json`
+        (stages, bottleneck, skipped, backend, ...)."""
+        core = self._live()
+        s = json.loads(core.stats_json())
+        s.update(source=self._options["source"], pipeline=self._options["pipeline"],
+                 mode="exact" if self._options["exact"] else "fast", batch=self._options["batch_size"],
+                 output=self._options["output"],
+                 device=f"cuda:{self._device}" if core.uses_device else "host", host_reason=core.host_reason)
+        return s
+
+    def close(self):
+        """Stops the pipeline and joins its threads. Tensors already handed
+        out stay valid."""
+        core, self._core = self._core, None
+        if core is not None:
+            core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        core = getattr(self, "_core", None)
+        if core is not None:
+            core.close()
+
+    def __repr__(self):
+        o = self._options
+        return (f"ringfeed.Loader({o['source']!r}, batch_size={o['batch_size']}, pipeline={o['pipeline']!r}, "
+                f"size={o['size']}, output={o['output']!r})")
+
+    # --- internals ---------------------------------------------------------------------
+    def _live(self):
+        core = self._core
+        if core is None:
+            raise RuntimeError("ringfeed.Loader is closed")
+        return core
+
+    def _next_batch(self):
+        core = self._live()
+        stream = 0
+        if self._device >= 0 and core.uses_device:
+            stream = _torch().cuda.current_stream(self._device).cuda_stream
+        got = core.next(stream)
+        if got is None:
+            return None
+        images_capsule, labels_capsule, epoch, number, copy = got
+        images = _from_dlpack(images_capsule)
+        labels = _from_dlpack(labels_capsule)
+        if copy:
+            if not self._warned_copies:
+                self._warned_copies = True
+                warnings.warn(f"ringfeed.Loader: the consumer holds {core.held - 1} of the loader's "
+                              f"{core.buffers} batch buffers; batches it keeps from now on are copies",
+                              RuntimeWarning, stacklevel=3)
+            images = images.clone()  # the view (and its buffer) goes back when this frame drops it
+        self._epoch = epoch
+        return Batch(images, labels)
+
+
+class _EpochIterator:
+    def __init__(self, loader):
+        self._loader = loader
+        self._finished = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._finished or self._loader._iterating is not self:
+            raise StopIteration
+        batch = self._loader._next_batch()
+        if batch is None:
+            self._finished = True
+            self._loader._epoch += 1
+            raise StopIteration
+        return batch
