@@ -2,17 +2,29 @@
 """ringfeed's loader against PyTorch's DataLoader and Pillow, in one run.
 
 Same files, same machine, warm page cache, interleaved rounds (ringfeed,
-DataLoader, Pillow, ringfeed, ...) so that drift on a noisy machine hits every
-contender alike. Reports medians, the spread, and ratios:
+Python loader, DataLoader, Pillow, ringfeed, ...) so that drift on a noisy
+machine hits every contender alike. Reports medians, the spread, and ratios:
 
   ringfeed      `ringfeed bench SOURCE --pipeline P --batch B --threads T
                  --device -1 --json` (float32 normalized NCHW batches, the
                  tensors the DataLoader yields)
+  Python loader ringfeed.Loader(SOURCE, batch_size=B, pipeline=P,
+                 threads=T, output="float32") on the host, in a process of
+                 its own: one epoch from iter() to the last batch
   DataLoader    torch.utils.data.DataLoader(torchvision ImageFolder(SOURCE,
                  transform), batch_size=B, shuffle=(P == train),
                  num_workers=T): one epoch from iter() to the last batch
   Pillow        Image.open(f).convert('RGB') over every file on T processes
                  (decode alone: a bound on any PIL-based loader)
+
+The Python loader and the DataLoader consumers touch every batch alike:
+float(images[:, 0, 0, 0].sum()) + int(labels.sum()) (one pixel per sample).
+Goals: Python loader >= 0.95x `ringfeed bench`, >= 3x the DataLoader.
+
+The ringfeed module: --python-path DIR, else $PYTHONPATH, else this
+checkout's build/release/python or build/default/python (the first that
+exists), else an installed one. The CLI: --ringfeed, else build/release/bin
+or build/default/bin of this checkout.
 
 train = RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize;
 val = Resize(256) + CenterCrop(224) + ToTensor + Normalize.
@@ -40,6 +52,54 @@ def ringfeed_run(cli, source, pipeline, batch, threads, exact):
     return result["images_per_s"], result
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def touch(x, y):
+    """What the consumers do with each batch: read one pixel per sample and the labels."""
+    return float(x[:, 0, 0, 0].sum()) + int(y.sum())
+
+
+def python_loader_run(python_path, source, pipeline, batch, threads, exact):
+    """ringfeed.Loader in a fresh process (no state shared with the other contenders)."""
+    env = dict(os.environ)
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (python_path, env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child-python-loader", "--source", source,
+           "--pipeline", pipeline, "--batch", str(batch), "--threads", str(threads)] + (["--exact"] if exact else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"the Python loader failed (PYTHONPATH={env.get('PYTHONPATH', '')!r}; build the module with "
+                 f"`cmake --build --preset release --target ringfeed_python`, pass --python-path, or --no-python):\n"
+                 + done.stderr[-2000:])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["images"] / result["seconds"], result
+
+
+def python_loader_child(source, pipeline, batch, threads, exact):
+    import torch  # before the clock starts (ringfeed imports it with the first batch)
+    import ringfeed
+
+    loader = ringfeed.Loader(source, batch_size=batch, pipeline=pipeline, size=224, exact=exact,
+                             output="float32", device=None, threads=threads)
+    start = time.perf_counter()
+    images, check, first = 0, 0.0, None
+    for x, y in loader:
+        check += touch(x, y)
+        images += x.shape[0]
+        if first is None:
+            first = (time.perf_counter(), images)
+    seconds = time.perf_counter() - start
+    steady = (images - first[1]) / (time.perf_counter() - first[0]) if images > first[1] else float("nan")
+    st = loader.stats()
+    loader.close()
+    print(json.dumps({"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check,
+                      "loader_images_per_s": st["images_per_s"], "bottleneck": st["bottleneck"],
+                      "stages": st["stages"], "threads": st["threads"], "backend": st["backend"],
+                      "module": ringfeed.__file__, "version": ringfeed.__version__, "torch": torch.__version__}))
+
+
 def dataloader_run(source, pipeline, batch, workers):
     import torch
     import torchvision
@@ -55,13 +115,15 @@ def dataloader_run(source, pipeline, batch, workers):
     start = time.perf_counter()
     images = 0
     first = None
+    check = 0.0
     for x, y in loader:
+        check += touch(x, y)
         images += x.shape[0]
         if first is None:
             first = (time.perf_counter(), images)
     seconds = time.perf_counter() - start
     steady = (images - first[1]) / (time.perf_counter() - first[0]) if images > first[1] else float("nan")
-    return images / seconds, {"images": images, "seconds": seconds, "steady_images_per_s": steady}
+    return images / seconds, {"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check}
 
 
 def _decode(path):
@@ -92,10 +154,19 @@ def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
 
 
+def first_existing(*paths):
+    return next((p for p in paths if os.path.exists(p)), None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", required=True, help="ImageFolder directory (e.g. from `ringfeed gen`)/train")
-    ap.add_argument("--ringfeed", default="build/release/bin/ringfeed", help="path to the ringfeed CLI")
+    ap.add_argument("--ringfeed", help="path to the ringfeed CLI (default: this checkout's build/release/bin/ringfeed, "
+                    "else build/default/bin/ringfeed)")
+    ap.add_argument("--python-path", help="directory holding the ringfeed Python package (default: $PYTHONPATH, else "
+                    "this checkout's build/release/python, else build/default/python, else an installed one)")
+    ap.add_argument("--no-python", action="store_true", help="leave the Python ringfeed.Loader out")
+    ap.add_argument("--child-python-loader", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--pipeline", choices=["train", "val"], default="train")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2, help="ringfeed threads = DataLoader workers = Pillow processes")
@@ -103,6 +174,12 @@ def main():
     ap.add_argument("--exact", action="store_true", help="ringfeed in exact mode (default: fast)")
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()
+    if args.child_python_loader:
+        return python_loader_child(args.source, args.pipeline, args.batch, args.threads, args.exact)
+    args.ringfeed = args.ringfeed or first_existing(
+        *(os.path.join(REPO, "build", p, "bin", "ringfeed") for p in ("release", "default"))) or "ringfeed"
+    if not args.python_path and not os.environ.get("PYTHONPATH"):
+        args.python_path = first_existing(*(os.path.join(REPO, "build", p, "python") for p in ("release", "default")))
 
     files = list_images(args.source)
     if not files:
@@ -112,12 +189,16 @@ def main():
         with open(f, "rb") as fh:
             fh.read()
 
-    runs = {"ringfeed": [], "dataloader": [], "pillow_decode": []}
-    details = {"ringfeed": [], "dataloader": [], "pillow_decode": []}
+    names = ["ringfeed"] + ([] if args.no_python else ["python_loader"]) + ["dataloader", "pillow_decode"]
+    runs = {k: [] for k in names}
+    details = {k: [] for k in names}
     for r in range(args.rounds):
         for name in runs:
             if name == "ringfeed":
                 ips, d = ringfeed_run(args.ringfeed, args.source, args.pipeline, args.batch, args.threads, args.exact)
+            elif name == "python_loader":
+                ips, d = python_loader_run(args.python_path, args.source, args.pipeline, args.batch, args.threads,
+                                           args.exact)
             elif name == "dataloader":
                 ips, d = dataloader_run(args.source, args.pipeline, args.batch, args.threads)
             else:
@@ -134,24 +215,44 @@ def main():
     print(f"\n{len(files)} images in {args.source}; pipeline {args.pipeline} ({mode}), batch {args.batch}, "
           f"{args.threads} threads/workers/processes, {os.cpu_count()} cores, warm page cache, "
           f"median of {args.rounds} interleaved rounds")
-    print(f"{'contender':34s} {'images/s':>9s} {'min':>7s} {'max':>7s}")
+    print(f"CLI {args.ringfeed}" + ("" if args.no_python else
+          f"; module {details['python_loader'][0]['module']} ({details['python_loader'][0]['version']})"))
+    print(f"{'contender':38s} {'images/s':>9s} {'min':>7s} {'max':>7s}")
     labels = {"ringfeed": "ringfeed bench (float32 NCHW)",
+              "python_loader": "ringfeed.Loader, Python (float32 NCHW)",
               "dataloader": f"PyTorch DataLoader(num_workers={args.threads})",
               "pillow_decode": f"Pillow decode only, {args.threads} processes"}
     for k, label in labels.items():
-        print(f"{label:34s} {s[k]['median']:9.0f} {s[k]['min']:7.0f} {s[k]['max']:7.0f}")
+        if k in s:
+            print(f"{label:38s} {s[k]['median']:9.0f} {s[k]['min']:7.0f} {s[k]['max']:7.0f}")
     print(f"ringfeed / DataLoader    = {ratio_dl:.2f}x")
     print(f"ringfeed / Pillow decode = {ratio_pil:.2f}x")
     dl_steady = statistics.median(d["steady_images_per_s"] for d in details["dataloader"])
     print(f"(DataLoader steady state after its first batch: {dl_steady:.0f} images/s, "
           f"ringfeed / that = {rf / dl_steady:.2f}x)")
+    ratios = {"ratio_vs_dataloader": ratio_dl, "ratio_vs_pillow_decode": ratio_pil}
+    if "python_loader" in s:
+        py = s["python_loader"]["median"]
+        ratios.update(python_vs_ringfeed_bench=py / rf, python_vs_dataloader=py / s["dataloader"]["median"],
+                      python_vs_dataloader_steady=py / dl_steady)
+        # Paired within each round too: on a noisy machine, neighbours in time see the same load.
+        paired = {k: statistics.median(a / b for a, b in zip(runs["python_loader"], runs[k]))
+                  for k in ("ringfeed", "dataloader")}
+        ratios.update(python_vs_ringfeed_bench_paired=paired["ringfeed"], python_vs_dataloader_paired=paired["dataloader"])
+        print(f"Python loader / ringfeed bench = {py / rf:.2f}x (goal >= 0.95; median per-round ratio "
+              f"{paired['ringfeed']:.2f}x)")
+        print(f"Python loader / DataLoader     = {py / s['dataloader']['median']:.2f}x (goal >= 3; median per-round "
+              f"ratio {paired['dataloader']:.2f}x; {py / dl_steady:.2f}x vs its steady state)")
+        last = details["python_loader"][-1]
+        print(f"(Python loader: its own count {statistics.median(d['loader_images_per_s'] for d in details['python_loader']):.0f}"
+              f" images/s, bottleneck {last['bottleneck']}, consumer wait {last['stages']['consumer_wait_s']:.2f} s"
+              f" in the last round)")
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"source": args.source, "images": len(files), "pipeline": args.pipeline, "mode": mode,
                        "batch": args.batch, "threads": args.threads, "cores": os.cpu_count(), "rounds": args.rounds,
-                       "summary": s, "ratio_vs_dataloader": ratio_dl, "ratio_vs_pillow_decode": ratio_pil,
-                       "dataloader_steady_images_per_s": dl_steady, "details": details}, fh, indent=1)
-
+                       "summary": s, **ratios, "dataloader_steady_images_per_s": dl_steady, "details": details},
+                      fh, indent=1)
 
 if __name__ == "__main__":
     main()
