@@ -318,6 +318,8 @@ class Loader:
         images_capsule, labels_capsule, epoch, number, copy = got
         images = _from_dlpack(images_capsule)
         labels = _from_dlpack(labels_capsule)
+        if images.is_cuda:  # labels follow the images: pinned (torch's caching host allocator), so no host sync
+            labels = labels.pin_memory().to(images.device, non_blocking=True)
         if copy:
             if not self._warned_copies:
                 self._warned_copies = True
