@@ -10,8 +10,8 @@ them to PyTorch as tensors.
 Building blocks for other loaders: read_files, decode, ImageFolder.
 torch is imported only by what produces tensors.
 """
-from ._ringfeed import __version__, read_files
-from .blocks import ImageFolder, decode
+from ._ringfeed import __version__
+from .blocks import ImageFolder, decode, read_files
 from .loader import Batch, Loader
 
 __all__ = ["Loader", "Batch", "ImageFolder", "read_files", "decode", "__version__"]

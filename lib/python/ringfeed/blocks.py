@@ -1,5 +1,5 @@
-"""Building blocks for other loaders: decode one image, list an ImageFolder.
-(read_files comes straight from the C++ module.)"""
+"""Building blocks for other loaders: read files, decode one image, list an
+ImageFolder."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,17 @@ import os
 from . import _ringfeed
 from .loader import _from_dlpack
 
-__all__ = ["decode", "ImageFolder"]
+__all__ = ["read_files", "decode", "ImageFolder"]
+
+
+def read_files(paths, io_depth=0, direct=False):
+    """Reads whole files (io_uring, up to io_depth at once; 0: the storage's
+    depth) with the GIL released. `paths`: an iterable of str, bytes or
+    os.PathLike. Returns one read-only memoryview per path, in order. A file
+    that cannot be read raises OSError (FileNotFoundError, ...) naming it."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        raise TypeError(f"read_files takes a list of paths, not one path: {paths!r}")
+    return _ringfeed.read_files([os.fsdecode(p) for p in paths], io_depth, direct)
 
 
 def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>"):

@@ -1,0 +1,164 @@
+"""Shared fixtures for the ringfeed Python binding tests.
+
+Run (as ctest does):
+    PYTHONPATH=build/default/python RINGFEED_CLI=build/default/bin/ringfeed \
+        /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
+
+Datasets are generated once per session with `ringfeed gen` (byte-identical
+for a given seed) into pytest's temporary directory.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+# ImageNet normalization, as the loader documents it.
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def cli_path() -> str:
+    cli = os.environ.get("RINGFEED_CLI")
+    if not cli:
+        cli = str(REPO / "build" / "default" / "bin" / "ringfeed")
+    return cli
+
+
+def run_cli(*args, timeout=120) -> subprocess.CompletedProcess:
+    cli = cli_path()
+    if not os.access(cli, os.X_OK):
+        pytest.fail(f"ringfeed CLI not found at {cli!r}: set RINGFEED_CLI")
+    proc = subprocess.run([cli, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        pytest.fail(f"`ringfeed {' '.join(map(str, args))}` failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def gen_dataset(root: pathlib.Path, images: int, classes: int, seed: int) -> pathlib.Path:
+    run_cli("gen", root, "--images", images, "--classes", classes, "--seed", seed)
+    assert (root / "train").is_dir() and (root / "val").is_dir(), f"gen wrote no ImageFolder under {root}"
+    return root
+
+
+def child_env(**extra) -> dict:
+    """Environment for child Python processes: the same PYTHONPATH (the
+    build's module), no distributed settings leaking in from outside."""
+    env = dict(os.environ)
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS",
+                "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(var, None)
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+@pytest.fixture(autouse=True)
+def _no_distributed_env(monkeypatch):
+    # Rank/world size default from RANK/WORLD_SIZE (or SLURM_*): keep a CI
+    # environment's values from changing what every test sees.
+    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def python_exe() -> str:
+    return sys.executable
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory) -> pathlib.Path:
+    """200 train images (not divisible by 3) and 20 val images in 4 classes."""
+    return gen_dataset(tmp_path_factory.mktemp("ds200") / "data", images=200, classes=4, seed=11)
+
+
+@pytest.fixture(scope="session")
+def train_dir(dataset) -> str:
+    return str(dataset / "train")
+
+
+@pytest.fixture(scope="session")
+def val_dir(dataset) -> str:
+    return str(dataset / "val")
+
+
+@pytest.fixture(scope="session")
+def dataset150(tmp_path_factory) -> pathlib.Path:
+    """150 train images (divisible by 2 and 3) in 3 classes."""
+    return gen_dataset(tmp_path_factory.mktemp("ds150") / "data", images=150, classes=3, seed=23)
+
+
+@pytest.fixture(scope="session")
+def corrupt_copy(tmp_path_factory, dataset):
+    """Factory: a copy of the val ImageFolder with the file at sorted
+    dataset index `index` replaced by `content`. Returns (root, bad_path)."""
+    made = {}
+
+    def make(index: int, content: bytes, tag: str):
+        key = (index, content, tag)
+        if key in made:
+            return made[key]
+        root = tmp_path_factory.mktemp(f"corrupt_{tag}") / "val"
+        shutil.copytree(dataset / "val", root)
+        from torchvision.datasets import ImageFolder  # the reference order
+        bad = ImageFolder(str(root)).samples[index][0]
+        with open(bad, "wb") as f:
+            f.write(content)
+        made[key] = (str(root), bad)
+        return made[key]
+
+    return make
+
+
+def sample_digest(t) -> str:
+    """Identity of one sample's pixels (any dtype, host tensor)."""
+    return hashlib.sha1(t.contiguous().numpy().tobytes()).hexdigest()
+
+
+def epoch_batches(loader):
+    """One epoch as a list of (images, labels) clones."""
+    return [(images.clone(), labels.clone()) for images, labels in loader]
+
+
+def assert_same_batches(got, want, what="batches"):
+    import torch
+    assert len(got) == len(want), f"{what}: {len(got)} batches, expected {len(want)}"
+    for i, ((gi, gl), (wi, wl)) in enumerate(zip(got, want)):
+        assert gi.shape == wi.shape and gi.dtype == wi.dtype, f"{what}: batch {i} is {gi.dtype}{tuple(gi.shape)}, expected {wi.dtype}{tuple(wi.shape)}"
+        assert torch.equal(gl, wl), f"{what}: batch {i} labels differ: {gl.tolist()} vs {wl.tolist()}"
+        assert torch.equal(gi, wi), f"{what}: batch {i} pixels differ (max abs diff {(gi.double() - wi.double()).abs().max().item()})"
+
+
+@pytest.fixture(scope="session")
+def big_dataset(tmp_path_factory, train_dir) -> str:
+    """16 large (3000x2000) JPEGs in one class: slow to decode on purpose
+    (exact mode, one thread: a batch takes a good part of a second)."""
+    import numpy as np
+    from PIL import Image
+    root = tmp_path_factory.mktemp("big") / "data"
+    (root / "c0").mkdir(parents=True)
+    sources = sorted(str(p) for p in pathlib.Path(train_dir).glob("*/*"))[:16]
+    rng = np.random.default_rng(0)
+    for i, src in enumerate(sources):
+        im = Image.open(src).convert("RGB").resize((3000, 2000), Image.BILINEAR)
+        noisy = np.asarray(im).astype(np.int16) + rng.integers(-12, 13, (2000, 3000, 3), dtype=np.int16)
+        Image.fromarray(noisy.clip(0, 255).astype(np.uint8)).save(root / "c0" / f"{i:03d}.jpg", quality=90)
+    return str(root)
+
+
+@pytest.fixture(autouse=True)
+def _hang_guard():
+    # A deadlock in the loader would otherwise block the run until ctest's
+    # timeout: dump every thread's stack and exit instead.
+    import faulthandler
+    faulthandler.dump_traceback_later(240, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
