@@ -77,12 +77,9 @@ def python_loader_run(python_path, source, pipeline, batch, threads, exact):
     return result["images"] / result["seconds"], result
 
 
-def python_loader_child(source, pipeline, batch, threads, exact):
-    import torch  # before the clock starts (ringfeed imports it with the first batch)
-    import ringfeed
-
-    loader = ringfeed.Loader(source, batch_size=batch, pipeline=pipeline, size=224, exact=exact,
-                             output="float32", device=None, threads=threads)
+def timed_epoch(loader):
+    """One epoch of (images, labels) batches, each touched: (images,
+    seconds, images/s after the first batch, checksum)."""
     start = time.perf_counter()
     images, check, first = 0, 0.0, None
     for x, y in loader:
@@ -92,6 +89,16 @@ def python_loader_child(source, pipeline, batch, threads, exact):
             first = (time.perf_counter(), images)
     seconds = time.perf_counter() - start
     steady = (images - first[1]) / (time.perf_counter() - first[0]) if images > first[1] else float("nan")
+    return images, seconds, steady, check
+
+
+def python_loader_child(source, pipeline, batch, threads, exact):
+    import torch  # before the clock starts (ringfeed imports it with the first batch)
+    import ringfeed
+
+    loader = ringfeed.Loader(source, batch_size=batch, pipeline=pipeline, size=224, exact=exact,
+                             output="float32", device=None, threads=threads)
+    images, seconds, steady, check = timed_epoch(loader)
     st = loader.stats()
     loader.close()
     print(json.dumps({"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check,
@@ -112,17 +119,7 @@ def dataloader_run(source, pipeline, batch, workers):
         tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), norm])
     ds = torchvision.datasets.ImageFolder(source, transform=tf)
     loader = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=(pipeline == "train"), num_workers=workers)
-    start = time.perf_counter()
-    images = 0
-    first = None
-    check = 0.0
-    for x, y in loader:
-        check += touch(x, y)
-        images += x.shape[0]
-        if first is None:
-            first = (time.perf_counter(), images)
-    seconds = time.perf_counter() - start
-    steady = (images - first[1]) / (time.perf_counter() - first[0]) if images > first[1] else float("nan")
+    images, seconds, steady, check = timed_epoch(loader)
     return images / seconds, {"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check}
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import ringfeed
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, train_dir):
     d = tmp_path_factory.mktemp("files")
-    paths = sorted(str(p) for p in __import__("pathlib").Path(train_dir).glob("*/*"))[:40]
+    paths = sorted(str(p) for p in pathlib.Path(train_dir).glob("*/*"))[:40]
     empty = d / "empty.bin"
     empty.write_bytes(b"")
     big = d / "big.bin"
@@ -41,7 +42,6 @@ def test_read_files_equals_open_read(files, options):
 
 
 def test_read_files_accepts_pathlike_and_empty_list(files):
-    import pathlib
     assert ringfeed.read_files([]) == []
     (view,) = ringfeed.read_files([pathlib.Path(files[2])])
     assert bytes(view) == b"\x00"
@@ -119,7 +119,7 @@ def test_decode_whole_image_equals_pil(name):
 
 def test_decode_dataset_files_equal_pil(train_dir):
     # gen's JPEGs (various sizes, some progressive), read with read_files
-    paths = sorted(str(p) for p in __import__("pathlib").Path(train_dir).glob("*/*"))[::10]
+    paths = sorted(str(p) for p in pathlib.Path(train_dir).glob("*/*"))[::10]
     for path, data in zip(paths, ringfeed.read_files(paths)):
         want = np.asarray(Image.open(path).convert("RGB"))
         got = ringfeed.decode(data, name=path).numpy()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import socket
 import subprocess
 import sys
