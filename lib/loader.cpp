@@ -476,6 +476,10 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           read_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
         }
 
+        // A stop (close, set_epoch, Ctrl-C in Python) that came during the
+        // read skips the decode: shutting down waits for reads, not for
+        // up to io_depth decodes of large images.
+        if (r->skips(s)) throw run_stopped{};
         // Decode + transform straight into the slot.
         const auto t1 = clock::now();
         thread_local image::pipeline_workspace ws;
