@@ -72,6 +72,9 @@ void string_table::assign(std::string chars, std::vector<std::uint64_t> ends) {
 dataset::dataset(detail::dataset_contents contents) : m_c(std::move(contents)) {
   const std::size_t n = m_c.labels.size();
   if (m_c.names.size() != n) throw std::invalid_argument("dataset: names and labels differ in count");
+  if (m_c.kind == dataset_kind::lmdb && (m_c.offsets.size() != n || m_c.sizes.size() != n)) {
+    throw std::invalid_argument("dataset: LMDB sample arrays differ in count");
+  }
   if (m_c.kind == dataset_kind::tar_shards) {
     if (m_c.shard_of.size() != n || m_c.offsets.size() != n || m_c.sizes.size() != n) {
       throw std::invalid_argument("dataset: tar sample arrays differ in count");
@@ -79,7 +82,7 @@ dataset::dataset(detail::dataset_contents contents) : m_c(std::move(contents)) {
     for (const std::uint32_t s : m_c.shard_of) {
       if (s >= m_c.shards.size()) throw std::invalid_argument("dataset: sample refers to a missing shard");
     }
-  } else if (!m_c.sizes.empty() && m_c.sizes.size() != n) {
+  } else if (m_c.kind != dataset_kind::lmdb && !m_c.sizes.empty() && m_c.sizes.size() != n) {
     throw std::invalid_argument("dataset: sizes and labels differ in count");
   }
   if (!m_c.classes.empty()) {
@@ -93,6 +96,12 @@ dataset::dataset(detail::dataset_contents contents) : m_c(std::move(contents)) {
 
 sample_location dataset::location(std::size_t i) const noexcept {
   sample_location loc;
+  if (m_c.kind == dataset_kind::lmdb) {  // the image bytes inside record `name`
+    loc.path = m_c.names[i];
+    loc.offset = m_c.offsets[i];
+    loc.size = m_c.sizes[i];
+    return loc;
+  }
   if (m_c.kind == dataset_kind::tar_shards) {
     loc.shard = m_c.shard_of[i];
     loc.path = m_c.shards[loc.shard].path;
@@ -106,6 +115,21 @@ sample_location dataset::location(std::size_t i) const noexcept {
   return loc;
 }
 
+io::sample_ref dataset::ref(std::size_t i, std::string& scratch) const {
+  const sample_location loc = location(i);
+  io::sample_ref r;
+  if (m_c.kind == dataset_kind::tar_shards || m_c.kind == dataset_kind::lmdb) {
+    r.file = loc.path;
+    r.range = true;
+    r.offset = loc.offset;
+  } else {
+    loc.full_path(scratch);
+    r.file = scratch;
+  }
+  r.size = loc.size;
+  return r;
+}
+
 std::string dataset::path(std::size_t i) const {
   std::string out;
   location(i).full_path(out);
@@ -116,6 +140,7 @@ std::string dataset::describe(std::size_t i) const {
   if (m_c.kind == dataset_kind::tar_shards) {
     return m_c.shards[m_c.shard_of[i]].path + ":" + std::string(m_c.names[i]);
   }
+  if (m_c.kind == dataset_kind::lmdb) return m_c.root + ":" + std::string(m_c.names[i]);
   return path(i);
 }
 
@@ -380,6 +405,9 @@ dataset open_dataset(std::string_view source, const dataset_options& options) {
       }
       break;
     }
+    case source_kind::lmdb:
+      throw dataset_error(std::string(source), "an LMDB database is read through an io::source: "
+                                                 "open_dataset(io::source&) or a loader");
     case source_kind::auto_detect:
       throw std::invalid_argument("open_dataset: bad source_kind");
   }

@@ -23,11 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include <ringfeed/data/dataset.hpp>
 
 namespace ringfeed::io {
 
-static_assert(unknown_size == data::unknown_size, "a sample_location::size must mean the same to the cache");
 
 namespace {
 

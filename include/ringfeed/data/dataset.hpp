@@ -29,6 +29,9 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/io/buffer.hpp>
+#include <ringfeed/io/source.hpp>
+
 namespace ringfeed::data {
 
 /// A malformed dataset: bad manifest line, bad tar member, empty class
@@ -46,13 +49,13 @@ class dataset_error : public std::runtime_error {
   std::size_t m_line;
 };
 
-enum class dataset_kind : std::uint8_t { image_folder, manifest, tar_shards };
+enum class dataset_kind : std::uint8_t { image_folder, manifest, tar_shards, lmdb };
 
 /// What open_dataset does with a source string.
-enum class source_kind : std::uint8_t { auto_detect, image_folder, manifest, tar_shards };
+enum class source_kind : std::uint8_t { auto_detect, image_folder, manifest, tar_shards, lmdb };
 
 /// Bytes count not stored in the index: read the whole file.
-inline constexpr std::uint64_t unknown_size = ~std::uint64_t{0};
+inline constexpr std::uint64_t unknown_size = io::unknown_size;
 /// sample_location::shard of a sample that is a file of its own.
 inline constexpr std::uint32_t no_shard = ~std::uint32_t{0};
 
@@ -195,6 +198,10 @@ class dataset {
   [[nodiscard]] std::string_view name(std::size_t i) const noexcept { return m_c.names[i]; }
   /// Where sample i's bytes are; allocation-free. Precondition: i < size().
   [[nodiscard]] sample_location location(std::size_t i) const noexcept;
+  /// What a source reads for sample i: the whole file, or the range of a
+  /// tar shard or of an LMDB record. `scratch` holds the path it names
+  /// (reused: allocation-free once grown). Precondition: i < size().
+  [[nodiscard]] io::sample_ref ref(std::size_t i, std::string& scratch) const;
   /// The path to open for sample i (the shard for tar samples). Allocates.
   [[nodiscard]] std::string path(std::size_t i) const;
   /// Sample i for messages: its path, or `<shard>:<member>` for tar.
@@ -325,5 +332,19 @@ using directory_lister = std::function<std::vector<listed_entry>(const std::stri
 /// Builds the dataset a source string names (see detect_source_kind;
 /// options.kind overrides the detection).
 [[nodiscard]] dataset open_dataset(std::string_view source, const dataset_options& options = {});
+
+/// Builds the dataset `src` holds, listed through it: a local location as
+/// open_dataset(src.location()); an nfs:// location as an ImageFolder
+/// (scan_listed_image_folder over src.list); an LMDB database as its
+/// records (index_lmdb). Blocking. Throws as those do.
+[[nodiscard]] dataset open_dataset(io::source& src, const dataset_options& options = {});
+
+/// Indexes an LMDB database in the convention of the PyTorch ImageNet
+/// tutorials: keys b"0", b"1", … each holding msgpack [image_bytes, label],
+/// and b"__len__" the count (see io/lmdb in the README). Every record's
+/// header and label are read once here; a sample is then the range of its
+/// record holding the image bytes. Throws dataset_error naming the
+/// database and the key for a record that does not follow the convention.
+[[nodiscard]] dataset index_lmdb(io::source& src, const dataset_options& options = {});
 
 }  // namespace ringfeed::data

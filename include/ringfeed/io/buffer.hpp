@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,10 @@
 #include <utility>
 
 namespace ringfeed::io {
+
+/// A size nobody stated: a whole file of any length (cache::get's
+/// expected_size, sample_ref::size, data::sample_location::size).
+inline constexpr std::uint64_t unknown_size = ~std::uint64_t{0};
 
 class read_buffer {
  public:

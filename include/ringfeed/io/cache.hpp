@@ -49,11 +49,6 @@
 
 namespace ringfeed::io {
 
-/// get()'s expected_size when the size is not known: any size is accepted.
-/// The same value as data::unknown_size, so a sample_location::size can be
-/// passed as is.
-inline constexpr std::uint64_t unknown_size = ~std::uint64_t{0};
-
 struct cache_options {
   /// Where entries live; created (with its parents) if missing. A local disk.
   std::filesystem::path dir;

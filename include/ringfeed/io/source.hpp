@@ -1,0 +1,160 @@
+// ringfeed::io::source — the one storage interface: the loader, `ringfeed
+// bench` and `ringfeed pack` read every sample through it, whatever holds it.
+//
+// source::open(location) picks the implementation from the location:
+//   nfs://server/export/dir     libnfs, NFSv3 (nfs.hpp): no mount needed
+//   lmdb:///path/to/db, or a    LMDB, read-only and memory-mapped (lmdb.hpp)
+//     directory with data.mdb
+//   anything else               local files: io_uring, else pread threads
+//                               (reader.hpp), buffered or O_DIRECT
+// and, with options.cache_dir on network storage, wraps it in the
+// read-through disk cache (cache.hpp), which owns its writer thread.
+// A new kind of storage (http(s)://, s3://) is one more implementation of
+// this class and one line in open(); nothing above it changes.
+//
+// A source lists (for building a dataset index) and reads samples: a whole
+// file or a byte range of one (a member of a tar shard, an image inside an
+// LMDB record), as a coroutine, with the depth, deadline and retries of its
+// storage (retry.hpp: network storage gets deadlines and retries, local
+// storage neither).
+//
+// Thread safety: read(), list() and stats() may be called from any number
+// of threads and coroutines at once. Reads resume their caller on the
+// thread_pool given to open(), which must outlive the source.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ringfeed/io/buffer.hpp>
+#include <ringfeed/io/reader.hpp>
+#include <ringfeed/io/retry.hpp>
+#include <ringfeed/io/storage.hpp>
+#include <ringfeed/task.hpp>
+#include <ringfeed/thread_pool.hpp>
+
+namespace ringfeed::io {
+
+/// Which bytes a sample is.
+struct sample_ref {
+  /// The file (a local path; a URL under an nfs:// source; an LMDB key).
+  std::string_view file;
+  /// false: the whole file; true: `size` bytes at `offset`.
+  bool range = false;
+  std::uint64_t offset = 0;
+  /// A range's length; for a whole file the size the index expects
+  /// (unknown_size when it has none).
+  std::uint64_t size = unknown_size;
+};
+
+/// One entry of a listing.
+struct source_entry {
+  std::string name;
+  bool is_directory = false;
+  std::uint64_t size = unknown_size;  ///< bytes of a file, when known
+};
+
+struct source_options {
+  /// Local files: io_uring, pread threads, or io_uring falling back to pread.
+  backend kind = backend::automatic;
+  /// Reads in flight the source is sized for; 0: the storage's
+  /// recommendation (storage_info::io_depth).
+  std::size_t depth = 0;
+  /// backend::pread threads; 0: min(depth, 16).
+  std::size_t pread_threads = 0;
+  /// O_DIRECT for local files (refused ones are read buffered, once logged).
+  bool direct = false;
+  /// Fields left 0 take the storage's defaults (retry_policy::local() or
+  /// retry_policy::network()).
+  retry_policy retry{};
+  /// A local directory caching the samples of network storage (ignored, with
+  /// one log line, for local storage); empty: no cache.
+  std::filesystem::path cache_dir;
+  std::uint64_t cache_bytes = 10ull << 30;
+  /// Bytes queued for the cache's writer thread before stores are dropped.
+  std::size_t cache_queue_bytes = std::size_t{64} << 20;
+  /// Where one-off notices go (fallbacks, refusals). Empty: stderr.
+  std::function<void(std::string_view)> log;
+};
+
+/// Counters, named alike for every storage; a consistent snapshot only
+/// while idle.
+struct source_stats {
+  std::uint64_t files = 0;     ///< whole files read
+  std::uint64_t ranges = 0;    ///< byte ranges read
+  std::uint64_t bytes = 0;     ///< sample bytes delivered
+  std::uint64_t retries = 0;   ///< attempts made again after a transient error
+  std::uint64_t timeouts = 0;  ///< operations past their deadline
+  bool direct = false;         ///< local reads still bypass the page cache
+  /// The read-through cache, when one is in use.
+  bool cache = false;
+  std::uint64_t cache_hits = 0;
+  std::uint64_t cache_misses = 0;
+  std::uint64_t cache_stores = 0;
+  std::uint64_t cache_evictions = 0;
+  std::uint64_t cache_bytes = 0;    ///< bytes of entry files held now
+  std::uint64_t cache_dropped = 0;  ///< stores dropped: the writer fell behind
+};
+
+class source {
+ public:
+  /// Opens `location` (see above). Blocking: an nfs:// source connects and
+  /// mounts, an LMDB environment is mapped, io_uring is set up. Throws
+  /// std::invalid_argument for a malformed URL, std::system_error naming the
+  /// location for one that cannot be opened, ring_unavailable for
+  /// backend::uring without io_uring.
+  static std::unique_ptr<source> open(const std::string& location, thread_pool& resume_on,
+                                      source_options options = {});
+
+  virtual ~source();
+  source(const source&) = delete;
+  source& operator=(const source&) = delete;
+
+  /// "file", "nfs" or "lmdb" (a cache keeps its source's).
+  [[nodiscard]] virtual std::string_view scheme() const noexcept = 0;
+  /// How it reads: "io_uring", "pread", "libnfs", "lmdb".
+  [[nodiscard]] virtual std::string_view backend_name() const noexcept = 0;
+  /// The location as given to open().
+  [[nodiscard]] const std::string& location() const noexcept { return m_location; }
+  /// What the storage is, and what it recommends.
+  [[nodiscard]] const storage_info& storage() const noexcept { return m_storage; }
+  /// Reads in flight this source is sized for: what a caller should keep
+  /// outstanding to reach its throughput.
+  [[nodiscard]] std::size_t depth() const noexcept { return m_depth; }
+
+  /// The entries of `dir` (relative to the location; "" for the location
+  /// itself; components joined by '/'), sorted by name, without "." and
+  /// "..". Blocking; any thread. Throws std::system_error naming the
+  /// directory.
+  [[nodiscard]] virtual std::vector<source_entry> list(const std::string& dir) = 0;
+
+  /// A sample's bytes, read into `buffer` (grown as needed); the view is
+  /// valid until `buffer` is reused. Throws std::system_error whose what()
+  /// names the file and the reason (and the range, for one that the file
+  /// ends inside). `buffer` must outlive the await.
+  [[nodiscard]] virtual task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) = 0;
+
+  [[nodiscard]] virtual source_stats stats() const = 0;
+
+ protected:
+  source(std::string location, storage_info storage, std::size_t depth)
+      : m_location(std::move(location)), m_storage(std::move(storage)), m_depth(depth) {}
+
+ private:
+  std::string m_location;
+  storage_info m_storage;
+  std::size_t m_depth;
+};
+
+/// Whether `location` names an LMDB database: `lmdb://…`, or a directory
+/// holding `data.mdb`. Does not throw.
+[[nodiscard]] bool is_lmdb_location(std::string_view location) noexcept;
+
+}  // namespace ringfeed::io
