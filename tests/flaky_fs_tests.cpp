@@ -184,12 +184,14 @@ std::vector<backend> backends() {
 
 const char* name_of(backend kind) { return kind == backend::uring ? "io_uring" : "pread"; }
 
-std::unique_ptr<reader> make_reader(ringfeed::thread_pool& pool, backend kind, unsigned retries) {
+std::unique_ptr<reader> make_reader(ringfeed::thread_pool& pool, backend kind, unsigned retries,
+                                    std::chrono::milliseconds deadline = {}) {
   ringfeed::io::reader_options o;
   o.kind = kind;
   o.depth = 4;
-  o.retries = retries;
-  o.backoff = std::chrono::milliseconds(20);
+  o.retry.retries = retries;
+  o.retry.backoff = std::chrono::milliseconds(20);
+  o.retry.deadline = deadline;
   return reader::create(pool, std::move(o));
 }
 
@@ -244,6 +246,39 @@ TEST_CASE("retries are bounded: a file that keeps failing is an error naming it 
     REQUIRE(r->stats().retries == 2);
     fs.fail_reads = 0;
     REQUIRE(holds_file(ringfeed::sync_wait(r->read_file(fs.path(2), buffer)), 2));  // and it recovers
+  }
+}
+
+TEST_CASE("a tar-range read keeps the deadline: retries stop when the next one could not start in time",
+          "[reader][retry][deadline]") {
+  ringfeed::test::watchdog dog("flaky fs range deadline", std::chrono::seconds(60));
+  ringfeed::test::temp_dir dir;
+  flaky_fs fs(dir.path().string());
+  ringfeed::thread_pool pool(2);
+  for (backend kind : backends()) {
+    INFO(name_of(kind));
+    // Back-off 20, 40, 80 ms fits the 200 ms deadline; the fourth retry
+    // (160 ms more) would start past it. Without the deadline all 6 retries
+    // are made (20 + 40 + … + 640 ms).
+    auto r = make_reader(pool, kind, 6, std::chrono::milliseconds(200));
+    const reader::handle shard = r->open(fs.path(3));
+    read_buffer buffer;
+    fs.fail_reads = 1'000'000;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      (void)ringfeed::sync_wait(r->read_range(shard, 1000, 4000, buffer));
+      FAIL("a range whose every read fails was read");
+    } catch (const std::system_error& e) {
+      REQUIRE(e.code().value() == EIO);
+      REQUIRE_THAT(e.what(), Catch::Contains(fs.path(3)));
+    }
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    REQUIRE(r->stats().retries == 3);
+    REQUIRE(waited < std::chrono::milliseconds(200 + 500));  // the deadline, plus scheduling slack
+    fs.fail_reads = 0;
+    const auto bytes = ringfeed::sync_wait(r->read_range(shard, 1000, 4000, buffer));
+    REQUIRE(bytes.size() == 4000);
+    for (std::size_t k = 0; k < bytes.size(); ++k) REQUIRE(bytes[k] == flaky_fs::expected(3, 1000 + k));
   }
 }
 

@@ -375,7 +375,7 @@ class ganesha_server {
     // Ready once a mount works: poll with bounded mount attempts.
     thread_pool pool(1);
     nfs_options quick;
-    quick.deadline = 1000ms;
+    quick.retry.deadline = 1000ms;
     std::string last_error = "no mount attempted";
     const auto until = steady::now() + 30s;
     while (steady::now() < until) {
@@ -933,7 +933,7 @@ TEST_CASE("a missing file or export is an error naming its nfs:// URL", "[nfs]")
 
   // Mounting what is not exported, or where nothing listens: bounded, named.
   nfs_options quick;
-  quick.deadline = 2000ms;
+  quick.retry.deadline = 2000ms;
   const auto t0 = steady::now();
   CHECK_THAT(error_of([&] { nfs_client bad(host, "/not-exported", pool, quick); }),
              Catch::Contains("nfs://127.0.0.1/not-exported") && Catch::Contains("mount"));
@@ -1257,10 +1257,10 @@ TEST_CASE("a frozen server: reads time out at the deadline; the destructor cance
   thread_pool pool(2);
   const auto& files = server().top_files();
   nfs_options short_deadline;
-  short_deadline.deadline = 1000ms;
+  short_deadline.retry.deadline = 1000ms;
   nfs_client client(host, export_name, pool, short_deadline);
   nfs_options long_deadline;
-  long_deadline.deadline = 60s;
+  long_deadline.retry.deadline = 60s;
   std::optional<nfs_client> patient(std::in_place, host, export_name, pool, long_deadline);
 
   REQUIRE(server().freeze());
@@ -1324,7 +1324,7 @@ TEST_CASE("a killed server fails every outstanding and later read, naming the fi
   thread_pool pool(2);
   const auto& files = server().top_files();
   nfs_options options;
-  options.deadline = 2000ms;
+  options.retry.deadline = 2000ms;
   constexpr double margin = 1.0;
   const double deadline_s = 2.0;
   std::optional<nfs_client> client(std::in_place, host, export_name, pool, options);

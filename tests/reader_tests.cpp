@@ -194,8 +194,8 @@ TEST_CASE("a deadline turns an open that never completes into ETIMEDOUT naming t
   ringfeed::thread_pool pool(1);
   ringfeed::io::reader_options o;
   o.kind = backend::uring;
-  o.deadline = std::chrono::milliseconds(300);
-  o.retries = 2;  // ETIMEDOUT is retried, within the deadline only
+  o.retry.deadline = std::chrono::milliseconds(300);
+  o.retry.retries = 2;  // ETIMEDOUT is retried, within the deadline only
   auto r = reader::create(pool, std::move(o));
   read_buffer buffer;
   const auto t0 = std::chrono::steady_clock::now();

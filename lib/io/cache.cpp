@@ -234,12 +234,7 @@ struct cache::state {
   std::atomic<std::uint64_t> temp_sequence{0};  // unique temporary names, no ordering
   std::atomic<bool> error_logged{false};
 
-  void log(std::string_view line) const {
-    if (options.log)
-      options.log(line);
-    else
-      std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data());
-  }
+  void log(std::string_view line) const { log_line(options.log, line); }
 
   /// Removes an entry and its file. Caller holds `mutex`.
   void remove_locked(std::unordered_map<std::uint64_t, entry>::iterator it) noexcept {

@@ -1,6 +1,5 @@
 #include <ringfeed/io/nfs.hpp>
 
-#include <ringfeed/data/dataset.hpp>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -65,7 +64,12 @@ const char* verb_of(op_kind k) noexcept {
   return "?";
 }
 
-bool retryable(int err) noexcept { return err == ESTALE || err == EIO || err == ETIMEDOUT || err == EAGAIN; }
+// A deadline or retry count left 0 takes the network defaults: an NFS
+// operation without a deadline could wait for a dead server for ever.
+nfs_options with_network_defaults(nfs_options o) noexcept {
+  o.retry = o.retry.or_defaults(retry_policy::network());
+  return o;
+}
 
 // libnfs 4.0 reports a failed or lost connection as -EFAULT and its own RPC
 // timeout (and cancellation) as -EINTR: callers see EIO and ETIMEDOUT.
@@ -228,8 +232,8 @@ struct nfs_client::core {
     auto r = std::make_shared<nfs_request>();
     r->kind = k;
     r->url = url;
-    r->deadline = options.deadline;
-    r->deadline_at = steady::now() + options.deadline;
+    r->deadline = options.retry.deadline;
+    r->deadline_at = steady::now() + options.retry.deadline;
     return r;
   }
   static void submit(std::shared_ptr<core> self, std::shared_ptr<nfs_request> r);
@@ -340,6 +344,9 @@ struct nfs_client::core {
   asio::steady_timer reconnect_timer{io};
 
   std::atomic<std::uint64_t> n_requests{0};
+  std::atomic<std::uint64_t> n_files{0};
+  std::atomic<std::uint64_t> n_ranges{0};
+  std::atomic<std::uint64_t> n_bytes{0};
   std::atomic<std::uint64_t> n_retries{0};
   std::atomic<std::uint64_t> n_timeouts{0};
   std::atomic<std::size_t> n_max_in_flight{0};
@@ -350,7 +357,7 @@ nfs_client::core::core(std::string server_, std::string export_, executor& e, nf
       export_path(std::move(export_)),
       base_url("nfs://" + host_part(server, opt.nfs_port) + export_path),
       exec(e),
-      options(opt) {
+      options(with_network_defaults(opt)) {
   if (server.empty()) throw std::invalid_argument("ringfeed::io::nfs_client: empty server name");
   if (export_path.empty() || export_path.front() != '/')
     throw std::invalid_argument("ringfeed::io::nfs_client: export path '" + export_path +
@@ -362,7 +369,7 @@ nfs_client::core::core(std::string server_, std::string export_, executor& e, nf
                             base_url + ": nfs_init_context failed");
   // libnfs times out RPCs itself too, in whole seconds, when nfs_service()
   // runs (tick() makes sure it does).
-  const auto ms = std::max<std::int64_t>(1000, (options.deadline.count() + 999) / 1000 * 1000);
+  const auto ms = std::max<std::int64_t>(1000, (options.retry.deadline.count() + 999) / 1000 * 1000);
   nfs_set_timeout(ctx.get(), static_cast<int>(std::min<std::int64_t>(ms, std::numeric_limits<int>::max())));
   // Reconnect without limit, as kernel NFS clients do: a server that comes
   // back is used again. Reconnecting never outlives an operation's deadline,
@@ -625,14 +632,14 @@ void nfs_client::core::fail_or_retry(const std::shared_ptr<nfs_request>& r, int 
   if (r->done) return;
   // A close has already released the handle, and a failed mount leaves the
   // context in no state to repeat it: neither is retried.
-  if (!stopped && retryable(err) && r->kind != op_kind::close && r->kind != op_kind::mount &&
-      r->attempts <= options.retries) {
-    const auto delay = options.backoff * (1u << std::min(r->attempts - 1, 20u));
+  if (!stopped && retry_policy::transient(err) && r->kind != op_kind::close && r->kind != op_kind::mount &&
+      r->attempts <= options.retry.retries) {
+    const auto delay = options.retry.delay(r->attempts - 1);
     if (steady::now() + delay >= r->deadline_at) {
       n_timeouts.fetch_add(1, std::memory_order_relaxed);
       complete(r, ETIMEDOUT,
                "deadline of " + std::to_string(r->deadline.count()) + " ms reached before retry " +
-                   std::to_string(r->attempts) + " of " + std::to_string(options.retries) + "; last error: " +
+                   std::to_string(r->attempts) + " of " + std::to_string(options.retry.retries) + "; last error: " +
                    reason + " (" + std::strerror(err) + ")");
       return;
     }
@@ -879,7 +886,7 @@ void nfs_client::core::on_ready(unsigned gen, int direction, const boost::system
 }
 
 void nfs_client::core::tick() {
-  ticker.expires_after(std::min<std::chrono::milliseconds>(tick_period, std::max(options.deadline / 4,
+  ticker.expires_after(std::min<std::chrono::milliseconds>(tick_period, std::max(options.retry.deadline / 4,
                                                                                   std::chrono::milliseconds(10))));
   ticker.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped) return;
@@ -1036,12 +1043,20 @@ nfs_client::~nfs_client() {
 task<std::size_t> nfs_client::read_file(std::string path, read_buffer& buffer) {
   // The coroutine holds the core, not `this`: it may run on after the client
   // is gone (and then fails with ECANCELED).
-  return core::read(m_core, std::move(path), 0, std::nullopt, buffer);
+  std::shared_ptr<core> c = m_core;
+  const std::size_t n = co_await core::read(c, std::move(path), 0, std::nullopt, buffer);
+  c->n_files.fetch_add(1, std::memory_order_relaxed);
+  c->n_bytes.fetch_add(n, std::memory_order_relaxed);
+  co_return n;
 }
 
 task<std::size_t> nfs_client::read_range(std::string path, std::uint64_t offset, std::size_t size,
                                          read_buffer& buffer) {
-  return core::read(m_core, std::move(path), offset, size, buffer);
+  std::shared_ptr<core> c = m_core;
+  const std::size_t n = co_await core::read(c, std::move(path), offset, size, buffer);
+  c->n_ranges.fetch_add(1, std::memory_order_relaxed);
+  c->n_bytes.fetch_add(n, std::memory_order_relaxed);
+  co_return n;
 }
 
 std::vector<nfs_client::entry> nfs_client::list(const std::string& dir) {
@@ -1058,10 +1073,17 @@ std::vector<nfs_client::entry> nfs_client::list(const std::string& dir) {
   return out;
 }
 
-nfs_client::stats_t nfs_client::stats() const {
+nfs_stats nfs_client::stats() const {
   const core& c = *m_core;
-  return {c.n_requests.load(std::memory_order_relaxed), c.n_retries.load(std::memory_order_relaxed),
-          c.n_timeouts.load(std::memory_order_relaxed), c.n_max_in_flight.load(std::memory_order_relaxed)};
+  nfs_stats s;
+  s.files = c.n_files.load(std::memory_order_relaxed);
+  s.ranges = c.n_ranges.load(std::memory_order_relaxed);
+  s.bytes = c.n_bytes.load(std::memory_order_relaxed);
+  s.retries = c.n_retries.load(std::memory_order_relaxed);
+  s.timeouts = c.n_timeouts.load(std::memory_order_relaxed);
+  s.requests = c.n_requests.load(std::memory_order_relaxed);
+  s.max_in_flight = c.n_max_in_flight.load(std::memory_order_relaxed);
+  return s;
 }
 
 std::string nfs_client::url() const { return m_core->base_url; }
@@ -1141,23 +1163,6 @@ std::string nfs_url::str() const {
   if (path.front() != '/') out += '/';
   out += path;
   return out;
-}
-
-data::dataset scan_nfs_image_folder(nfs_client& client, const nfs_url& url, const data::dataset_options& options) {
-  return data::scan_listed_image_folder(
-      url.str(),
-      [&](const std::string& relative) {
-        std::string dir = url.path;
-        if (!relative.empty()) {
-          dir.push_back('/');
-          dir.append(relative);
-        }
-        std::vector<data::listed_entry> out;
-        for (auto& e : client.list(dir))
-          out.push_back({std::move(e.name), e.is_directory, e.is_directory ? data::unknown_size : e.size});
-        return out;
-      },
-      options);
 }
 
 }  // namespace ringfeed::io

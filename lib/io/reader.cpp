@@ -24,13 +24,7 @@ namespace {
 
 constexpr int read_flags = O_RDONLY | O_CLOEXEC;
 
-int errno_of(const std::system_error& e) noexcept {
-  const auto& cat = e.code().category();
-  return cat == std::system_category() || cat == std::generic_category() ? e.code().value() : 0;
-}
-
-// Errors a network file system may clear up on its own.
-bool transient(int err) noexcept { return err == ESTALE || err == EIO || err == ETIMEDOUT || err == EAGAIN; }
+int errno_of(const std::system_error& e) noexcept { return retry_policy::errno_of(e); }
 
 std::system_error read_error(int err, const std::string& path, std::uint64_t offset) {
   return std::system_error(err, std::system_category(), "read '" + path + "' at offset " + std::to_string(offset));
@@ -51,8 +45,7 @@ reader::reader(thread_pool& resume_on, reader_options options)
   if (m_options.network) {
     if (m_options.direct) log("the files are on a network file system: reading them buffered, not with O_DIRECT");
     m_options.direct = false;
-    if (m_options.deadline.count() == 0) m_options.deadline = std::chrono::seconds(30);
-    if (m_options.retries == 0) m_options.retries = 3;
+    m_options.retry = m_options.retry.or_defaults(retry_policy::network());
   }
   m_state->direct.store(m_options.direct, std::memory_order_relaxed);
 }
@@ -61,12 +54,7 @@ reader::~reader() = default;
 
 bool reader::direct() const noexcept { return m_state->direct.load(std::memory_order_relaxed); }
 
-void reader::log(std::string_view line) const {
-  if (m_options.log)
-    m_options.log(line);
-  else
-    std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data());
-}
+void reader::log(std::string_view line) const { log_line(m_options.log, line); }
 
 void reader::refuse_direct(const std::string& path) noexcept {
   m_state->direct.store(false, std::memory_order_relaxed);
@@ -98,30 +86,33 @@ reader::handle reader::open(const std::string& path) {
   return m_state->opened.size() - 1;
 }
 
-// Both entry points: one attempt, then bounded retries of transient errors
-// with exponential back-off, never past the deadline.
-task<std::span<const std::byte>> reader::read_file(const std::string& path, read_buffer& buffer) {
+// Both entry points: one attempt, then the retry policy (retry.hpp):
+// transient errors retried with exponential back-off, never past the deadline.
+task<std::span<const std::byte>> reader::retrying(const std::function<task<std::span<const std::byte>>()>& attempt_once,
+                                                  std::atomic<std::uint64_t>& done) {
   const auto start = std::chrono::steady_clock::now();
+  const retry_policy& policy = m_options.retry;
   for (unsigned attempt = 0;; ++attempt) {
     std::exception_ptr error;
     int err = 0;
     try {
-      const std::span<const std::byte> out = co_await read_file_once(path, buffer, direct());
-      m_state->files.fetch_add(1, std::memory_order_relaxed);
+      const std::span<const std::byte> out = co_await attempt_once();
+      done.fetch_add(1, std::memory_order_relaxed);
       m_state->bytes.fetch_add(out.size(), std::memory_order_relaxed);
       co_return out;
     } catch (const std::system_error& e) {
       error = std::current_exception();
-      err = errno_of(e);
+      err = retry_policy::errno_of(e);
     }
     if (err == ETIMEDOUT) m_state->timeouts.fetch_add(1, std::memory_order_relaxed);
-    const auto wait = m_options.backoff * (1u << std::min(attempt, 10u));
-    const bool in_time = m_options.deadline.count() == 0 ||
-                         std::chrono::steady_clock::now() - start + wait < m_options.deadline;
-    if (!transient(err) || attempt >= m_options.retries || !in_time) std::rethrow_exception(error);
+    if (!policy.may_retry(err, attempt, std::chrono::steady_clock::now() - start)) std::rethrow_exception(error);
     m_state->retries.fetch_add(1, std::memory_order_relaxed);
-    co_await back_off(wait);
+    co_await back_off(policy.delay(attempt));
   }
+}
+
+task<std::span<const std::byte>> reader::read_file(const std::string& path, read_buffer& buffer) {
+  co_return co_await retrying([&] { return read_file_once(path, buffer, direct()); }, m_state->files);
 }
 
 task<std::span<const std::byte>> reader::read_range(handle h, std::uint64_t offset, std::size_t size,
@@ -135,23 +126,8 @@ task<std::span<const std::byte>> reader::read_range(handle h, std::uint64_t offs
   // A file opened with O_DIRECT stays so: its flag decides, not direct().
   const int fl = ::fcntl(f->fd(), F_GETFL);
   const bool direct = fl >= 0 && (fl & O_DIRECT) != 0;
-  for (unsigned attempt = 0;; ++attempt) {
-    std::exception_ptr error;
-    int err = 0;
-    try {
-      const std::span<const std::byte> out = co_await read_range_once(f->fd(), f->path(), offset, size, buffer, direct);
-      m_state->ranges.fetch_add(1, std::memory_order_relaxed);
-      m_state->bytes.fetch_add(out.size(), std::memory_order_relaxed);
-      co_return out;
-    } catch (const std::system_error& e) {
-      error = std::current_exception();
-      err = errno_of(e);
-    }
-    if (err == ETIMEDOUT) m_state->timeouts.fetch_add(1, std::memory_order_relaxed);
-    if (!transient(err) || attempt >= m_options.retries) std::rethrow_exception(error);
-    m_state->retries.fetch_add(1, std::memory_order_relaxed);
-    co_await back_off(m_options.backoff * (1u << std::min(attempt, 10u)));
-  }
+  co_return co_await retrying([&] { return read_range_once(f->fd(), f->path(), offset, size, buffer, direct); },
+                              m_state->ranges);
 }
 
 namespace {
@@ -336,18 +312,12 @@ std::unique_ptr<reader> reader::create(thread_pool& resume_on, reader_options op
   if (options.kind != backend::pread) {
     ring_options ro;
     ro.entries = static_cast<unsigned>(std::max<std::size_t>(64, options.depth * 2));
-    std::chrono::milliseconds deadline = options.deadline;
-    if (network && deadline.count() == 0) deadline = std::chrono::seconds(30);
-    ro.deadline = deadline;
+    ro.deadline = (network ? options.retry.or_defaults(retry_policy::network()) : options.retry).deadline;
     try {
       return std::make_unique<uring_reader>(resume_on, options, ro);
     } catch (const ring_unavailable& e) {
       if (options.kind == backend::uring) throw;
-      const std::string line = std::string("io_uring unavailable, reading with pread threads: ") + e.what();
-      if (options.log)
-        options.log(line);
-      else
-        std::fprintf(stderr, "ringfeed: %s\n", line.c_str());
+      log_line(options.log, std::string("io_uring unavailable, reading with pread threads: ") + e.what());
     }
   }
   const std::size_t threads = options.pread_threads ? options.pread_threads : std::min<std::size_t>(options.depth, 16);

@@ -46,6 +46,7 @@
 #include <string_view>
 
 #include <ringfeed/io/buffer.hpp>
+#include <ringfeed/log.hpp>
 
 namespace ringfeed::io {
 
@@ -56,7 +57,7 @@ struct cache_options {
   /// entries are evicted to stay at or under it. Larger entries are rejected.
   std::uint64_t max_bytes = 10ull << 30;
   /// Where the one-off notices go (the first failed store). Empty: stderr.
-  std::function<void(std::string_view)> log;
+  log_sink log;
 };
 
 struct cache_stats {

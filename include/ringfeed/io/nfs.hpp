@@ -34,27 +34,21 @@
 
 #include <ringfeed/executor.hpp>
 #include <ringfeed/io/buffer.hpp>
+#include <ringfeed/io/retry.hpp>
 #include <ringfeed/task.hpp>
-
-namespace ringfeed::data {
-class dataset;
-struct dataset_options;
-}  // namespace ringfeed::data
 
 namespace ringfeed::io {
 
 struct nfs_options {
-  /// Per operation (mount, open, fstat, each pread, close, listing),
-  /// retries and time spent waiting for a free slot included: past it the
-  /// operation fails with ETIMEDOUT naming the file. Also libnfs's own RPC
-  /// timeout (rounded up to whole seconds, as libnfs 4.0 requires).
-  std::chrono::milliseconds deadline{10000};
-  /// Retries of an operation that failed with ESTALE, EIO, ETIMEDOUT or
-  /// EAGAIN, after `backoff`, 2×`backoff`, 4×`backoff`… A retry that could
-  /// not start before the deadline is not made: the operation fails with
-  /// ETIMEDOUT at once, naming the last error.
-  unsigned retries = 3;
-  std::chrono::milliseconds backoff{20};
+  /// Deadline and retries (retry.hpp), per operation (mount, open, fstat,
+  /// each pread, close, listing), retries and time spent waiting for a free
+  /// slot included: past the deadline the operation fails with ETIMEDOUT
+  /// naming the file. The deadline is also libnfs's own RPC timeout
+  /// (rounded up to whole seconds, as libnfs 4.0 requires). ESTALE, EIO,
+  /// ETIMEDOUT and EAGAIN are retried after backoff, 2×backoff…; a retry
+  /// that could not start before the deadline is not made: the operation
+  /// fails with ETIMEDOUT at once, naming the last error.
+  retry_policy retry = retry_policy::network();
   /// libnfs calls outstanding on the one context; more wait their turn.
   unsigned max_in_flight = 64;
   /// The server's NFS and MOUNT ports; 0: ask its portmapper.
@@ -80,6 +74,17 @@ struct nfs_url {
   static nfs_url parse(std::string_view url);
   /// Back to the `nfs://` form (with `//` where the export needs it).
   [[nodiscard]] std::string str() const;
+};
+
+/// Counters, named as every reader's (source_stats, reader_stats).
+struct nfs_stats {
+  std::uint64_t files = 0;        ///< read_file calls that succeeded
+  std::uint64_t ranges = 0;       ///< read_range calls that succeeded
+  std::uint64_t bytes = 0;        ///< bytes those delivered
+  std::uint64_t retries = 0;      ///< operations re-issued after ESTALE, EIO, ETIMEDOUT or EAGAIN
+  std::uint64_t timeouts = 0;     ///< operations failed with ETIMEDOUT by the deadline
+  std::uint64_t requests = 0;     ///< operations started (mount, open, fstat, pread, close, listing)
+  std::size_t max_in_flight = 0;  ///< most libnfs calls outstanding at once
 };
 
 /// Thread safety: read_file, read_range, list, stats and url may be called
@@ -132,13 +137,7 @@ class nfs_client {
   std::vector<entry> list(const std::string& dir);
 
   /// Counters; a consistent snapshot only while idle.
-  struct stats_t {
-    std::uint64_t requests = 0;     ///< operations started (mount, open, fstat, pread, close, listing)
-    std::uint64_t retries = 0;      ///< re-issued after ESTALE, EIO, ETIMEDOUT or EAGAIN
-    std::uint64_t timeouts = 0;     ///< failed with ETIMEDOUT by the deadline
-    std::size_t max_in_flight = 0;  ///< most libnfs calls outstanding at once
-  };
-  [[nodiscard]] stats_t stats() const;
+  [[nodiscard]] nfs_stats stats() const;
 
   /// "nfs://server/export" ("nfs://server:port/export" with a port set).
   [[nodiscard]] std::string url() const;
@@ -149,14 +148,5 @@ class nfs_client {
   struct core;  // lib/io/nfs.cpp; shared with the operations in flight
   std::shared_ptr<core> m_core;
 };
-
-/// The ImageFolder at `url` (whose server and export `client` mounts),
-/// listed through the client: data::scan_listed_image_folder with the
-/// listing's file sizes, every sample's path the nfs:// URL of its file.
-/// Blocking, as nfs_client::list. Throws data::dataset_error for a tree
-/// that is not an ImageFolder, std::system_error naming the directory's
-/// URL when a listing fails.
-[[nodiscard]] data::dataset scan_nfs_image_folder(nfs_client& client, const nfs_url& url,
-                                                  const data::dataset_options& options);
 
 }  // namespace ringfeed::io

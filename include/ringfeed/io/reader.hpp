@@ -22,10 +22,10 @@
 //
 // Network file systems (`network` set: the loader sets it for kernel NFS
 // and CIFS mounts, which its storage probe finds by statfs): each openat and
-// read carries a deadline (an io_uring linked timeout; `deadline` alone does
-// the same anywhere), and ESTALE, EIO, ETIMEDOUT and EAGAIN are retried
-// `retries` times (settable anywhere) with exponential back-off, so a dead
-// server yields an error naming the file instead of a hang. The pread
+// read carries a deadline (an io_uring linked timeout), and transient errors
+// are retried with back-off inside it: retry_policy::network() (retry.hpp),
+// the same policy for whole files and tar ranges, settable anywhere; so a
+// dead server yields an error naming the file instead of a hang. The pread
 // backend cannot interrupt a blocked read(2): there the deadline is checked
 // between retries only.
 //
@@ -33,6 +33,7 @@
 // coroutines at once. Each call resumes its caller on `resume_on`.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,8 @@
 #include <string_view>
 
 #include <ringfeed/io/buffer.hpp>
+#include <ringfeed/log.hpp>
+#include <ringfeed/io/retry.hpp>
 #include <ringfeed/task.hpp>
 #include <ringfeed/thread_pool.hpp>
 
@@ -63,16 +66,14 @@ struct reader_options {
   std::size_t pread_threads = 0;
   /// O_DIRECT reads (bypass the page cache). Buffered where refused.
   bool direct = false;
-  /// Per-operation deadline; 0: none, or 30 s when `network` is set.
-  std::chrono::milliseconds deadline{0};
-  /// Retries of ESTALE/EIO/ETIMEDOUT/EAGAIN; default 0 locally, 3 on network.
-  unsigned retries = 0;
-  std::chrono::milliseconds backoff{50};
+  /// Deadline per operation and retries of transient errors (retry.hpp);
+  /// fields left 0 take retry_policy::network() when `network` is set.
+  retry_policy retry{};
   /// The files are on a network file system: buffered reads, read until a
   /// read returns 0, deadline and retries on (see above).
   bool network = false;
   /// Where the reader's one-off notices go (fallbacks). Empty: stderr.
-  std::function<void(std::string_view)> log;
+  log_sink log;
 };
 
 struct reader_stats {
@@ -126,6 +127,10 @@ class reader {
   virtual task<std::span<const std::byte>> read_range_once(int fd, const std::string& path,
                                                            std::uint64_t offset, std::size_t size,
                                                            read_buffer& buffer, bool direct) = 0;
+  /// One attempt after another, as the retry policy allows; counts the
+  /// success in `done` (files or ranges).
+  task<std::span<const std::byte>> retrying(const std::function<task<std::span<const std::byte>>()>& attempt_once,
+                                            std::atomic<std::uint64_t>& done);
   /// Waits `d` before a retry without holding a thread where possible.
   virtual task<> back_off(std::chrono::milliseconds d) = 0;
 
