@@ -15,7 +15,9 @@
 #include <utility>
 
 #include <ringfeed/cuda/device.hpp>
+#include <ringfeed/io/nfs.hpp>
 #include <ringfeed/loader.hpp>
+#include <ringfeed/log.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "loader_core.hpp"
@@ -87,19 +89,25 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   if (opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
 
-  if (io::nfs_url::is_nfs(opt.source)) {
-    // Decode threads first: an nfs:// source's client resumes reads on them,
-    // and the listing goes through the client, so they start here.
+  if (io::nfs_url::is_nfs(opt.source) || io::is_lmdb_location(opt.source)) {
+    // Storage with no local path is listed through its source, which resumes
+    // reads on the decode threads: both start here.
+    if (opt.stream_shards)
+      throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
+                                  "' has none: pack it first with `ringfeed pack " + opt.source + " OUT`");
     pool = std::make_unique<thread_pool>(opt.threads);
-    open_nfs_source();
+    src = io::source::open(opt.source, *pool, source_options());
+    listed_by_source = true;
+    ds = data::open_dataset(*src, opt.dataset);
+    where = src->storage();
+    opt.io_depth = src->depth();
   } else {
     ds = data::open_dataset(opt.source, opt.dataset);
+    // What the storage is decides the read path (network file systems get
+    // deadlines and retries) and, unless set, the depth.
+    where = io::probe_source(ds.shards().empty() ? std::string(ds.root()) : ds.shards().front().path);
   }
   if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
-  // What the storage is decides the read path (network file systems get
-  // deadlines and retries) and, unless set, the depth.
-  where =
-      io::probe_source(ds.shards().empty() ? std::string(ds.root()) : ds.shards().front().path);  // nfs://: its URL
   if (opt.io_depth == 0) opt.io_depth = where.io_depth;
   if (opt.stream_shards && ds.shards().empty())
     throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
@@ -202,13 +210,10 @@ void loader_core::start_threads() {
   } catch (...) {
     // Back to nothing started (io_uring refused, out of memory): a later
     // call may try again, and the destructor finds no half-made state.
-    shard_handles.clear();
-    cache_store.reset();
-    cache.reset();
-    reader.reset();
+    if (!listed_by_source) src.reset();
     idle_slabs.clear();
     slabs.clear();
-    if (!nfs) pool.reset();
+    if (!listed_by_source) pool.reset();
     throw;
   }
   threads_started = true;
@@ -234,46 +239,15 @@ void loader_core::start_threads_once() {
     slabs.push_back(std::move(s));
   }
 
-  // Reads: io_uring, else a pool of pread threads. Network file systems
-  // get buffered reads, deadlines and retries (io/reader.hpp).
-  io::reader_options ro;
-  ro.kind = opt.io;
-  ro.depth = opt.io_depth;
-  ro.pread_threads = opt.pread_threads;
-  ro.direct = opt.direct;
-  ro.deadline = opt.io_deadline;
-  ro.retries = opt.io_retries;
-  ro.log = [this](std::string_view line) { log(line); };
-  bool remote = nfs != nullptr;
-  if (nfs) {
-    backend_name = "libnfs";  // every sample goes through the nfs_client
-  } else {
-    ro.network = where.device == io::device_class::network;
+  // Reads: io_uring, else a pool of pread threads; network file systems
+  // get buffered reads, deadlines and retries (io/source.hpp).
+  if (!src) {
     if (!where.small_files_ok && ds.shards().empty())
       log("'" + opt.source + "' is on " + std::string(io::to_string(where.device)) +
           " storage, where random small-file reads are slow: " + where.advice);
-    remote = ro.network;
-    reader = io::reader::create(*pool, std::move(ro));
-    backend_name = std::string(reader->backend_name());
-    if (!opt.cache_dir.empty() && !remote)
-      log("cache_dir '" + opt.cache_dir + "' not used: '" + opt.source +
-          "' is on local storage (the cache keeps samples of nfs:// sources and network file systems)");
+    src = io::source::open(opt.source, *pool, source_options());
   }
-  if (!opt.cache_dir.empty() && remote) {
-    if (opt.stream_shards) {
-      log("cache_dir '" + opt.cache_dir + "' not used: stream_shards reads whole shards sequentially");
-    } else {
-      io::cache_options co;
-      co.dir = opt.cache_dir;
-      co.max_bytes = opt.cache_bytes;
-      co.log = [this](std::string_view line) { log(line); };
-      cache = std::make_unique<io::cache>(std::move(co));
-      cache_store = std::make_unique<cache_writer>(*cache, std::size_t{64} << 20);
-    }
-  }
-
-  // Tar shards stay open: a sample is one read at an offset.
-  for (const auto& shard : ds.shards()) shard_handles.push_back(reader->open(shard.path));
+  backend_name = std::string(src->backend_name());
   if (opt.stream_shards) {
     stream_shard_of.resize(ds.size());
     stream_offset_of.resize(ds.size());
@@ -285,22 +259,24 @@ void loader_core::start_threads_once() {
   }
 }
 
-void loader_core::open_nfs_source() {
-  const io::nfs_url url = io::nfs_url::parse(opt.source);  // std::invalid_argument naming the URL
-  if (opt.dataset.kind != data::source_kind::auto_detect && opt.dataset.kind != data::source_kind::image_folder)
-    throw std::invalid_argument("loader: '" + opt.source +
-                                "': only an ImageFolder can be read from nfs:// (mount the export to read "
-                                "manifests or tar shards on it)");
-  if (opt.stream_shards)
-    throw std::invalid_argument("loader: stream_shards reads tar shards, and an nfs:// source is an ImageFolder");
-  io::nfs_options no;
-  if (opt.io_deadline.count() > 0) no.deadline = opt.io_deadline;
-  if (opt.io_retries > 0) no.retries = opt.io_retries;
-  no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth));
-  no.nfs_port = url.port;
-  nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, *pool, no);
-  nfs_root = url.path;
-  ds = io::scan_nfs_image_folder(*nfs, url, opt.dataset);
+io::source_options loader_core::source_options() {
+  io::source_options so;
+  so.kind = opt.io;
+  so.depth = opt.io_depth;
+  so.pread_threads = opt.pread_threads;
+  so.direct = opt.direct;
+  so.retry.deadline = opt.io_deadline;
+  so.retry.retries = opt.io_retries;
+  so.log = [this](std::string_view line) { log(line); };
+  if (!opt.cache_dir.empty()) {
+    if (opt.stream_shards) {
+      log("cache_dir '" + opt.cache_dir + "' not used: stream_shards reads whole shards sequentially");
+    } else {
+      so.cache_dir = opt.cache_dir;
+      so.cache_bytes = opt.cache_bytes;
+    }
+  }
+  return so;
 }
 
 loader_core::~loader_core() {
@@ -316,13 +292,7 @@ void slab_memory_deleter::operator()(std::byte* p) const noexcept {
     std::free(p);
 }
 
-void loader_core::log(std::string_view line) const {
-  if (opt.log) {
-    opt.log(line);
-  } else {
-    std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data());
-  }
-}
+void loader_core::log(std::string_view line) const { log_line(opt.log, line); }
 
 void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
   start_threads();
@@ -421,9 +391,7 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
 
 task<> loader_core::work(std::shared_ptr<run> r) {
   io::read_buffer buffer(256 * 1024);
-  std::string path;
-  std::string nfs_path;   // nfs:// sources: the sample's path under the export
-  std::string cache_key;  // cache: the sample's full path (tar: shard:member)
+  std::string path;  // the sample's file, for the source and for messages
   const std::uint64_t seed = opt.sampler.seed;
   co_await pool->schedule();
   while (std::optional<job> j = co_await r->jobs.receive()) {
@@ -434,7 +402,6 @@ task<> loader_core::work(std::shared_ptr<run> r) {
       std::exception_ptr failure;
       try {
         const auto loc = ds.location(index);
-        if (loc.shard == data::no_shard) loc.full_path(path);
         std::span<const std::byte> bytes;
         std::optional<stream_item> streamed;  // stream_shards: the streamer read it
         if (opt.stream_shards) {
@@ -444,33 +411,7 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           bytes = streamed->bytes;
         } else {
           const auto t0 = clock::now();
-          bool cached = false;
-          if (cache) {
-            cache_key.assign(loc.shard == data::no_shard ? std::string_view(path) : loc.path);
-            if (loc.shard != data::no_shard) {
-              cache_key.push_back(':');
-              cache_key.append(ds.name(index));
-            }
-            cached = cache->get(cache_key, loc.size, buffer);
-            if (cached) bytes = buffer.bytes();
-          }
-          // Statements, not ?: — GCC 12 miscompiles co_await in a conditional expression.
-          if (cached) {
-            // read from the local cache
-          } else if (nfs) {
-            nfs_path.assign(nfs_root);
-            nfs_path.push_back('/');
-            nfs_path.append(ds.name(index));
-            const std::size_t n = co_await nfs->read_file(nfs_path, buffer);
-            bytes = std::span<const std::byte>(buffer.data(), n);
-          } else if (loc.shard == data::no_shard) {
-            bytes = co_await reader->read_file(path, buffer);
-          } else {
-            bytes = co_await reader->read_range(shard_handles[loc.shard], loc.offset, loc.size, buffer);
-          }
-          if (cache_store && !cached && !cache_store->put(cache_key, bytes) && cache_store->dropped() == 1)
-            log("the cache at '" + opt.cache_dir + "' is written slower than samples arrive: some are not cached " +
-                "this time (stats().cache_dropped counts them)");
+          bytes = co_await src->read(ds.ref(index, path), buffer);  // `path`: a file's, for the decoder's messages
           read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
           read_items.fetch_add(1, std::memory_order_relaxed);
           read_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
@@ -687,10 +628,7 @@ loader::~loader() {
   m_core->stop_run();  // pending next() calls see the end, async ones complete
   sync_wait(m_core->async_calls->join());
   // Threads go now; memory lent to batches stays until they are released.
-  m_core->reader.reset();
-  m_core->nfs.reset();  // before the pool its completions resume on
-  m_core->cache_store.reset();  // writes what is queued
-  m_core->cache.reset();
+  m_core->src.reset();  // before the pool its reads resume on; a cache writes what is queued
   m_core->pool.reset();
 }
 

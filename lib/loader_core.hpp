@@ -17,8 +17,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -28,7 +26,6 @@
 #include <string>
 #include <span>
 #include <string_view>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -37,9 +34,7 @@
 #include <ringfeed/batch.hpp>
 #include <ringfeed/channel.hpp>
 #include <ringfeed/cuda/uploader.hpp>
-#include <ringfeed/io/cache.hpp>
-#include <ringfeed/io/nfs.hpp>
-#include <ringfeed/io/reader.hpp>
+#include <ringfeed/io/source.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/thread_pool.hpp>
@@ -88,34 +83,6 @@ struct delivery {
 struct job {
   slab* s = nullptr;
   std::size_t slot = 0;
-};
-
-/// Writes cache entries on a thread of its own, so that filling the cache
-/// (a file create, write and rename per sample) never holds a decode
-/// thread. put() copies the bytes into a queue bounded by `max_bytes`; a
-/// store that does not fit is dropped (the sample is read remotely again
-/// next time) and counted. The destructor writes what is queued, then stops.
-class cache_writer {
- public:
-  cache_writer(io::cache& c, std::size_t max_bytes);
-  ~cache_writer();
-  cache_writer(const cache_writer&) = delete;
-  cache_writer& operator=(const cache_writer&) = delete;
-  /// Any thread. Returns false if the store was dropped (queue full).
-  bool put(std::string_view key, std::span<const std::byte> bytes);
-  [[nodiscard]] std::uint64_t dropped() const noexcept { return m_dropped.load(std::memory_order_relaxed); }
-
- private:
-  void run();
-  io::cache& m_cache;
-  const std::size_t m_max_bytes;
-  std::mutex m_mutex;
-  std::condition_variable m_wake;
-  std::deque<std::pair<std::string, std::vector<std::byte>>> m_queue;  // guarded by m_mutex
-  std::size_t m_queued_bytes = 0;                                     // guarded by m_mutex
-  bool m_stop = false;                                                // guarded by m_mutex
-  std::atomic<std::uint64_t> m_dropped{0};
-  std::thread m_thread;  // last: started once the rest is constructed
 };
 
 struct loader_core;
@@ -178,17 +145,13 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   io::storage_info where;  // what the source's storage is (decides the read path)
   bool threads_started = false;  // consumer thread only: start_threads() ran
 
-  std::unique_ptr<thread_pool> pool;     // decode
-  std::unique_ptr<io::reader> reader;
-  // nfs:// sources: the client reading them (resumes on `pool`), and the
-  // path of the dataset's root under the export ("" or "/train").
-  std::unique_ptr<io::nfs_client> nfs;
-  std::string nfs_root;
-  // cache_dir on a remote source: the local read-through cache, and the
-  // thread that stores into it (destroyed first: it flushes into `cache`).
-  std::unique_ptr<io::cache> cache;
-  std::unique_ptr<cache_writer> cache_store;
-  std::vector<io::reader::handle> shard_handles;  // tar: every shard, open for the loader's life
+  std::unique_ptr<thread_pool> pool;     // decode (and where reads resume)
+  // Every sample's bytes: local files, nfs://, LMDB, behind a read-through
+  // cache where one is set (io/source.hpp). nfs:// and LMDB sources are
+  // opened by the constructor (they list the dataset), local ones with the
+  // threads.
+  std::unique_ptr<io::source> src;
+  bool listed_by_source = false;
   // stream_shards: every sample's shard and offset, for data::shard_stream_order.
   std::vector<std::uint32_t> stream_shard_of;
   std::vector<std::uint64_t> stream_offset_of;
@@ -228,8 +191,8 @@ struct loader_core : std::enable_shared_from_this<loader_core> {
   /// the first next()). Consumer thread; idempotent.
   void start_threads();
   void start_threads_once();
-  /// nfs:// source: connects `nfs` and lists the ImageFolder into `ds`.
-  void open_nfs_source();
+  /// What the options say about reading (depth, deadline, cache, log).
+  [[nodiscard]] io::source_options source_options();
   void start_run(std::uint64_t epoch, std::size_t first_batch);
   void stop_run();
   void return_slab(slab* s) noexcept;

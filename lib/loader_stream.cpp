@@ -48,7 +48,12 @@ task<> loader_core::stream(std::shared_ptr<run> r, std::uint64_t epoch, std::siz
             std::min<std::uint64_t>(left, std::max<std::uint64_t>(opt.stream_read_size, loc.size)));
         const auto t0 = clock::now();
         try {
-          window = co_await reader->read_range(shard_handles[shard], loc.offset, len, window_buffer);
+          io::sample_ref ref;
+          ref.file = ds.shards()[shard].path;
+          ref.range = true;
+          ref.offset = loc.offset;
+          ref.size = len;
+          window = co_await src->read(ref, window_buffer);
           read_bytes.fetch_add(window.size(), std::memory_order_relaxed);
         } catch (...) {
           window_error = std::current_exception();

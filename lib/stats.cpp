@@ -65,26 +65,18 @@ loader_stats loader::stats() const {
     s.skipped = c.skipped;
   }
   s.backend = c.backend_name;
-  if (c.reader) {
-    const io::reader_stats rs = c.reader->stats();
-    s.direct = c.reader->direct();
+  if (c.src) {
+    const io::source_stats rs = c.src->stats();
+    s.direct = rs.direct;
     s.read_retries = rs.retries;
     s.read_timeouts = rs.timeouts;
-  }
-  if (c.nfs) {
-    const auto ns = c.nfs->stats();
-    s.read_retries = ns.retries;
-    s.read_timeouts = ns.timeouts;
-  }
-  if (c.cache) {
-    const io::cache_stats cs = c.cache->stats();
-    s.cache = true;
-    s.cache_hits = cs.hits;
-    s.cache_misses = cs.misses;
-    s.cache_stores = cs.stores;
-    s.cache_evictions = cs.evictions;
-    s.cache_bytes = cs.bytes;
-    s.cache_dropped = c.cache_store ? c.cache_store->dropped() : 0;
+    s.cache = rs.cache;
+    s.cache_hits = rs.cache_hits;
+    s.cache_misses = rs.cache_misses;
+    s.cache_stores = rs.cache_stores;
+    s.cache_evictions = rs.cache_evictions;
+    s.cache_bytes = rs.cache_bytes;
+    s.cache_dropped = rs.cache_dropped;
   }
   s.decode_threads = c.pool ? c.pool->thread_count() : thread_pool::default_thread_count(c.opt.threads);
   s.io_depth = c.opt.io_depth;

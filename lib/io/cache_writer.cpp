@@ -1,12 +1,11 @@
-// ringfeed::detail::cache_writer: cache entries stored off the decode
-// threads (loader_core.hpp).
-#include "loader_core.hpp"
+// io::detail::cache_writer: cache entries stored off the decode threads.
+#include "io/cache_writer.hpp"
 
-namespace ringfeed::detail {
+namespace ringfeed::io::detail {
 
 // --- cache writer --------------------------------------------------------------------
 
-cache_writer::cache_writer(io::cache& c, std::size_t max_bytes)
+cache_writer::cache_writer(cache& c, std::size_t max_bytes)
     : m_cache(c), m_max_bytes(max_bytes), m_thread([this] { run(); }) {}
 
 cache_writer::~cache_writer() {
@@ -46,4 +45,4 @@ void cache_writer::run() {
   }
 }
 
-}  // namespace ringfeed::detail
+}  // namespace ringfeed::io::detail

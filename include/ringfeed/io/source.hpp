@@ -34,6 +34,7 @@
 #include <vector>
 
 #include <ringfeed/io/buffer.hpp>
+#include <ringfeed/log.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/retry.hpp>
 #include <ringfeed/io/storage.hpp>
@@ -81,7 +82,7 @@ struct source_options {
   /// Bytes queued for the cache's writer thread before stores are dropped.
   std::size_t cache_queue_bytes = std::size_t{64} << 20;
   /// Where one-off notices go (fallbacks, refusals). Empty: stderr.
-  std::function<void(std::string_view)> log;
+  log_sink log;
 };
 
 /// Counters, named alike for every storage; a consistent snapshot only

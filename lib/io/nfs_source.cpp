@@ -1,0 +1,90 @@
+// `nfs://server/export/dir` as an io::source: one libnfs client, listings
+// and reads under the directory the URL names.
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+#include <ringfeed/io/nfs.hpp>
+
+#include "io/sources.hpp"
+
+namespace ringfeed::io::detail {
+namespace {
+
+class nfs_source final : public source {
+ public:
+  nfs_source(const nfs_url& url, thread_pool& resume_on, const source_options& options, storage_info storage)
+      : source(url.str(), storage, depth_for(options, storage)), m_root(url.path) {
+    nfs_options no;
+    no.retry = options.retry.or_defaults(retry_policy::network());
+    no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, depth()));
+    no.nfs_port = url.port;
+    m_client = std::make_unique<nfs_client>(url.server, url.export_path, resume_on, no);
+  }
+
+  std::string_view scheme() const noexcept override { return "nfs"; }
+  std::string_view backend_name() const noexcept override { return "libnfs"; }
+
+  std::vector<source_entry> list(const std::string& dir) override {
+    std::string at = m_root;
+    if (!dir.empty()) {
+      at.push_back('/');
+      at.append(dir);
+    }
+    std::vector<source_entry> out;
+    for (auto& e : m_client->list(at))
+      out.push_back({std::move(e.name), e.is_directory, e.is_directory ? unknown_size : e.size});
+    return out;
+  }
+
+  task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) override {
+    std::string path = path_of(sample.file);
+    if (!sample.range) {
+      const std::size_t n = co_await m_client->read_file(std::move(path), buffer);
+      co_return std::span<const std::byte>(buffer.data(), n);
+    }
+    const std::size_t n = co_await m_client->read_range(path, sample.offset, sample.size, buffer);
+    if (n < sample.size)
+      throw std::system_error(EIO, std::generic_category(),
+                              "read '" + m_client->url_of(path) + "': the file ends at byte " +
+                                  std::to_string(sample.offset + n) + ", inside bytes [" +
+                                  std::to_string(sample.offset) + ", " + std::to_string(sample.offset + sample.size) +
+                                  ")");
+    co_return std::span<const std::byte>(buffer.data(), n);
+  }
+
+  source_stats stats() const override {
+    const auto n = m_client->stats();
+    source_stats s;
+    s.files = n.files;
+    s.ranges = n.ranges;
+    s.bytes = n.bytes;
+    s.retries = n.retries;
+    s.timeouts = n.timeouts;
+    return s;
+  }
+
+ private:
+  // A sample names its file by URL (the dataset's root is this source's
+  // location) or by its path under the export.
+  std::string path_of(std::string_view file) const {
+    const std::string& base = location();
+    if (file.size() > base.size() && file.compare(0, base.size(), base) == 0 && file[base.size()] == '/')
+      return m_root + std::string(file.substr(base.size()));
+    if (nfs_url::is_nfs(file)) return nfs_url::parse(file).path;
+    return std::string(file);
+  }
+
+  std::string m_root;  // the URL's path under the export ("" or "/train")
+  std::unique_ptr<nfs_client> m_client;
+};
+
+}  // namespace
+
+std::unique_ptr<source> open_nfs_source(const std::string& location, thread_pool& resume_on,
+                                        const source_options& options) {
+  const nfs_url url = nfs_url::parse(location);  // std::invalid_argument naming the URL
+  return std::make_unique<nfs_source>(url, resume_on, options, probe_source(location));
+}
+
+}  // namespace ringfeed::io::detail

@@ -1,0 +1,72 @@
+// io::source::open — which implementation reads a location (source.hpp).
+#include <ringfeed/io/source.hpp>
+
+#include <sys/stat.h>
+
+#include <ringfeed/io/nfs.hpp>
+
+#include "io/sources.hpp"
+
+namespace ringfeed::io {
+
+namespace {
+
+// What holds a local location: the location itself, or (a shard pattern
+// like `dir/{000..009}.tar`, a glob) the nearest directory above it that
+// exists.
+storage_info probe_local(const std::string& location) {
+  std::string at = location;
+  struct stat st {};
+  while (!at.empty() && ::stat(at.c_str(), &st) != 0) {
+    const auto slash = at.find_last_of('/');
+    if (slash == std::string::npos) {
+      at = ".";
+      break;
+    }
+    at = slash == 0 ? "/" : at.substr(0, slash);
+  }
+  return probe_source(at.empty() ? "." : at);
+}
+
+}  // namespace
+
+bool is_lmdb_location(std::string_view location) noexcept {
+  if (location.size() >= 7) {
+    bool scheme = true;
+    for (std::size_t k = 0; k < 7; ++k)
+      scheme = scheme && static_cast<char>(location[k] | (k < 4 ? 0x20 : 0)) == "lmdb://"[k];
+    if (scheme) return true;
+  }
+  if (location.find("://") != std::string_view::npos) return false;
+  try {
+    const std::string path(location);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) return ::stat((path + "/data.mdb").c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    const std::string_view name = location.substr(location.rfind('/') + 1);  // npos + 1 == 0
+    return S_ISREG(st.st_mode) && name == "data.mdb";
+  } catch (...) {
+    return false;
+  }
+}
+
+source::~source() = default;
+
+std::unique_ptr<source> source::open(const std::string& location, thread_pool& resume_on, source_options options) {
+  std::unique_ptr<source> s;
+  if (nfs_url::is_nfs(location)) {
+    s = detail::open_nfs_source(location, resume_on, options);
+  } else {
+    s = detail::open_local_source(location, resume_on, options, probe_local(location));
+  }
+  if (options.cache_dir.empty()) return s;
+  if (s->storage().device != device_class::network) {
+    log_line(options.log, "cache_dir '" + options.cache_dir.string() + "' not used: '" + location +
+                              "' is on local storage (the cache keeps samples of nfs:// sources and network "
+                              "file systems)");
+    return s;
+  }
+  return detail::with_cache(std::move(s), options);
+}
+
+}  // namespace ringfeed::io

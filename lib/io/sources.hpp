@@ -1,0 +1,32 @@
+// Private: the io::source implementations, made by source::open
+// (lib/io/source.cpp) and nothing else.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <ringfeed/io/source.hpp>
+
+namespace ringfeed::io::detail {
+
+/// Local files (a directory, a manifest, tar shards or one file) through a
+/// reader: io_uring or pread, buffered or O_DIRECT; network mounts get the
+/// network retry policy. lib/io/local_source.cpp.
+std::unique_ptr<source> open_local_source(const std::string& location, thread_pool& resume_on,
+                                          const source_options& options, storage_info storage);
+
+/// `nfs://server/export/dir` through one libnfs client. lib/io/nfs_source.cpp.
+std::unique_ptr<source> open_nfs_source(const std::string& location, thread_pool& resume_on,
+                                        const source_options& options);
+
+/// `inner` with a read-through disk cache in options.cache_dir, written by
+/// a thread of its own. lib/io/cached_source.cpp.
+std::unique_ptr<source> with_cache(std::unique_ptr<source> inner, const source_options& options);
+
+/// The depth a source of `storage` is sized for: options.depth, else the
+/// storage's recommendation.
+inline std::size_t depth_for(const source_options& options, const storage_info& storage) noexcept {
+  return options.depth != 0 ? options.depth : storage.io_depth;
+}
+
+}  // namespace ringfeed::io::detail
