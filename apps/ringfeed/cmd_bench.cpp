@@ -4,11 +4,11 @@
 // `--pipeline train|val` runs the whole loader (read, decode + transform into
 // batch slabs, upload or CPU normalization) with a consumer that takes
 // batches as fast as they come, and reports each stage's busy time and the
-// bottleneck. `--pipeline none` measures the I/O path alone with the
-// loader's reader (io/reader.hpp): every sample of SOURCE (a dataset, or
-// every image file under a plain directory) is read whole, `--io-depth` in
-// flight, on io_uring or pread threads, buffered or with `--direct`; an
-// nfs:// ImageFolder is listed and read with the loader's libnfs client.
+// bottleneck. `--pipeline none` measures the I/O path alone through the
+// loader's storage interface (io/source.hpp): every sample of SOURCE (a
+// dataset, or every image file under a plain directory) is read, `--io-depth`
+// in flight, on io_uring or pread threads, buffered or with `--direct`, from
+// libnfs for nfs://, from the memory map for LMDB.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,9 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ringfeed/data/dataset.hpp>
-#include <ringfeed/io/nfs.hpp>
-#include <ringfeed/io/reader.hpp>
-#include <ringfeed/io/storage.hpp>
+#include <ringfeed/io/source.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
@@ -54,7 +52,7 @@ struct bench_options {
   std::size_t threads = 0;
   std::size_t io_depth = 0;  // 0: the storage probe's recommendation
   int epochs = 1;
-  std::string io = "uring";
+  std::string io = "auto";
   std::size_t memory_mb = 1024;
   std::uint64_t seed = 0;
   std::string on_error = "skip";
@@ -70,39 +68,50 @@ struct bench_options {
 };
 
 // What `--pipeline none` reads: a dataset (ImageFolder, manifest, tar
-// shards) when SOURCE is one, else every image file under SOURCE.
+// shards, nfs://, LMDB) when SOURCE is one, else every image file under
+// SOURCE; through the loader's storage interface either way.
 struct read_set {
   std::optional<data::dataset> ds;
   std::vector<std::string> files;
   [[nodiscard]] std::size_t size() const { return ds ? ds->size() : files.size(); }
 };
 
-read_set list_samples(const std::string& source) {
-  read_set out;
+// Every image file under a plain directory (no class folders), sorted.
+std::vector<std::string> image_files_under(const std::string& dir) {
+  std::vector<std::string> out;
   std::error_code ec;
-  const auto status = fs::status(source, ec);
-  if (ec || !fs::exists(status))
-    throw std::runtime_error("cannot read dataset '" + source + "': " +
-                             (ec ? ec.message() : std::string("no such file or directory")));
-  try {
-    out.ds = data::open_dataset(source);
-    return out;
-  } catch (const data::dataset_error&) {
-    if (!fs::is_directory(status)) throw;  // a bad manifest or shard: say so
-  }
-  // A plain directory of images (no class folders): every image under it.
-  fs::recursive_directory_iterator it(source, fs::directory_options::follow_directory_symlink, ec), end;
-  if (ec) throw std::runtime_error("cannot list '" + source + "': " + ec.message());
+  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
+  if (ec) throw std::runtime_error("cannot list '" + dir + "': " + ec.message());
   for (; it != end; it.increment(ec)) {
-    if (ec) throw std::runtime_error("cannot list '" + source + "': " + ec.message());
+    if (ec) throw std::runtime_error("cannot list '" + dir + "': " + ec.message());
     const auto name = it->path().filename().string();
     if (!name.empty() && name[0] == '.') {  // hidden files and folders are not samples
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file() && data::has_image_extension(name)) out.files.push_back(it->path().string());
+    if (it->is_regular_file() && data::has_image_extension(name)) out.push_back(it->path().string());
   }
-  std::sort(out.files.begin(), out.files.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+read_set list_samples(io::source& src) {
+  read_set out;
+  const std::string& source = src.location();
+  const bool local = src.scheme() == "file";
+  std::error_code ec;
+  const auto status = local ? fs::status(source, ec) : fs::file_status{};
+  const bool pattern = source.find_first_of("*?[{") != std::string::npos;
+  if (local && !pattern && (ec || !fs::exists(status)))
+    throw std::runtime_error("cannot read dataset '" + source + "': " +
+                             (ec ? ec.message() : std::string("no such file or directory")));
+  try {
+    out.ds = data::open_dataset(src);
+    return out;
+  } catch (const data::dataset_error&) {
+    if (!local || !fs::is_directory(status)) throw;  // a bad manifest, shard or record: say so
+  }
+  out.files = image_files_under(source);
   return out;
 }
 
@@ -113,9 +122,6 @@ struct skipped_file {
 
 struct shared_state {
   const read_set* samples = nullptr;
-  io::nfs_client* nfs = nullptr;  // nfs:// sources: reads go here, not to the reader
-  std::string nfs_root;           // the dataset's path under the export
-  std::vector<io::reader::handle> shards;  // tar datasets: every shard, opened once
   std::size_t total = 0;           // samples × epochs
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
@@ -126,10 +132,10 @@ struct shared_state {
   std::vector<skipped_file> skipped;
 };
 
-// One of `io_depth` readers: takes the next sample until none are left, with
-// the loader's reader (io_uring or pread, buffered or O_DIRECT). The buffer
-// is reused: after warm-up nothing is allocated per file.
-task<> read_samples(thread_pool& pool, io::reader& r, shared_state& s) {
+// One of `io_depth` readers: takes the next sample until none are left,
+// through the source (io_uring or pread, buffered or O_DIRECT; libnfs;
+// LMDB). The buffer is reused: after warm-up nothing is allocated per file.
+task<> read_samples(thread_pool& pool, io::source& src, shared_state& s) {
   co_await pool.schedule();
   io::read_buffer buffer;
   std::string path;
@@ -139,41 +145,24 @@ task<> read_samples(thread_pool& pool, io::reader& r, shared_state& s) {
     if (i >= s.total || s.stop.load(std::memory_order_relaxed)) break;
     const std::size_t k = i % set.size();
     try {
-      std::span<const std::byte> bytes;
-      if (s.nfs != nullptr) {
-        path = s.nfs_root + "/" + std::string(set.ds->name(k));
-        const std::size_t n = co_await s.nfs->read_file(path, buffer);
-        bytes = std::span<const std::byte>(buffer.data(), n);
-      } else if (!set.ds) {
-        path = set.files[k];
-        bytes = co_await r.read_file(path, buffer);
-      } else if (const auto loc = set.ds->location(k); loc.shard == data::no_shard) {
-        loc.full_path(path);
-        bytes = co_await r.read_file(path, buffer);
+      io::sample_ref ref;
+      if (set.ds) {
+        ref = set.ds->ref(k, path);
       } else {
-        path = set.ds->describe(k);
-        bytes = co_await r.read_range(s.shards[loc.shard], loc.offset, loc.size, buffer);
+        ref.file = set.files[k];
       }
+      const std::span<const std::byte> bytes = co_await src.read(ref, buffer);
       s.bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
     } catch (const std::exception& e) {
-      if (s.nfs != nullptr) path = set.ds->path(k);  // skipped files are named by their nfs:// URL
       if (s.fail_fast) {
         s.stop.store(true, std::memory_order_relaxed);
         throw;
       }
       std::lock_guard lock(s.skipped_mutex);
-      s.skipped.push_back({path, e.what()});
+      s.skipped.push_back({set.ds ? set.ds->describe(k) : set.files[k], e.what()});
     }
     s.done.fetch_add(1, std::memory_order_relaxed);
   }
-}
-
-io::reader_options reader_options_of(const bench_options& opt) {
-  io::reader_options ro;
-  ro.kind = opt.io == "pread" ? io::backend::pread : io::backend::uring;
-  ro.depth = opt.io_depth;
-  ro.direct = opt.direct;
-  return ro;
 }
 
 int run_bench(bench_options opt) {
@@ -183,37 +172,21 @@ int run_bench(bench_options opt) {
     throw std::runtime_error("--cache-dir is a loader option: use it with --pipeline val or train");
 
   thread_pool pool(opt.threads);
-  shared_state s;
-  // nfs://: an ImageFolder on the export, listed and read with libnfs, as the loader does.
-  std::unique_ptr<io::nfs_client> nfs;
-  read_set samples;
-  if (io::nfs_url::is_nfs(opt.source)) {
-    const io::nfs_url url = io::nfs_url::parse(opt.source);
-    io::nfs_options no;
-    no.nfs_port = url.port;
-    no.max_in_flight = static_cast<unsigned>(std::max<std::size_t>(64, opt.io_depth));
-    nfs = std::make_unique<io::nfs_client>(url.server, url.export_path, pool, no);
-    s.nfs = nfs.get();
-    s.nfs_root = url.path;
-    samples.ds = io::scan_nfs_image_folder(*nfs, url, {});
-  } else {
-    samples = list_samples(opt.source);
-  }
+  // The loader's storage interface and its defaults: the storage decides
+  // the depth and whether reads get network deadlines and retries.
+  io::source_options so;
+  so.kind = io_backend_of(opt.io);
+  so.depth = opt.io_depth;
+  so.direct = opt.direct;
+  const std::unique_ptr<io::source> src = io::source::open(opt.source, pool, so);
+  opt.io_depth = src->depth();
+  const read_set samples = list_samples(*src);
   if (samples.size() == 0) throw std::runtime_error("no image files found under '" + opt.source + "'");
 
+  shared_state s;
   s.samples = &samples;
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
   s.fail_fast = opt.on_error == "fail";
-
-  // The loader's defaults: the storage decides the depth and whether local
-  // reads get network deadlines and retries.
-  const io::storage_info where = io::probe_source(opt.source);
-  if (opt.io_depth == 0) opt.io_depth = where.io_depth;
-  io::reader_options ro = reader_options_of(opt);
-  ro.network = !nfs && where.device == io::device_class::network;
-  const std::unique_ptr<io::reader> r = io::reader::create(pool, std::move(ro));
-  if (samples.ds)
-    for (const auto& shard : samples.ds->shards()) s.shards.push_back(r->open(shard.path));
 
   const auto start = std::chrono::steady_clock::now();
   progress_line bar(
@@ -229,23 +202,18 @@ int run_bench(bench_options opt) {
       !opt.json && ::isatty(STDERR_FILENO));
 
   std::vector<task<>> readers;
-  for (std::size_t i = 0; i < std::min(opt.io_depth, s.total); ++i) readers.push_back(read_samples(pool, *r, s));
+  for (std::size_t i = 0; i < std::min(opt.io_depth, s.total); ++i) readers.push_back(read_samples(pool, *src, s));
   sync_wait(when_all(std::move(readers)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bar.stop();
 
   const std::size_t images = s.done.load() - s.skipped.size();
   const std::uint64_t bytes = s.bytes.load();
-  auto st = r->stats();
-  if (nfs) {
-    const auto ns = nfs->stats();
-    st.retries = ns.retries;
-    st.timeouts = ns.timeouts;
-  }
+  const io::source_stats st = src->stats();
   const double images_per_s = static_cast<double>(images) / seconds;
   const double mb_per_s = static_cast<double>(bytes) / 1e6 / seconds;
-  const std::string backend = nfs ? std::string("libnfs") : std::string(r->backend_name());
-  const bool direct = !nfs && r->direct();
+  const std::string backend(src->backend_name());
+  const bool direct = st.direct;
 
   if (opt.json) {
     nlohmann::json skipped = nlohmann::json::array();
@@ -306,7 +274,7 @@ int run_loader_bench(const bench_options& opt) {
   o.batch_size = opt.batch;
   o.threads = opt.threads;
   o.io_depth = opt.io_depth;
-  o.io = opt.io == "pread" ? io_backend::pread : io_backend::uring;
+  o.io = io_backend_of(opt.io);
   o.memory_budget = opt.memory_mb << 20;
   o.device = opt.device;
   o.on_error = opt.on_error == "fail" ? error_policy::fail : error_policy::skip;
@@ -439,8 +407,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--threads", opt->threads, "worker threads (0 = one per core)");
   cmd->add_option("--io-depth", opt->io_depth, "files in flight at once (0: what `ringfeed probe` recommends)");
   cmd->add_option("--epochs", opt->epochs, "passes over the dataset");
-  cmd->add_option("--io", opt->io, "I/O backend: uring, or pread threads (what runs where io_uring is blocked)")
-      ->check(CLI::IsMember({"uring", "pread"}));
+  add_io_option(cmd, opt->io);
   cmd->add_flag("--direct", opt->direct,
                 "O_DIRECT reads: bypass the page cache (buffered where the file system refuses it)");
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")

@@ -28,6 +28,7 @@ struct export_options {
   std::uint64_t epoch = 0;
   std::size_t threads = 0;
   int size = 224;
+  std::string io = "auto";
 };
 
 void write_ppm(const fs::path& path, const std::uint8_t* rgb, std::int64_t height, std::int64_t width) {
@@ -48,6 +49,7 @@ int run_export(const export_options& opt) {
   o.output = image::output_format::uint8_hwc;
   o.device = -1;
   o.threads = opt.threads;
+  o.io = io_backend_of(opt.io);
   o.batch_size = 32;
   o.on_error = error_policy::fail;
   o.resume = loader_state{opt.seed, opt.epoch, 0, 0, 1};
@@ -68,9 +70,9 @@ int run_export(const export_options& opt) {
     }
     if (opt.count != 0 && position == opt.count) break;
   }
-  std::printf("export: %zu samples of epoch %llu (%s, %s mode, seed %llu) -> %s\n", position,
+  std::printf("export: %zu samples of epoch %llu (%s, %s mode, seed %llu, read with %s) -> %s\n", position,
               static_cast<unsigned long long>(opt.epoch), opt.pipeline.c_str(), opt.exact ? "exact" : "fast",
-              static_cast<unsigned long long>(opt.seed), opt.out.c_str());
+              static_cast<unsigned long long>(opt.seed), l.stats().backend.c_str(), opt.out.c_str());
   return 0;
 }
 
@@ -79,7 +81,7 @@ int run_export(const export_options& opt) {
 void register_export(CLI::App& app) {
   auto opt = std::make_shared<export_options>();
   CLI::App* cmd = app.add_subcommand("export", "write samples as the loader delivers them, as <position>_<label>.ppm");
-  cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest or tar shards")->required();
+  cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest, tar shards, nfs://server/export/path or lmdb:///path")->required();
   cmd->add_option("--out", opt->out, "directory to write into")->required();
   cmd->add_option("--pipeline", opt->pipeline, "train (shuffled, augmented) or val (ImageFolder order)")
       ->check(CLI::IsMember({"train", "val"}));
@@ -89,6 +91,7 @@ void register_export(CLI::App& app) {
   cmd->add_option("--epoch", opt->epoch, "which epoch's order and augmentation");
   cmd->add_option("--threads", opt->threads, "decode threads (0 = one per core)");
   cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
+  add_io_option(cmd, opt->io);
   cmd->callback([opt] {
     const int rc = run_export(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

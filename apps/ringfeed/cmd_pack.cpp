@@ -35,7 +35,12 @@
 #include <utility>
 #include <vector>
 
+#include <ringfeed/async_scope.hpp>
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/io/source.hpp>
+#include <ringfeed/sync_wait.hpp>
+#include <ringfeed/task.hpp>
+#include <ringfeed/thread_pool.hpp>
 
 #include "commands.hpp"
 
@@ -57,6 +62,8 @@ struct pack_options {
   std::uint64_t seed = 0;
   bool no_shuffle = false;
   std::size_t threads = 0;
+  std::size_t io_depth = 0;
+  std::string io = "auto";
 };
 
 std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
@@ -151,95 +158,68 @@ std::optional<std::string> image_suffix(std::string_view name) {
   return std::nullopt;
 }
 
-// Reads sample i's bytes into `out` (resized to fit): the whole file, or
-// the sample's range of a tar shard. Safe from any thread.
-void read_sample(const data::dataset& ds, std::size_t i, std::vector<char>& out, std::string& path) {
-  const data::sample_location loc = ds.location(i);
-  loc.full_path(path);
-  const auto fail = [&](const std::string& reason) -> void {
-    throw std::runtime_error("cannot read " + in_quotes(ds.describe(i)) + ": " + reason);
-  };
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail(errno_text(errno));
-
-  std::uint64_t want = loc.size;
-  const bool whole_file = want == data::unknown_size;
-  if (whole_file) {
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) fail(errno_text(errno));
-    if (!S_ISREG(st.st_mode)) fail("not a regular file");
-    want = static_cast<std::uint64_t>(st.st_size);
-  }
-  out.resize(static_cast<std::size_t>(want));
-  std::size_t got = 0;
-  for (;;) {
-    if (got == out.size()) {
-      if (!whole_file) break;
-      out.resize(out.size() + 64 * 1024);  // the file grew since fstat: read to its end
-    }
-    const ssize_t n = ::pread(fd.get(), out.data() + got, out.size() - got, static_cast<off_t>(loc.offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(errno_text(errno));
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  if (!whole_file && got < want) {
-    fail("the shard ends after " + std::to_string(got) + " of the sample's " + std::to_string(want) + " bytes");
-  }
-  out.resize(got);
-}
-
-// Samples order[first, first + count) read into `slots`, `threads` at a time.
+// Samples order[first, first + count) read into `slots` through the
+// source (io_uring, pread threads, libnfs, LMDB), `depth` reads in flight.
 // The first failure (lowest position, so the message does not depend on
 // timing) is rethrown by wait().
 class chunk_reader {
  public:
-  chunk_reader(const data::dataset& ds, const std::vector<std::size_t>& order, std::size_t threads)
-      : m_ds(ds), m_order(order), m_threads(std::max<std::size_t>(threads, 1)) {}
+  chunk_reader(io::source& src, thread_pool& pool, const data::dataset& ds, const std::vector<std::size_t>& order)
+      : m_src(src), m_pool(pool), m_ds(ds), m_order(order) {}
 
   /// Starts reading positions [first, first + count) into slots[0, count).
   void start(std::size_t first, std::size_t count, std::vector<std::vector<char>>& slots) {
     m_next.store(0, std::memory_order_relaxed);
     m_errors.assign(count, std::exception_ptr());
-    const std::size_t n = std::min(m_threads, count);
-    for (std::size_t t = 0; t < n; ++t) {
-      m_workers.emplace_back([this, first, count, &slots] {
-        std::string path;
-        // `next` only hands out unique positions; join() in wait()
-        // publishes the slots and errors to the writer.
-        for (std::size_t k; (k = m_next.fetch_add(1, std::memory_order_relaxed)) < count;) {
-          try {
-            read_sample(m_ds, m_order[first + k], slots[k], path);
-          } catch (...) {
-            m_errors[k] = std::current_exception();
-          }
-        }
-      });
-    }
+    m_scope = std::make_unique<async_scope>();
+    const std::size_t n = std::min(std::max<std::size_t>(m_src.depth(), 1), count);
+    for (std::size_t t = 0; t < n; ++t) m_scope->spawn(read_some(first, count, slots));
   }
 
   /// Waits for the chunk started last; rethrows its first failure.
   void wait() {
-    for (auto& w : m_workers) w.join();
-    m_workers.clear();
+    join();
     for (const auto& e : m_errors) {
       if (e) std::rethrow_exception(e);
     }
   }
 
-  ~chunk_reader() {
-    for (auto& w : m_workers) w.join();
-  }
+  ~chunk_reader() { join(); }
   chunk_reader(const chunk_reader&) = delete;
   chunk_reader& operator=(const chunk_reader&) = delete;
 
  private:
+  // `next` only hands out unique positions; the scope's join publishes
+  // the slots and errors to the writer.
+  task<> read_some(std::size_t first, std::size_t count, std::vector<std::vector<char>>& slots) {
+    co_await m_pool.schedule();
+    io::read_buffer buffer;
+    std::string path;
+    for (std::size_t k; (k = m_next.fetch_add(1, std::memory_order_relaxed)) < count;) {
+      const std::size_t i = m_order[first + k];
+      try {
+        const std::span<const std::byte> bytes = co_await m_src.read(m_ds.ref(i, path), buffer);
+        const auto* p = reinterpret_cast<const char*>(bytes.data());
+        slots[k].assign(p, p + bytes.size());
+      } catch (const std::exception& e) {
+        m_errors[k] = std::make_exception_ptr(std::runtime_error("cannot read " + in_quotes(m_ds.describe(i)) +
+                                                                 ": " + e.what()));
+      }
+    }
+  }
+
+  void join() {
+    if (m_scope) sync_wait(m_scope->join());
+    m_scope.reset();
+  }
+
+  io::source& m_src;
+  thread_pool& m_pool;
   const data::dataset& m_ds;
   const std::vector<std::size_t>& m_order;
-  std::size_t m_threads;
   std::atomic<std::size_t> m_next{0};
   std::vector<std::exception_ptr> m_errors;
-  std::vector<std::thread> m_workers;
+  std::unique_ptr<async_scope> m_scope;
 };
 
 // --- writing shards ------------------------------------------------------
@@ -490,9 +470,17 @@ int run_pack(const pack_options& opt) {
   const auto started = clock::now();
   if (opt.shard_mb == 0) throw std::runtime_error("--shard-mb must be at least 1");
 
+  // Read through the storage interface: local files on io_uring (or pread
+  // threads), nfs:// with libnfs, LMDB from its memory map.
+  thread_pool pool(opt.threads);
+  io::source_options so;
+  so.kind = io_backend_of(opt.io);
+  so.depth = opt.io_depth;
+  std::unique_ptr<io::source> src;
   data::dataset ds;
   try {
-    ds = data::open_dataset(opt.source);
+    src = io::source::open(opt.source, pool, so);
+    ds = data::open_dataset(*src);
   } catch (const std::exception& e) {
     const std::string what = e.what();
     // The library's messages mostly name the source already.
@@ -518,8 +506,6 @@ int run_pack(const pack_options& opt) {
   const fs::path out(opt.out);
   prepare_output(out, ds);
 
-  const std::size_t threads =
-      opt.threads != 0 ? opt.threads : std::max<std::size_t>(std::thread::hardware_concurrency(), 1);
   shard_writer writer(out, opt.shard_mb << 20);
   std::atomic<std::size_t> done{0};  // progress only: relaxed
   std::atomic<std::uint64_t> written{0};
@@ -538,7 +524,7 @@ int run_pack(const pack_options& opt) {
     // Two chunks of slots: workers read one while this thread writes the other.
     std::vector<std::vector<char>> slots[2] = {std::vector<std::vector<char>>(samples_per_chunk),
                                                std::vector<std::vector<char>>(samples_per_chunk)};
-    chunk_reader reader(ds, order, threads);
+    chunk_reader reader(*src, pool, ds, order);
     const std::size_t n = ds.size();
     std::size_t first = 0;
     std::size_t count = std::min(samples_per_chunk, n);
@@ -589,14 +575,19 @@ void register_pack(CLI::App& app) {
   auto opt = std::make_shared<pack_options>();
   CLI::App* cmd = app.add_subcommand(
       "pack", "copy a dataset into WebDataset tar shards (<key>.<ext> + <key>.cls), shuffled by default");
-  cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest or tar shards")->required();
+  cmd->add_option("SOURCE", opt->source,
+                  "dataset: directory, manifest, tar shards, nfs://server/export/path (an ImageFolder) or "
+                  "lmdb:///path")
+      ->required();
   cmd->add_option("OUT", opt->out, "directory to write shard-NNNNNN.tar and classes.txt into")->required();
   cmd->add_option("--shard-mb", opt->shard_mb, "start a new shard before one would pass this many MiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--seed", opt->seed, "seed of the sample permutation")->capture_default_str();
   cmd->add_flag("--no-shuffle", opt->no_shuffle, "keep the source's sample order");
-  cmd->add_option("--threads", opt->threads, "reading threads (0 = one per core)");
+  cmd->add_option("--threads", opt->threads, "threads reads complete on (0 = one per core)");
+  cmd->add_option("--io-depth", opt->io_depth, "samples read at once (0: what the storage recommends)");
+  add_io_option(cmd, opt->io);
   cmd->callback([opt] {
     const int rc = run_pack(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -27,6 +27,12 @@ void register_pack(CLI::App& app);
 /// Resize(size*256/224) + CenterCrop(size), in dataset order.
 void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed);
 
+/// `--io auto|uring|pread` on `cmd`, stored in `target` (default "auto":
+/// io_uring, else pread threads with one log line saying why).
+CLI::Option* add_io_option(CLI::App* cmd, std::string& target);
+/// The backend an `--io` value names.
+[[nodiscard]] io::backend io_backend_of(const std::string& name);
+
 /// Redraws one status line on stderr every 100 ms from `render` (called on
 /// the drawing thread), while enabled; stop() (or the destructor) ends it and
 /// clears the line.

@@ -12,6 +12,18 @@ void apply_preset(loader_options& o, const std::string& pipeline, int size, bool
   o.sampler.seed = seed;
 }
 
+CLI::Option* add_io_option(CLI::App* cmd, std::string& target) {
+  return cmd
+      ->add_option("--io", target,
+                   "local reads: auto (io_uring, else pread threads with one log line), uring (io_uring or fail), "
+                   "pread (a pool of threads doing blocking reads)")
+      ->check(CLI::IsMember({"auto", "uring", "pread"}));
+}
+
+io::backend io_backend_of(const std::string& name) {
+  return name == "pread" ? io::backend::pread : name == "uring" ? io::backend::uring : io::backend::automatic;
+}
+
 progress_line::progress_line(std::function<std::string()> render, bool enabled) : m_render(std::move(render)) {
   if (!enabled) return;
   m_thread = std::thread([this] {
