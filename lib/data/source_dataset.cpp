@@ -9,7 +9,7 @@ dataset open_dataset(io::source& src, const dataset_options& options) {
   if (scheme == "lmdb") {
     if (options.kind != source_kind::auto_detect && options.kind != source_kind::lmdb)
       throw dataset_error(src.location(), "an LMDB database holds records, not another kind of dataset");
-    throw dataset_error(src.location(), "LMDB: MERGE-PENDING");
+    return index_lmdb(src, options);
   }
   if (scheme != "nfs") return open_dataset(src.location(), options);
   // A tree on storage with no local path: an ImageFolder, listed through the source.

@@ -5,6 +5,7 @@
 
 #include <ringfeed/io/nfs.hpp>
 
+#include "io/lmdb_source.hpp"
 #include "io/sources.hpp"
 
 namespace ringfeed::io {
@@ -30,32 +31,14 @@ storage_info probe_local(const std::string& location) {
 
 }  // namespace
 
-bool is_lmdb_location(std::string_view location) noexcept {
-  if (location.size() >= 7) {
-    bool scheme = true;
-    for (std::size_t k = 0; k < 7; ++k)
-      scheme = scheme && static_cast<char>(location[k] | (k < 4 ? 0x20 : 0)) == "lmdb://"[k];
-    if (scheme) return true;
-  }
-  if (location.find("://") != std::string_view::npos) return false;
-  try {
-    const std::string path(location);
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return false;
-    if (S_ISDIR(st.st_mode)) return ::stat((path + "/data.mdb").c_str(), &st) == 0 && S_ISREG(st.st_mode);
-    const std::string_view name = location.substr(location.rfind('/') + 1);  // npos + 1 == 0
-    return S_ISREG(st.st_mode) && name == "data.mdb";
-  } catch (...) {
-    return false;
-  }
-}
-
 source::~source() = default;
 
 std::unique_ptr<source> source::open(const std::string& location, thread_pool& resume_on, source_options options) {
   std::unique_ptr<source> s;
   if (nfs_url::is_nfs(location)) {
     s = detail::open_nfs_source(location, resume_on, options);
+  } else if (is_lmdb_location(location)) {
+    s = detail::open_lmdb_source(location, resume_on, options);
   } else {
     s = detail::open_local_source(location, resume_on, options, probe_local(location));
   }
