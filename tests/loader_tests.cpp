@@ -16,9 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +35,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
+#include "support/no_io_uring.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -608,21 +606,6 @@ TEST_CASE("manifests load like folders", "[loader]") {
   REQUIRE(std::memcmp(m->images().data, f->images().data, m->images().bytes()) == 0);
 }
 
-namespace {
-// Makes io_uring_setup fail with EPERM in this process, as Docker's default
-// seccomp profile does.
-bool block_io_uring_with_seccomp() {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
-}
-}  // namespace
-
 TEST_CASE("io_uring blocked by seccomp: pread fallback with one log line saying why", "[loader][fallback]") {
   ringfeed::test::temp_dir tmp;
   const auto root = make_folder(tmp.path(), 2);
@@ -638,7 +621,7 @@ TEST_CASE("io_uring blocked by seccomp: pread fallback with one log line saying 
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    if (!block_io_uring_with_seccomp()) ::_exit(10);
+    if (!ringfeed::test::block_io_uring_setup()) ::_exit(10);
     std::vector<std::string> logged;
     auto c = base_options(root);
     c.log = [&](std::string_view line) { logged.emplace_back(line); };

@@ -1,10 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +24,7 @@
 #include <ringfeed/thread_pool.hpp>
 #include <ringfeed/when_all.hpp>
 
+#include "support/no_io_uring.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -244,27 +241,6 @@ TEST_CASE("the destructor lets operations in flight finish and resume", "[ring]"
   }
 }
 
-namespace {
-
-// Installs a seccomp filter on the calling thread (and threads it creates)
-// that fails io_uring_setup with EPERM, the way Docker's default profile does.
-bool block_io_uring_setup_on_this_thread() {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(std::size(filter)), filter};
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
-  return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0;
-}
-
-}  // namespace
-
 TEST_CASE("when seccomp blocks io_uring, construction fails with ring_unavailable saying why",
           "[ring][fallback]") {
   thread_pool pool(1);
@@ -275,7 +251,7 @@ TEST_CASE("when seccomp blocks io_uring, construction fails with ring_unavailabl
   // A thread of its own: seccomp filters are per thread, and this one must
   // not leak into the rest of the test process.
   std::thread t([&] {
-    installed = block_io_uring_setup_on_this_thread();
+    installed = ringfeed::test::block_io_uring_setup();
     if (!installed) return;
     reason = ring::unavailable_reason();
     try {
