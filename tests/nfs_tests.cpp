@@ -40,6 +40,7 @@
 #include <ringfeed/async_scope.hpp>
 #include <ringfeed/io/cache.hpp>
 #include <ringfeed/io/nfs.hpp>
+#include <ringfeed/io/source.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
@@ -1027,6 +1028,48 @@ TEST_CASE("a loader reads an ImageFolder from nfs:// exactly as from the directo
   CHECK(st.backend == "libnfs");
   CHECK(st.read.items >= 28);
   CHECK_FALSE(st.cache);
+}
+
+TEST_CASE("ringfeed pack nfs://…: the shards hold the export's files byte for byte, with their labels",
+          "[nfs][pack]") {
+  ringfeed::test::watchdog dog("nfs pack", 120s);
+  require_server();
+  const char* cli = std::getenv("RINGFEED_CLI");
+  if (cli == nullptr) {
+    WARN("RINGFEED_CLI is not set (the CLI is not built in this configuration): pack nfs:// not run");
+    return;
+  }
+  ringfeed::test::temp_dir out;
+  const std::string command =
+      std::string(cli) + " pack '" + imgs_url + "' '" + (out.path() / "shards").string() + "' --no-shuffle --io pread 2>&1";
+  std::string printed;
+  FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char line[512];
+  while (std::fgets(line, sizeof line, p) != nullptr) printed += line;
+  const int status = ::pclose(p);
+  INFO(printed);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+
+  // --no-shuffle: sample k of the shards is sample k of the ImageFolder.
+  const auto folder = ringfeed::data::open_dataset((server().export_dir() / "imgs").string());
+  thread_pool pool(2);
+  const auto packed_source = ringfeed::io::source::open((out.path() / "shards").string(), pool);
+  const auto packed = ringfeed::data::open_dataset(*packed_source);
+  REQUIRE(packed.size() == folder.size());
+  REQUIRE(packed.size() == 14);
+  read_buffer buffer;
+  std::string path;
+  for (std::size_t k = 0; k < packed.size(); ++k) {
+    CAPTURE(k, folder.name(k));
+    CHECK(packed.label(k) == folder.label(k));
+    const auto got = sync_wait(packed_source->read(packed.ref(k, path), buffer));
+    std::ifstream f(server().export_dir() / "imgs" / std::string(folder.name(k)), std::ios::binary);
+    const std::vector<char> want{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
+  }
 }
 
 TEST_CASE("nfs:// sources: what cannot be read is an error naming its URL", "[nfs][loader]") {
