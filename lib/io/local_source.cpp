@@ -67,13 +67,8 @@ class local_source final : public source {
   }
 
   source_stats stats() const override {
-    const reader_stats r = m_reader->stats();
     source_stats s;
-    s.files = r.files;
-    s.ranges = r.ranges;
-    s.bytes = r.bytes;
-    s.retries = r.retries;
-    s.timeouts = r.timeouts;
+    static_cast<read_counters&>(s) = m_reader->stats();
     s.direct = m_reader->direct();
     return s;
   }

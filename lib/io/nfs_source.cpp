@@ -54,13 +54,8 @@ class nfs_source final : public source {
   }
 
   source_stats stats() const override {
-    const auto n = m_client->stats();
     source_stats s;
-    s.files = n.files;
-    s.ranges = n.ranges;
-    s.bytes = n.bytes;
-    s.retries = n.retries;
-    s.timeouts = n.timeouts;
+    static_cast<read_counters&>(s) = m_client->stats();
     return s;
   }
 

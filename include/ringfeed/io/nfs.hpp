@@ -77,12 +77,7 @@ struct nfs_url {
 };
 
 /// Counters, named as every reader's (source_stats, reader_stats).
-struct nfs_stats {
-  std::uint64_t files = 0;        ///< read_file calls that succeeded
-  std::uint64_t ranges = 0;       ///< read_range calls that succeeded
-  std::uint64_t bytes = 0;        ///< bytes those delivered
-  std::uint64_t retries = 0;      ///< operations re-issued after ESTALE, EIO, ETIMEDOUT or EAGAIN
-  std::uint64_t timeouts = 0;     ///< operations failed with ETIMEDOUT by the deadline
+struct nfs_stats : read_counters {
   std::uint64_t requests = 0;     ///< operations started (mount, open, fstat, pread, close, listing)
   std::size_t max_in_flight = 0;  ///< most libnfs calls outstanding at once
 };

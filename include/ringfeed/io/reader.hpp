@@ -76,13 +76,7 @@ struct reader_options {
   log_sink log;
 };
 
-struct reader_stats {
-  std::uint64_t files = 0;    ///< read_file calls that succeeded
-  std::uint64_t ranges = 0;   ///< read_range calls that succeeded
-  std::uint64_t bytes = 0;    ///< sample bytes delivered
-  std::uint64_t retries = 0;  ///< operations retried after a transient error
-  std::uint64_t timeouts = 0;  ///< operations past their deadline
-};
+using reader_stats = read_counters;
 
 class reader {
  public:

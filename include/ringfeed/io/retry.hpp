@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <system_error>
 
 namespace ringfeed::io {
@@ -58,6 +59,16 @@ struct retry_policy {
   [[nodiscard]] bool expired(std::chrono::steady_clock::duration elapsed) const noexcept {
     return deadline.count() > 0 && elapsed >= deadline;
   }
+};
+
+/// What every reader counts, under the same names (reader_stats,
+/// nfs_stats and source_stats start with these).
+struct read_counters {
+  std::uint64_t files = 0;     ///< whole files read
+  std::uint64_t ranges = 0;    ///< byte ranges read
+  std::uint64_t bytes = 0;     ///< sample bytes delivered
+  std::uint64_t retries = 0;   ///< attempts made again after a transient error
+  std::uint64_t timeouts = 0;  ///< operations past their deadline
 };
 
 }  // namespace ringfeed::io

@@ -87,12 +87,7 @@ struct source_options {
 
 /// Counters, named alike for every storage; a consistent snapshot only
 /// while idle.
-struct source_stats {
-  std::uint64_t files = 0;     ///< whole files read
-  std::uint64_t ranges = 0;    ///< byte ranges read
-  std::uint64_t bytes = 0;     ///< sample bytes delivered
-  std::uint64_t retries = 0;   ///< attempts made again after a transient error
-  std::uint64_t timeouts = 0;  ///< operations past their deadline
+struct source_stats : read_counters {
   bool direct = false;         ///< local reads still bypass the page cache
   /// The read-through cache, when one is in use.
   bool cache = false;
