@@ -15,7 +15,7 @@
 #include <memory>
 #include <span>
 
-#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/cuda/stream.hpp>
 
 namespace ringfeed {
 

@@ -15,8 +15,8 @@
 // the buffer back with release(i, its stream), which records an event there
 // that the next upload into buffer i waits for on the device.
 //
-// This header needs no CUDA headers: stream_t and event_t are the CUDA
-// runtime's own handle types (cudaStream_t, cudaEvent_t) by name. Built
+// This header needs no CUDA headers: stream_t and event_t (cuda/stream.hpp)
+// are the CUDA runtime's own handle types (cudaStream_t, cudaEvent_t). Built
 // without CUDA, the uploader and pinned allocation throw cuda_error saying
 // so; convert_batch_cpu always works (it is the no-device path).
 #pragma once
@@ -28,17 +28,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <ringfeed/cuda/stream.hpp>
 #include <ringfeed/image/transforms.hpp>
 
-// The CUDA runtime's handle structs, declared where cuda_runtime.h declares
-// them (the global namespace), so these are the very same types.
-struct CUstream_st;
-struct CUevent_st;
-
 namespace ringfeed::cuda {
-
-using stream_t = ::CUstream_st*;  ///< == cudaStream_t
-using event_t = ::CUevent_st*;    ///< == cudaEvent_t
 
 /// A CUDA runtime failure: what() names the call and CUDA's error name and
 /// string; code() is the cudaError_t value (0 when built without CUDA).
