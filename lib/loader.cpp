@@ -732,8 +732,8 @@ task<std::optional<batch>> loader::next() {
   co_return std::optional<batch>(std::move(b));
 }
 
-void loader::start_async_next(std::unique_ptr<detail::next_completion> completion) {
-  m_core->async_calls->spawn([](loader& self, std::unique_ptr<detail::next_completion> done) -> task<> {
+void loader::start_next(std::unique_ptr<next_completion> completion) {
+  m_core->async_calls->spawn([](loader& self, std::unique_ptr<next_completion> done) -> task<> {
     std::exception_ptr error;
     std::optional<batch> result;
     try {

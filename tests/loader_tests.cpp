@@ -29,6 +29,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <ringfeed/asio.hpp>
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
@@ -407,7 +408,7 @@ TEST_CASE("consumer APIs: co_await next(), async_next with Asio tokens, epoch ra
     loader l(o);
     std::size_t images = 0;
     for (;;) {
-      std::future<std::optional<batch>> f = l.async_next(boost::asio::use_future);
+      std::future<std::optional<batch>> f = ringfeed::async_next(l, boost::asio::use_future);
       auto b = f.get();
       if (!b) break;
       images += b->size();
@@ -423,7 +424,7 @@ TEST_CASE("consumer APIs: co_await next(), async_next with Asio tokens, epoch ra
     std::function<void()> ask;
     const auto io_thread = std::this_thread::get_id();
     ask = [&] {
-      l.async_next(boost::asio::bind_executor(io, [&](std::exception_ptr e, std::optional<batch> b) {
+      ringfeed::async_next(l, boost::asio::bind_executor(io, [&](std::exception_ptr e, std::optional<batch> b) {
         on_io_thread = on_io_thread && std::this_thread::get_id() == io_thread;
         REQUIRE_FALSE(e);
         if (!b) return;

@@ -171,13 +171,18 @@ void py_loader::issue() {
   }
   m_started = true;
   // The completion may run inline (a batch was ready) or on a pool thread.
-  m_loader->async_next([slot = m_slot](std::exception_ptr error, std::optional<batch> result) {
-    std::lock_guard lock(slot->mutex);
-    slot->error = error;
-    slot->result = std::move(result);
-    slot->done = true;
-    slot->ready.notify_all();
-  });
+  struct fill_slot final : next_completion {
+    explicit fill_slot(std::shared_ptr<next_slot> s) : slot(std::move(s)) {}
+    void complete(std::exception_ptr error, std::optional<batch> result) override {
+      std::lock_guard lock(slot->mutex);
+      slot->error = error;
+      slot->result = std::move(result);
+      slot->done = true;
+      slot->ready.notify_all();
+    }
+    std::shared_ptr<next_slot> slot;
+  };
+  m_loader->start_next(std::make_unique<fill_slot>(m_slot));
 }
 
 py::object py_loader::next(std::uintptr_t stream) {
