@@ -139,14 +139,7 @@ const option_key option_keys[] = {
     // 32768 keeps val's size * 256 / 224 far from int overflow.
     {"size", [](rf_options& o, std::string_view v) { o.size = parse_int(v, 1, 32768); }},
     {"exact", [](rf_options& o, std::string_view v) { o.exact = parse_bool(v); }},
-    {"output",
-     [](rf_options& o, std::string_view v) {
-       using ringfeed::image::output_format;
-       static const char* const names[] = {"float32", "float16", "uint8"};
-       static const output_format formats[] = {output_format::float32_chw, output_format::float16_chw,
-                                               output_format::uint8_hwc};
-       o.base.output = formats[parse_choice(v, names)];
-     }},
+    {"output", [](rf_options& o, std::string_view v) { o.base.output = ringfeed::parse_output(v); }},
     {"batch_size", [](rf_options& o, std::string_view v) { o.base.batch_size = parse_size(v, 1); }},
     {"shuffle", [](rf_options& o, std::string_view v) { o.shuffle = parse_bool(v); }},
     {"seed", [](rf_options& o, std::string_view v) { o.base.sampler.seed = parse_uint(v, 0, max_u64); }},

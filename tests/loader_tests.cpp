@@ -43,6 +43,7 @@
 
 namespace fs = std::filesystem;
 namespace img = ringfeed::image;
+using ringfeed::output_spec;
 using ringfeed::batch;
 using ringfeed::loader;
 using ringfeed::loader_options;
@@ -89,7 +90,7 @@ loader_options base_options(const fs::path& source) {
   o.source = source.string();
   o.dataset.use_cache = false;
   o.pipeline = img::pipeline::train(32, img::pipeline_mode::fast);
-  o.output = img::output_format::uint8_hwc;
+  o.output = output_spec::uint8_nhwc();
   o.batch_size = 5;
   o.threads = 2;
   o.io_depth = 8;
@@ -173,7 +174,7 @@ TEST_CASE("batch pixels are the pipeline's output for (seed, epoch, index)", "[l
   ringfeed::test::temp_dir tmp;
   const auto root = make_folder(tmp.path(), 2);
   auto o = base_options(root);
-  o.output = img::output_format::float32_chw;  // host: the CPU does the normalization
+  o.output = output_spec::float32_nchw();  // host: the CPU does the normalization
   loader l(o);
   auto b = ringfeed::sync_wait(l.next());
   REQUIRE(b);
@@ -183,7 +184,7 @@ TEST_CASE("batch pixels are the pipeline's output for (seed, epoch, index)", "[l
   REQUIRE_FALSE(b->on_device());
 
   img::pipeline p = o.pipeline;
-  p.set_output(img::output_format::float32_chw);
+  p.set_output(output_spec::float32_nchw());
   img::pipeline_workspace ws;
   const std::size_t bytes = 3 * 32 * 32 * 4;
   std::vector<std::byte> want(bytes);
@@ -352,7 +353,7 @@ TEST_CASE("prefetch never runs past the memory budget, however slow the consumer
   auto o = base_options(root);
   o.pipeline = img::pipeline::val(256, 224, img::pipeline_mode::fast);
   o.sampler.shuffle = false;
-  o.output = img::output_format::float32_chw;  // 602 KB per sample
+  o.output = output_spec::float32_nchw();  // 602 KB per sample
   o.batch_size = 4;                            // 2.3 MiB slabs
   o.memory_budget = 3 * 4 * 3 * 224 * 224 * 4 + 4096 * 3;  // 3 slabs: 2 batches ahead
   o.threads = 2;

@@ -300,9 +300,7 @@ int run_loader_bench(const bench_options& opt) {
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
   o.direct = opt.direct;
-  o.output = opt.output == "uint8"     ? image::output_format::uint8_hwc
-             : opt.output == "float16" ? image::output_format::float16_chw
-                                       : image::output_format::float32_chw;
+  o.output = parse_output(opt.output);
   o.batch_size = opt.batch;
   o.threads = opt.threads;
   o.io_depth = opt.io_depth;

@@ -45,7 +45,7 @@ int run_export(const export_options& opt) {
   loader_options o;
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
-  o.output = image::output_format::uint8_hwc;
+  o.output = output_spec::uint8_nhwc();
   o.device = -1;
   o.threads = opt.threads;
   o.batch_size = 32;

@@ -39,6 +39,7 @@
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/image/transforms.hpp>
+#include <ringfeed/output_spec.hpp>
 #include <ringfeed/stats.hpp>
 #include <ringfeed/task.hpp>
 
@@ -76,12 +77,13 @@ struct loader_options {
   std::string source;
   data::dataset_options dataset{};
   /// The transforms. Its output size must be fixed (end with a crop or an
-  /// exact resize). The loader chooses its output format: uint8 HWC when
-  /// batches go to a device (the device normalizes), else `output`.
+  /// exact resize). The loader sets its output: uint8 NHWC when batches go
+  /// to a device (the device converts to `output`), else `output`.
   image::pipeline pipeline = image::pipeline::train(224);
   /// What the consumer gets: float32/float16 NCHW normalized with the
-  /// pipeline's normalize() (plain v/255 without one), or uint8 NHWC.
-  image::output_format output = image::output_format::float32_chw;
+  /// pipeline's normalize() (plain v/255 without one), or uint8 NHWC
+  /// (output_spec.hpp; parse_output() reads the user-facing names).
+  output_spec output = output_spec::float32_nchw();
 
   std::size_t batch_size = 256;
   /// Drop the last batch of an epoch when it is short (DataLoader's drop_last).

@@ -17,10 +17,7 @@ loader_options loader_options_from(const py::dict& d) {
   loader_options o;
   o.source = d["source"].cast<std::string>();
   apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>());
-  const auto output = d["output"].cast<std::string>();
-  o.output = output == "uint8"     ? image::output_format::uint8_hwc
-             : output == "float16" ? image::output_format::float16_chw
-                                   : image::output_format::float32_chw;
+  o.output = parse_output(d["output"].cast<std::string>());
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();
   o.sampler.shuffle = d["shuffle"].cast<bool>();

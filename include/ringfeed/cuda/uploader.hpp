@@ -30,6 +30,7 @@
 
 #include <ringfeed/cuda/stream.hpp>
 #include <ringfeed/image/transforms.hpp>
+#include <ringfeed/output_spec.hpp>
 
 namespace ringfeed::cuda {
 
@@ -52,10 +53,11 @@ class cuda_error : public std::runtime_error {
 void host_free_pinned(void* p) noexcept;
 
 /// The batch conversion on the CPU: `n` images of h × w × 3 uint8 (NHWC,
-/// contiguous) into `dst` as `format` (uint8 NHWC: a copy; float32/float16:
-/// NCHW planes per image, values from image::normalize_table(format, norm)).
-/// The device kernel's reference. Any thread.
-void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, image::output_format format,
+/// contiguous) into `dst` as `spec` (uint8 NHWC: a copy; float32/float16
+/// NCHW: planes per image, values from image::normalize_table(spec.dtype,
+/// norm)). The device kernel's reference. Any thread. Throws
+/// std::invalid_argument for an unsupported spec or an empty size.
+void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, output_spec spec,
                        const image::normalize_params* norm, void* dst);
 
 class uploader {
@@ -66,7 +68,7 @@ class uploader {
     std::size_t max_images = 0;  ///< images per batch at most
     int height = 0;
     int width = 0;
-    image::output_format format = image::output_format::float32_chw;
+    output_spec output = output_spec::float32_nchw();  ///< a supported one
     std::optional<image::normalize_params> normalize;  ///< none: plain v / 255
   };
 
