@@ -8,6 +8,8 @@
 
 #include <ringfeed/cuda/uploader.hpp>
 #include <ringfeed/image/transforms.hpp>
+#include <ringfeed/io/reader.hpp>
+#include <ringfeed/loader.hpp>
 #include <ringfeed/output_spec.hpp>
 
 using ringfeed::dtype;
@@ -63,4 +65,30 @@ TEST_CASE("output names: float32, float16, uint8 with their one layout", "[names
         R"(output must be "float32", "float16" or "uint8", not "int8")");
   CHECK_THROWS_AS(ringfeed::parse_output("Float32"), std::invalid_argument);
   CHECK_THROWS_AS(ringfeed::parse_output(""), std::invalid_argument);
+}
+
+TEST_CASE("io backend names: auto, uring, pread", "[names]") {
+  using ringfeed::io::backend;
+  CHECK(ringfeed::io::parse_backend("auto") == backend::automatic);
+  CHECK(ringfeed::io::parse_backend("uring") == backend::uring);
+  CHECK(ringfeed::io::parse_backend("pread") == backend::pread);
+  CHECK(invalid_argument_of([] { (void)ringfeed::io::parse_backend("aio"); }) ==
+        R"(io must be "auto", "uring" or "pread", not "aio")");
+}
+
+TEST_CASE("on_error names: skip, fail", "[names]") {
+  CHECK(ringfeed::parse_error_policy("skip") == ringfeed::error_policy::skip);
+  CHECK(ringfeed::parse_error_policy("fail") == ringfeed::error_policy::fail);
+  CHECK(invalid_argument_of([] { (void)ringfeed::parse_error_policy("ignore"); }) ==
+        R"(on_error must be "skip" or "fail", not "ignore")");
+}
+
+TEST_CASE("pipeline preset names: train, val", "[names]") {
+  ringfeed::loader_options o;
+  ringfeed::apply_preset(o, "val", 64, true);
+  CHECK_FALSE(o.sampler.shuffle);
+  ringfeed::apply_preset(o, "train", 64, false);
+  CHECK(o.sampler.shuffle);
+  CHECK(invalid_argument_of([&] { ringfeed::apply_preset(o, "none", 64, false); }) ==
+        R"(pipeline must be "train" or "val", not "none")");
 }

@@ -170,7 +170,7 @@ task<> read_samples(thread_pool& pool, io::reader& r, shared_state& s) {
 
 io::reader_options reader_options_of(const bench_options& opt) {
   io::reader_options ro;
-  ro.kind = opt.io == "pread" ? io::backend::pread : io::backend::uring;
+  ro.kind = io::parse_backend(opt.io);
   ro.depth = opt.io_depth;
   ro.direct = opt.direct;
   return ro;
@@ -203,7 +203,7 @@ int run_bench(bench_options opt) {
 
   s.samples = &samples;
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
-  s.fail_fast = opt.on_error == "fail";
+  s.fail_fast = parse_error_policy(opt.on_error) == error_policy::fail;
 
   // The loader's defaults: the storage decides the depth and whether local
   // reads get network deadlines and retries.
@@ -304,10 +304,10 @@ int run_loader_bench(const bench_options& opt) {
   o.batch_size = opt.batch;
   o.threads = opt.threads;
   o.io_depth = opt.io_depth;
-  o.io = opt.io == "pread" ? io_backend::pread : io_backend::uring;
+  o.io = io::parse_backend(opt.io);
   o.memory_budget = opt.memory_mb << 20;
   o.device = opt.device;
-  o.on_error = opt.on_error == "fail" ? error_policy::fail : error_policy::skip;
+  o.on_error = parse_error_policy(opt.on_error);
   o.cache_dir = opt.cache_dir;
   o.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
   o.stream_shards = opt.stream;
@@ -429,7 +429,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
   cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
-      ->check(CLI::IsMember({"float32", "float16", "uint8"}));
+      ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
   cmd->add_option("--memory-mb", opt->memory_mb, "budget for batch slabs, MiB")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
@@ -437,12 +437,14 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--threads", opt->threads, "worker threads (0 = one per core)");
   cmd->add_option("--io-depth", opt->io_depth, "files in flight at once (0: what `ringfeed probe` recommends)");
   cmd->add_option("--epochs", opt->epochs, "passes over the dataset");
-  cmd->add_option("--io", opt->io, "I/O backend: uring, or pread threads (what runs where io_uring is blocked)")
-      ->check(CLI::IsMember({"uring", "pread"}));
+  cmd->add_option("--io", opt->io,
+                  "I/O backend: auto (io_uring, else pread threads), uring, or pread threads (what runs where "
+                  "io_uring is blocked)")
+      ->check(accepted_by(io::parse_backend));
   cmd->add_flag("--direct", opt->direct,
                 "O_DIRECT reads: bypass the page cache (buffered where the file system refuses it)");
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
-      ->check(CLI::IsMember({"skip", "fail"}));
+      ->check(accepted_by(parse_error_policy));
   cmd->add_option("--cache-dir", opt->cache_dir,
                   "local read-through cache of remote samples (nfs:// or a network file system)");
   cmd->add_option("--cache-gb", opt->cache_gb, "size bound of --cache-dir, GB")->check(CLI::PositiveNumber);

@@ -8,7 +8,7 @@ namespace ringfeed::cli {
 
 void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed) {
   if (size < 1) throw std::runtime_error("--size must be at least 1");
-  ringfeed::apply_preset(o, pipeline == "train" ? "train" : "val", size, exact);
+  ringfeed::apply_preset(o, pipeline, size, exact);
   o.sampler.seed = seed;
 }
 

@@ -53,6 +53,10 @@ enum class error_policy : std::uint8_t {
   skip,  ///< leave it out of its batch; list it in stats().skipped and the log
 };
 
+/// The user-facing names: "skip", "fail". Throws std::invalid_argument
+/// naming `name` and listing the accepted names.
+[[nodiscard]] error_policy parse_error_policy(std::string_view name);
+
 /// Which I/O path reads the files (see io/reader.hpp).
 using io_backend = io::backend;
 

@@ -26,11 +26,10 @@ loader_options loader_options_from(const py::dict& d) {
   o.sampler.world_size = d["world_size"].cast<std::size_t>();
   o.threads = d["threads"].cast<std::size_t>();
   o.io_depth = d["io_depth"].cast<std::size_t>();
-  const auto io = d["io"].cast<std::string>();
-  o.io = io == "pread" ? io_backend::pread : io == "uring" ? io_backend::uring : io_backend::automatic;
+  o.io = io::parse_backend(d["io"].cast<std::string>());
   o.memory_budget = d["memory_budget"].cast<std::size_t>();
   o.prefetch_batches = d["prefetch_batches"].cast<std::size_t>();
-  o.on_error = d["on_error"].cast<std::string>() == "fail" ? error_policy::fail : error_policy::skip;
+  o.on_error = parse_error_policy(d["on_error"].cast<std::string>());
   o.direct = d["direct"].cast<bool>();
   o.cache_dir = d["cache_dir"].cast<std::string>();
   if (!d["cache_bytes"].is_none()) o.cache_bytes = d["cache_bytes"].cast<std::uint64_t>();
