@@ -33,8 +33,6 @@ constexpr detail::named<error_policy> error_policy_names[] = {
 
 output_spec parse_output(std::string_view name) { return detail::parse_name("output", name, output_names); }
 
-std::string_view output_name(output_spec s) noexcept { return detail::name_of(s, output_names); }
-
 error_policy parse_error_policy(std::string_view name) {
   return detail::parse_name("on_error", name, error_policy_names);
 }

@@ -39,12 +39,4 @@ T parse_name(std::string_view what, std::string_view value, const named<T> (&tab
   throw std::invalid_argument(bad_name_message(what, value, table));
 }
 
-/// The name of `value` in `table` ("" when absent).
-template <class T, std::size_t N>
-std::string_view name_of(T value, const named<T> (&table)[N]) noexcept {
-  for (const auto& e : table)
-    if (e.value == value) return e.name;
-  return {};
-}
-
 }  // namespace ringfeed::detail

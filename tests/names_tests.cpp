@@ -59,8 +59,6 @@ TEST_CASE("output names: float32, float16, uint8 with their one layout", "[names
   CHECK(ringfeed::parse_output("float32") == output_spec::float32_nchw());
   CHECK(ringfeed::parse_output("float16") == output_spec::float16_nchw());
   CHECK(ringfeed::parse_output("uint8") == output_spec::uint8_nhwc());
-  for (const char* name : {"float32", "float16", "uint8"})
-    CHECK(ringfeed::output_name(ringfeed::parse_output(name)) == name);
   CHECK(invalid_argument_of([] { (void)ringfeed::parse_output("int8"); }) ==
         R"(output must be "float32", "float16" or "uint8", not "int8")");
   CHECK_THROWS_AS(ringfeed::parse_output("Float32"), std::invalid_argument);

@@ -32,8 +32,6 @@ struct tensor_view {
   memory_kind memory = memory_kind::host;
   int device = -1;  ///< CUDA device ordinal when memory == device
 
-  /// dtype and layout together (one of output_spec's supported ones).
-  [[nodiscard]] output_spec spec() const noexcept { return {dtype, layout}; }
   [[nodiscard]] std::size_t element_size() const noexcept { return ringfeed::element_size(dtype); }
   [[nodiscard]] std::size_t elements() const noexcept {
     return static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]);

@@ -65,7 +65,5 @@ struct output_spec {
 /// (float16 NCHW), "uint8" (uint8 NHWC). Throws std::invalid_argument
 /// naming `name` and listing the accepted names.
 [[nodiscard]] output_spec parse_output(std::string_view name);
-/// The user-facing name of a supported spec (parse_output's inverse).
-[[nodiscard]] std::string_view output_name(output_spec s) noexcept;
 
 }  // namespace ringfeed
