@@ -139,14 +139,7 @@ const option_key option_keys[] = {
     // 32768 keeps val's size * 256 / 224 far from int overflow.
     {"size", [](rf_options& o, std::string_view v) { o.size = parse_int(v, 1, 32768); }},
     {"exact", [](rf_options& o, std::string_view v) { o.exact = parse_bool(v); }},
-    {"output",
-     [](rf_options& o, std::string_view v) {
-       using ringfeed::image::output_format;
-       static const char* const names[] = {"float32", "float16", "uint8"};
-       static const output_format formats[] = {output_format::float32_chw, output_format::float16_chw,
-                                               output_format::uint8_hwc};
-       o.base.output = formats[parse_choice(v, names)];
-     }},
+    {"output", [](rf_options& o, std::string_view v) { o.base.output = ringfeed::parse_output(v); }},
     {"batch_size", [](rf_options& o, std::string_view v) { o.base.batch_size = parse_size(v, 1); }},
     {"shuffle", [](rf_options& o, std::string_view v) { o.shuffle = parse_bool(v); }},
     {"seed", [](rf_options& o, std::string_view v) { o.base.sampler.seed = parse_uint(v, 0, max_u64); }},
@@ -155,21 +148,10 @@ const option_key option_keys[] = {
     {"world_size", [](rf_options& o, std::string_view v) { o.base.sampler.world_size = parse_size(v, 1); }},
     {"threads", [](rf_options& o, std::string_view v) { o.base.threads = parse_size(v); }},
     {"io_depth", [](rf_options& o, std::string_view v) { o.base.io_depth = parse_size(v); }},
-    {"io",
-     [](rf_options& o, std::string_view v) {
-       using ringfeed::io_backend;
-       static const char* const names[] = {"auto", "uring", "pread"};
-       static const io_backend backends[] = {io_backend::automatic, io_backend::uring, io_backend::pread};
-       o.base.io = backends[parse_choice(v, names)];
-     }},
+    {"io", [](rf_options& o, std::string_view v) { o.base.io = ringfeed::io::parse_backend(v); }},
     {"memory_budget", [](rf_options& o, std::string_view v) { o.base.memory_budget = parse_size(v, 1); }},
     {"prefetch_batches", [](rf_options& o, std::string_view v) { o.base.prefetch_batches = parse_size(v); }},
-    {"on_error",
-     [](rf_options& o, std::string_view v) {
-       using ringfeed::error_policy;
-       static const char* const names[] = {"skip", "fail"};
-       o.base.on_error = parse_choice(v, names) == 0 ? error_policy::skip : error_policy::fail;
-     }},
+    {"on_error", [](rf_options& o, std::string_view v) { o.base.on_error = ringfeed::parse_error_policy(v); }},
     {"direct", [](rf_options& o, std::string_view v) { o.base.direct = parse_bool(v); }},
     {"cache_dir", [](rf_options& o, std::string_view v) { o.base.cache_dir = v; }},
     {"cache_bytes", [](rf_options& o, std::string_view v) { o.base.cache_bytes = parse_uint(v, 0, max_u64); }},

@@ -155,7 +155,8 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
   }
 
   pipe = opt.pipeline;
-  pipe.set_output(use_device ? image::output_format::uint8_hwc : opt.output);
+  opt.output.check();  // on the device path too, where the uploader converts to it
+  pipe.set_output(use_device ? output_spec::uint8_nhwc() : opt.output);
   const auto shape = pipe.fixed_shape();
   if (!shape)
     throw std::invalid_argument(
@@ -185,7 +186,7 @@ loader_core::loader_core(loader_options options) : opt(std::move(options)) {
     u.max_images = opt.batch_size;
     u.height = sample_shape.height;
     u.width = sample_shape.width;
-    u.format = opt.output;
+    u.output = opt.output;
     u.normalize = opt.pipeline.normalization();
     uploader = std::make_unique<cuda::uploader>(u);
     buffer_lent.assign(u.buffers, 0);
@@ -565,17 +566,14 @@ tensor_view loader_core::layout_of(std::size_t n) const noexcept {
   tensor_view v;
   // The device converts the uint8 slab into opt.output; on the host the
   // pipeline already wrote the output format.
-  const auto format = uploader ? opt.output : pipe.output();
-  v.dtype = format == image::output_format::float32_chw   ? dtype::float32
-            : format == image::output_format::float16_chw ? dtype::float16
-                                                           : dtype::uint8;
+  const output_spec spec = uploader ? opt.output : pipe.output();
+  v.dtype = spec.dtype;
+  v.layout = spec.layout;
   const auto count = static_cast<std::int64_t>(n);
   const std::int64_t h = sample_shape.height, w = sample_shape.width;
-  if (format == image::output_format::uint8_hwc) {
-    v.layout = layout::nhwc;
+  if (spec.layout == layout::nhwc) {
     v.shape = {count, h, w, 3};
   } else {
-    v.layout = layout::nchw;
     v.shape = {count, 3, h, w};
   }
   v.memory = uploader ? memory_kind::device : memory_kind::host;
@@ -670,8 +668,8 @@ task<std::optional<batch>> loader::next() {
   co_return std::optional<batch>(std::move(b));
 }
 
-void loader::start_async_next(std::unique_ptr<detail::next_completion> completion) {
-  m_core->async_calls->spawn([](loader& self, std::unique_ptr<detail::next_completion> done) -> task<> {
+void loader::start_next(std::unique_ptr<next_completion> completion) {
+  m_core->async_calls->spawn([](loader& self, std::unique_ptr<next_completion> done) -> task<> {
     std::exception_ptr error;
     std::optional<batch> result;
     try {

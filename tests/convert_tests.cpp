@@ -12,6 +12,7 @@
 #include <ringfeed/image/transforms.hpp>
 
 namespace img = ringfeed::image;
+using ringfeed::output_spec;
 
 namespace {
 
@@ -34,7 +35,7 @@ TEST_CASE("float32 NCHW equals (v/255 - mean)/std element by element", "[convert
   for (auto [n, h, w] : {std::tuple{1, 1, 1}, std::tuple{3, 7, 5}, std::tuple{2, 224, 224}}) {
     const auto src = random_batch(static_cast<std::size_t>(n), h, w, 1);
     std::vector<float> dst(src.size());
-    ringfeed::cuda::convert_batch_cpu(src.data(), static_cast<std::size_t>(n), h, w, img::output_format::float32_chw,
+    ringfeed::cuda::convert_batch_cpu(src.data(), static_cast<std::size_t>(n), h, w, output_spec::float32_nchw(),
                                       &img::imagenet_normalize, dst.data());
     for (int i = 0; i < n; ++i)
       for (int y = 0; y < h; ++y)
@@ -52,7 +53,7 @@ TEST_CASE("float16 NCHW is the float32 value rounded to nearest even", "[convert
   const int n = 2, h = 9, w = 11;
   const auto src = random_batch(n, h, w, 2);
   std::vector<std::uint16_t> dst(src.size());
-  ringfeed::cuda::convert_batch_cpu(src.data(), n, h, w, img::output_format::float16_chw, &img::imagenet_normalize,
+  ringfeed::cuda::convert_batch_cpu(src.data(), n, h, w, output_spec::float16_nchw(), &img::imagenet_normalize,
                                     dst.data());
   for (int i = 0; i < n; ++i)
     for (int p = 0; p < h * w; ++p)
@@ -66,10 +67,10 @@ TEST_CASE("float16 NCHW is the float32 value rounded to nearest even", "[convert
 TEST_CASE("without normalize the values are v/255; uint8 is a copy", "[convert]") {
   const auto src = random_batch(1, 4, 4, 3);
   std::vector<float> f(src.size());
-  ringfeed::cuda::convert_batch_cpu(src.data(), 1, 4, 4, img::output_format::float32_chw, nullptr, f.data());
+  ringfeed::cuda::convert_batch_cpu(src.data(), 1, 4, 4, output_spec::float32_nchw(), nullptr, f.data());
   for (int p = 0; p < 16; ++p) REQUIRE(f[static_cast<std::size_t>(p)] == static_cast<float>(src[static_cast<std::size_t>(p * 3)]) / 255.0f);
   std::vector<std::uint8_t> u(src.size());
-  ringfeed::cuda::convert_batch_cpu(src.data(), 1, 4, 4, img::output_format::uint8_hwc, nullptr, u.data());
+  ringfeed::cuda::convert_batch_cpu(src.data(), 1, 4, 4, output_spec::uint8_nhwc(), nullptr, u.data());
   REQUIRE(u == src);
 }
 
@@ -77,7 +78,7 @@ TEST_CASE("the batch conversion equals the decode workers' write_output", "[conv
   const int h = 13, w = 17;
   auto src = random_batch(1, h, w, 4);
   const img::image_view view{src.data(), w, h, 3, static_cast<std::ptrdiff_t>(w) * 3};
-  for (auto format : {img::output_format::float32_chw, img::output_format::float16_chw}) {
+  for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
     const img::output_shape shape{3, h, w, format};
     std::vector<std::byte> per_sample(shape.bytes()), batch(shape.bytes());
     img::write_output(view, false, format, &img::imagenet_normalize, per_sample);

@@ -19,6 +19,7 @@
 #include "image_test_data.hpp"
 
 namespace img = ringfeed::image;
+using ringfeed::output_spec;
 namespace data = ringfeed::test::image_data;
 
 namespace {
@@ -193,13 +194,13 @@ TEST_CASE("float outputs equal torchvision's ToTensor+Normalize bit for bit", "[
   const auto bytes = photo("astronaut.jpg");
   img::pipeline_workspace ws;
   img::pipeline p = img::pipeline::val(64, 56);
-  p.set_output(img::output_format::float32_chw);
+  p.set_output(output_spec::float32_nchw());
   REQUIRE(p.fixed_shape()->bytes() == 3u * 56 * 56 * 4);
   const auto f32 = run(p, ws, bytes, "astronaut.jpg", {});
   const auto golden32 = data::read_file(data::dir() / "val" / "astronaut.jpg.64_56.normalized.f32");
   REQUIRE(golden32.size() == f32.size());
   CHECK(std::memcmp(f32.data(), golden32.data(), f32.size()) == 0);
-  p.set_output(img::output_format::float16_chw);
+  p.set_output(output_spec::float16_nchw());
   const auto f16 = run(p, ws, bytes, "astronaut.jpg", {});
   const auto golden16 = data::read_file(data::dir() / "val" / "astronaut.jpg.64_56.normalized.f16");
   REQUIRE(golden16.size() == f16.size());
@@ -363,7 +364,7 @@ TEST_CASE("pipeline steps must come in order; parameters are checked", "[image][
   CHECK_THROWS_AS(img::pipeline().horizontal_flip(1.5), std::invalid_argument);
   CHECK_THROWS_AS(img::pipeline().random_resized_crop(224, {{0.5, 0.1}, {0.75, 1.33}}), std::invalid_argument);
   CHECK_THROWS_AS(img::pipeline().set_fast_min_reduction(0.5), std::invalid_argument);
-  CHECK(img::pipeline::train(224).fixed_shape() == img::output_shape{3, 224, 224, img::output_format::uint8_hwc});
+  CHECK(img::pipeline::train(224).fixed_shape() == img::output_shape{3, 224, 224, output_spec::uint8_nhwc()});
   CHECK(img::pipeline::val(256, 224).fixed_shape()->bytes() == 224u * 224 * 3);
   CHECK_FALSE(img::pipeline().resize(256).fixed_shape().has_value());
   CHECK(img::pipeline().resize(256).shape_for({500, 375}) == img::output_shape{3, 256, 341});
@@ -414,16 +415,16 @@ TEST_CASE("write_output flips and converts consistently", "[image][transforms]")
   const std::uint8_t px[] = {0, 10, 20, 255, 128, 64, 1, 2, 3, 4, 5, 6};  // 2x2 RGB
   const img::image_view src{px, 2, 2, 3, 6};
   std::vector<std::uint8_t> u8(12);
-  img::write_output(src, true, img::output_format::uint8_hwc, nullptr, std::as_writable_bytes(std::span(u8)));
+  img::write_output(src, true, output_spec::uint8_nhwc(), nullptr, std::as_writable_bytes(std::span(u8)));
   CHECK(u8 == std::vector<std::uint8_t>{255, 128, 64, 0, 10, 20, 4, 5, 6, 1, 2, 3});
   std::vector<float> f(12);
-  img::write_output(src, false, img::output_format::float32_chw, &img::imagenet_normalize,
+  img::write_output(src, false, output_spec::float32_nchw(), &img::imagenet_normalize,
                     std::as_writable_bytes(std::span(f)));
   CHECK(f[0] == (0.0f / 255.0f - 0.485f) / 0.229f);
   CHECK(f[1] == (255.0f / 255.0f - 0.485f) / 0.229f);
   CHECK(f[4] == (10.0f / 255.0f - 0.456f) / 0.224f);   // G plane
   CHECK(f[11] == (6.0f / 255.0f - 0.406f) / 0.225f);   // B plane, last pixel
-  CHECK_THROWS_AS(img::write_output(src, false, img::output_format::float32_chw, nullptr,
+  CHECK_THROWS_AS(img::write_output(src, false, output_spec::float32_nchw(), nullptr,
                                     std::as_writable_bytes(std::span(u8))),
                   std::invalid_argument);
 }

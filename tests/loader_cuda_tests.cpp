@@ -20,6 +20,7 @@
 
 namespace fs = std::filesystem;
 namespace img = ringfeed::image;
+using ringfeed::output_spec;
 
 static ringfeed::test::skip_if_unavailable skip_without_device{[]() -> std::string {
   const auto p = ringfeed::cuda::probe_devices();
@@ -40,7 +41,7 @@ fs::path make_folder(const fs::path& root) {
   return root;
 }
 
-ringfeed::loader_options options(const fs::path& root, img::output_format format, int device) {
+ringfeed::loader_options options(const fs::path& root, output_spec format, int device) {
   ringfeed::loader_options o;
   o.source = root.string();
   o.dataset.use_cache = false;
@@ -61,8 +62,7 @@ TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda]
   const auto root = make_folder(tmp.path());
   cudaStream_t stream = nullptr;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (auto format : {img::output_format::float32_chw, img::output_format::float16_chw,
-                      img::output_format::uint8_hwc}) {
+  for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw(), output_spec::uint8_nhwc()}) {
     ringfeed::loader host(options(root, format, -1));
     ringfeed::loader device(options(root, format, 0));
     REQUIRE(device.uses_device());
@@ -95,7 +95,7 @@ TEST_CASE("device buffers rotate under a consumer that holds and releases batche
   ringfeed::test::watchdog dog("device buffer rotation", std::chrono::seconds(120));
   ringfeed::test::temp_dir tmp;
   const auto root = make_folder(tmp.path());
-  auto o = options(root, img::output_format::float32_chw, 0);
+  auto o = options(root, output_spec::float32_nchw(), 0);
   o.batch_size = 2;
   o.device_buffers = 3;
   ringfeed::loader device(o);
@@ -103,7 +103,7 @@ TEST_CASE("device buffers rotate under a consumer that holds and releases batche
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   // Over 5 epochs, keep the previous batch while taking the next (2 of 3
   // buffers lent), compare each with the host path.
-  auto ho = options(root, img::output_format::float32_chw, -1);
+  auto ho = options(root, output_spec::float32_nchw(), -1);
   ho.batch_size = 2;
   ringfeed::loader reference(ho);
   for (int e = 0; e < 5; ++e) {

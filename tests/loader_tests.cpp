@@ -26,6 +26,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <ringfeed/asio.hpp>
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
@@ -40,6 +41,7 @@
 
 namespace fs = std::filesystem;
 namespace img = ringfeed::image;
+using ringfeed::output_spec;
 using ringfeed::batch;
 using ringfeed::loader;
 using ringfeed::loader_options;
@@ -86,7 +88,7 @@ loader_options base_options(const fs::path& source) {
   o.source = source.string();
   o.dataset.use_cache = false;
   o.pipeline = img::pipeline::train(32, img::pipeline_mode::fast);
-  o.output = img::output_format::uint8_hwc;
+  o.output = output_spec::uint8_nhwc();
   o.batch_size = 5;
   o.threads = 2;
   o.io_depth = 8;
@@ -170,7 +172,7 @@ TEST_CASE("batch pixels are the pipeline's output for (seed, epoch, index)", "[l
   ringfeed::test::temp_dir tmp;
   const auto root = make_folder(tmp.path(), 2);
   auto o = base_options(root);
-  o.output = img::output_format::float32_chw;  // host: the CPU does the normalization
+  o.output = output_spec::float32_nchw();  // host: the CPU does the normalization
   loader l(o);
   auto b = ringfeed::sync_wait(l.next());
   REQUIRE(b);
@@ -180,7 +182,7 @@ TEST_CASE("batch pixels are the pipeline's output for (seed, epoch, index)", "[l
   REQUIRE_FALSE(b->on_device());
 
   img::pipeline p = o.pipeline;
-  p.set_output(img::output_format::float32_chw);
+  p.set_output(output_spec::float32_nchw());
   img::pipeline_workspace ws;
   const std::size_t bytes = 3 * 32 * 32 * 4;
   std::vector<std::byte> want(bytes);
@@ -349,7 +351,7 @@ TEST_CASE("prefetch never runs past the memory budget, however slow the consumer
   auto o = base_options(root);
   o.pipeline = img::pipeline::val(256, 224, img::pipeline_mode::fast);
   o.sampler.shuffle = false;
-  o.output = img::output_format::float32_chw;  // 602 KB per sample
+  o.output = output_spec::float32_nchw();  // 602 KB per sample
   o.batch_size = 4;                            // 2.3 MiB slabs
   o.memory_budget = 3 * 4 * 3 * 224 * 224 * 4 + 4096 * 3;  // 3 slabs: 2 batches ahead
   o.threads = 2;
@@ -405,7 +407,7 @@ TEST_CASE("consumer APIs: co_await next(), async_next with Asio tokens, epoch ra
     loader l(o);
     std::size_t images = 0;
     for (;;) {
-      std::future<std::optional<batch>> f = l.async_next(boost::asio::use_future);
+      std::future<std::optional<batch>> f = ringfeed::async_next(l, boost::asio::use_future);
       auto b = f.get();
       if (!b) break;
       images += b->size();
@@ -421,7 +423,7 @@ TEST_CASE("consumer APIs: co_await next(), async_next with Asio tokens, epoch ra
     std::function<void()> ask;
     const auto io_thread = std::this_thread::get_id();
     ask = [&] {
-      l.async_next(boost::asio::bind_executor(io, [&](std::exception_ptr e, std::optional<batch> b) {
+      ringfeed::async_next(l, boost::asio::bind_executor(io, [&](std::exception_ptr e, std::optional<batch> b) {
         on_io_thread = on_io_thread && std::this_thread::get_id() == io_thread;
         REQUIRE_FALSE(e);
         if (!b) return;

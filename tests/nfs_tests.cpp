@@ -954,7 +954,7 @@ ringfeed::loader_options loader_options_for(const std::string& source) {
   o.source = source;
   o.dataset.use_cache = false;
   o.pipeline = ringfeed::image::pipeline::train(32, ringfeed::image::pipeline_mode::fast);
-  o.output = ringfeed::image::output_format::uint8_hwc;
+  o.output = ringfeed::output_spec::uint8_nhwc();
   o.batch_size = 5;
   o.threads = 2;
   o.io_depth = 8;

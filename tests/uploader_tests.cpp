@@ -25,6 +25,7 @@ static ringfeed::test::skip_if_unavailable skip_without_device{[]() -> std::stri
 namespace {
 
 namespace img = ringfeed::image;
+using ringfeed::output_spec;
 #define CUDA_OK(call) REQUIRE((call) == cudaSuccess)
 
 struct pinned_batch {
@@ -40,22 +41,18 @@ struct pinned_batch {
   }
 };
 
-std::size_t element(img::output_format f) {
-  return f == img::output_format::float32_chw ? 4 : f == img::output_format::float16_chw ? 2 : 1;
-}
-
 }  // namespace
 
 TEST_CASE("uploads equal the CPU conversion bit for bit, every format", "[cuda][uploader]") {
   const int h = 37, w = 53;
   const std::size_t max_images = 5;
-  for (auto format : {img::output_format::float32_chw, img::output_format::float16_chw, img::output_format::uint8_hwc}) {
+  for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw(), output_spec::uint8_nhwc()}) {
     ringfeed::cuda::uploader::options o;
     o.buffers = 2;
     o.max_images = max_images;
     o.height = h;
     o.width = w;
-    o.format = format;
+    o.output = format;
     o.normalize = img::imagenet_normalize;
     ringfeed::cuda::uploader up(o);
     pinned_batch host(max_images * h * w * 3);
@@ -63,7 +60,7 @@ TEST_CASE("uploads equal the CPU conversion bit for bit, every format", "[cuda][
       host.fill(static_cast<unsigned>(n));
       std::atomic<int> freed{0};
       up.enqueue(n % 2, host.p, n, [](void* c) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &freed);
-      std::vector<std::byte> got(n * h * w * 3 * element(format)), want(got.size());
+      std::vector<std::byte> got(n * h * w * 3 * format.element_size()), want(got.size());
       CUDA_OK(cudaEventSynchronize(reinterpret_cast<cudaEvent_t>(up.ready_event(n % 2))));
       CUDA_OK(cudaMemcpy(got.data(), up.output(n % 2), got.size(), cudaMemcpyDeviceToHost));
       ringfeed::cuda::convert_batch_cpu(host.p, n, h, w, format, &img::imagenet_normalize, want.data());
@@ -81,7 +78,7 @@ TEST_CASE("buffers rotate over many batches; release orders reuse after the cons
   o.max_images = 4;
   o.height = h;
   o.width = w;
-  o.format = img::output_format::float32_chw;
+  o.output = output_spec::float32_nchw();
   ringfeed::cuda::uploader up(o);
   cudaStream_t consumer = nullptr;
   CUDA_OK(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking));
@@ -109,7 +106,7 @@ TEST_CASE("buffers rotate over many batches; release orders reuse after the cons
       CUDA_OK(cudaStreamSynchronize(consumer));
       CUDA_OK(cudaMemcpy(got.data(), reinterpret_cast<std::byte*>(copies) + i * out_bytes, out_bytes,
                          cudaMemcpyDeviceToHost));
-      ringfeed::cuda::convert_batch_cpu(hosts[i]->p, 4, h, w, o.format, nullptr, want.data());
+      ringfeed::cuda::convert_batch_cpu(hosts[i]->p, 4, h, w, o.output, nullptr, want.data());
       REQUIRE(got == want);
     }
   }

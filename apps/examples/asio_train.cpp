@@ -1,8 +1,8 @@
 // The training loop as a Boost.Asio coroutine: batches arrive through
-// `co_await loader.async_next(boost::asio::use_awaitable)`, completing on the
-// io_context's thread like any other Asio operation (timers, sockets), so a
-// loop that also serves a metrics endpoint or checkpoints on a timer needs no
-// extra threads.
+// `co_await ringfeed::async_next(loader, boost::asio::use_awaitable)` (from
+// <ringfeed/asio.hpp>), completing on the io_context's thread like any other
+// Asio operation (timers, sockets), so a loop that also serves a metrics
+// endpoint or checkpoints on a timer needs no extra threads.
 //   asio_train DATASET_DIR [epochs]
 #include <chrono>
 #include <cstdio>
@@ -15,7 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/asio.hpp>
 
 namespace asio = boost::asio;
 
@@ -24,7 +24,7 @@ namespace {
 asio::awaitable<void> train(ringfeed::loader& loader, int epochs, std::size_t& images) {
   for (int e = 0; e < epochs; ++e) {
     std::size_t steps = 0;
-    while (auto batch = co_await loader.async_next(asio::use_awaitable)) {
+    while (auto batch = co_await ringfeed::async_next(loader, asio::use_awaitable)) {
       // A real step would launch work on a GPU stream here; the batch's
       // memory goes back to the loader when `batch` goes out of scope.
       images += batch->size();

@@ -175,7 +175,7 @@ int run_bench(bench_options opt) {
   // The loader's storage interface and its defaults: the storage decides
   // the depth and whether reads get network deadlines and retries.
   io::source_options so;
-  so.kind = io_backend_of(opt.io);
+  so.kind = io::parse_backend(opt.io);
   so.depth = opt.io_depth;
   so.direct = opt.direct;
   const std::unique_ptr<io::source> src = io::source::open(opt.source, pool, so);
@@ -186,7 +186,7 @@ int run_bench(bench_options opt) {
   shared_state s;
   s.samples = &samples;
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
-  s.fail_fast = opt.on_error == "fail";
+  s.fail_fast = parse_error_policy(opt.on_error) == error_policy::fail;
 
   const auto start = std::chrono::steady_clock::now();
   progress_line bar(
@@ -268,16 +268,14 @@ int run_loader_bench(const bench_options& opt) {
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
   o.direct = opt.direct;
-  o.output = opt.output == "uint8"     ? image::output_format::uint8_hwc
-             : opt.output == "float16" ? image::output_format::float16_chw
-                                       : image::output_format::float32_chw;
+  o.output = parse_output(opt.output);
   o.batch_size = opt.batch;
   o.threads = opt.threads;
   o.io_depth = opt.io_depth;
-  o.io = io_backend_of(opt.io);
+  o.io = io::parse_backend(opt.io);
   o.memory_budget = opt.memory_mb << 20;
   o.device = opt.device;
-  o.on_error = opt.on_error == "fail" ? error_policy::fail : error_policy::skip;
+  o.on_error = parse_error_policy(opt.on_error);
   o.cache_dir = opt.cache_dir;
   o.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
   o.stream_shards = opt.stream;
@@ -399,7 +397,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
   cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
-      ->check(CLI::IsMember({"float32", "float16", "uint8"}));
+      ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
   cmd->add_option("--memory-mb", opt->memory_mb, "budget for batch slabs, MiB")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
@@ -411,7 +409,7 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--direct", opt->direct,
                 "O_DIRECT reads: bypass the page cache (buffered where the file system refuses it)");
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
-      ->check(CLI::IsMember({"skip", "fail"}));
+      ->check(accepted_by(parse_error_policy));
   cmd->add_option("--cache-dir", opt->cache_dir,
                   "local read-through cache of remote samples (nfs:// or a network file system)");
   cmd->add_option("--cache-gb", opt->cache_gb, "size bound of --cache-dir, GB")->check(CLI::PositiveNumber);

@@ -46,10 +46,10 @@ int run_export(const export_options& opt) {
   loader_options o;
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
-  o.output = image::output_format::uint8_hwc;
+  o.output = output_spec::uint8_nhwc();
   o.device = -1;
   o.threads = opt.threads;
-  o.io = io_backend_of(opt.io);
+  o.io = io::parse_backend(opt.io);
   o.batch_size = 32;
   o.on_error = error_policy::fail;
   o.resume = loader_state{opt.seed, opt.epoch, 0, 0, 1};

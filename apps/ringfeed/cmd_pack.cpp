@@ -474,7 +474,7 @@ int run_pack(const pack_options& opt) {
   // threads), nfs:// with libnfs, LMDB from its memory map.
   thread_pool pool(opt.threads);
   io::source_options so;
-  so.kind = io_backend_of(opt.io);
+  so.kind = io::parse_backend(opt.io);
   so.depth = opt.io_depth;
   std::unique_ptr<io::source> src;
   data::dataset ds;

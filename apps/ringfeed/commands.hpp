@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -27,11 +28,26 @@ void register_pack(CLI::App& app);
 /// Resize(size*256/224) + CenterCrop(size), in dataset order.
 void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed);
 
+/// A CLI11 check accepting exactly the names the library's `parse` accepts
+/// (parse_output, io::parse_backend, parse_error_policy): its error names
+/// the bad value and lists the accepted ones.
+template <class Parse>
+CLI::Validator accepted_by(Parse parse) {
+  return CLI::Validator(
+      [parse](std::string& value) -> std::string {
+        try {
+          (void)parse(value);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      },
+      "");
+}
+
 /// `--io auto|uring|pread` on `cmd`, stored in `target` (default "auto":
 /// io_uring, else pread threads with one log line saying why).
 CLI::Option* add_io_option(CLI::App* cmd, std::string& target);
-/// The backend an `--io` value names.
-[[nodiscard]] io::backend io_backend_of(const std::string& name);
 
 /// Redraws one status line on stderr every 100 ms from `render` (called on
 /// the drawing thread), while enabled; stop() (or the destructor) ends it and

@@ -8,7 +8,7 @@ namespace ringfeed::cli {
 
 void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed) {
   if (size < 1) throw std::runtime_error("--size must be at least 1");
-  ringfeed::apply_preset(o, pipeline == "train" ? "train" : "val", size, exact);
+  ringfeed::apply_preset(o, pipeline, size, exact);
   o.sampler.seed = seed;
 }
 
@@ -17,11 +17,7 @@ CLI::Option* add_io_option(CLI::App* cmd, std::string& target) {
       ->add_option("--io", target,
                    "local reads: auto (io_uring, else pread threads with one log line), uring (io_uring or fail), "
                    "pread (a pool of threads doing blocking reads)")
-      ->check(CLI::IsMember({"auto", "uring", "pread"}));
-}
-
-io::backend io_backend_of(const std::string& name) {
-  return name == "pread" ? io::backend::pread : name == "uring" ? io::backend::uring : io::backend::automatic;
+      ->check(accepted_by(io::parse_backend));
 }
 
 progress_line::progress_line(std::function<std::string()> render, bool enabled) : m_render(std::move(render)) {

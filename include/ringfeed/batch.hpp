@@ -15,12 +15,11 @@
 #include <memory>
 #include <span>
 
-#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/cuda/stream.hpp>
+#include <ringfeed/output_spec.hpp>
 
 namespace ringfeed {
 
-enum class dtype : std::uint8_t { uint8, float32, float16 };
-enum class layout : std::uint8_t { nhwc, nchw };
 enum class memory_kind : std::uint8_t { host, device };
 
 /// A dense 4-D array somebody else owns: images of one batch.
@@ -33,9 +32,7 @@ struct tensor_view {
   memory_kind memory = memory_kind::host;
   int device = -1;  ///< CUDA device ordinal when memory == device
 
-  [[nodiscard]] std::size_t element_size() const noexcept {
-    return dtype == ringfeed::dtype::float32 ? 4 : dtype == ringfeed::dtype::float16 ? 2 : 1;
-  }
+  [[nodiscard]] std::size_t element_size() const noexcept { return ringfeed::element_size(dtype); }
   [[nodiscard]] std::size_t elements() const noexcept {
     return static_cast<std::size_t>(shape[0] * shape[1] * shape[2] * shape[3]);
   }

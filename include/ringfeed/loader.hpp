@@ -16,7 +16,8 @@
 // same whatever the thread count, backend or timing. state() captures the
 // position; a loader built with that state continues identically.
 //
-// One consumer at a time: next(), async_next() and epoch() must not be used
+// One consumer at a time: next(), start_next() (and async_next() of
+// ringfeed/asio.hpp, built on it) and epoch() must not be used
 // concurrently with each other. Construction and destruction happen on the
 // consumer's thread; the destructor stops the pipeline, waits for the work in
 // flight, and never hangs on a consumer that still holds batches.
@@ -33,16 +34,12 @@
 #include <string>
 #include <string_view>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-
 #include <ringfeed/batch.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/image/transforms.hpp>
+#include <ringfeed/output_spec.hpp>
 #include <ringfeed/stats.hpp>
 #include <ringfeed/task.hpp>
 
@@ -55,6 +52,10 @@ enum class error_policy : std::uint8_t {
   fail,  ///< stop: next() throws an error naming the file and the reason
   skip,  ///< leave it out of its batch; list it in stats().skipped and the log
 };
+
+/// The user-facing names: "skip", "fail". Throws std::invalid_argument
+/// naming `name` and listing the accepted names.
+[[nodiscard]] error_policy parse_error_policy(std::string_view name);
 
 /// Which I/O path reads the files (see io/reader.hpp).
 using io_backend = io::backend;
@@ -80,12 +81,13 @@ struct loader_options {
   std::string source;
   data::dataset_options dataset{};
   /// The transforms. Its output size must be fixed (end with a crop or an
-  /// exact resize). The loader chooses its output format: uint8 HWC when
-  /// batches go to a device (the device normalizes), else `output`.
+  /// exact resize). The loader sets its output: uint8 NHWC when batches go
+  /// to a device (the device converts to `output`), else `output`.
   image::pipeline pipeline = image::pipeline::train(224);
   /// What the consumer gets: float32/float16 NCHW normalized with the
-  /// pipeline's normalize() (plain v/255 without one), or uint8 NHWC.
-  image::output_format output = image::output_format::float32_chw;
+  /// pipeline's normalize() (plain v/255 without one), or uint8 NHWC
+  /// (output_spec.hpp; parse_output() reads the user-facing names).
+  output_spec output = output_spec::float32_nchw();
 
   std::size_t batch_size = 256;
   /// Drop the last batch of an epoch when it is short (DataLoader's drop_last).
@@ -154,7 +156,7 @@ struct loader_options {
 
   /// true: the constructor starts the threads, the reads and prefetching.
   /// false: no thread exists and nothing is read or allocated until the
-  /// first next(), async_next() or set_epoch(), so a process may fork before
+  /// first next(), start_next() or set_epoch(), so a process may fork before
   /// then (the Python binding's choice). The constructor indexes the source
   /// and checks the options either way; an nfs:// source lists through its
   /// client, whose threads start in the constructor.
@@ -176,13 +178,16 @@ void apply_preset(loader_options& o, std::string_view name, int size, bool exact
 
 namespace detail {
 struct loader_core;
+}  // namespace detail
 
-// Type-erased completion for async_next: Asio handlers are move-only.
+/// Receives the outcome of one loader::start_next() (a type-erased,
+/// move-only callback: Asio handlers, for one, cannot be copied).
 struct next_completion {
   virtual ~next_completion() = default;
+  /// Called exactly once: `error` when next() threw, else `result` (a batch,
+  /// or std::nullopt at the end of the epoch).
   virtual void complete(std::exception_ptr error, std::optional<batch> result) = 0;
 };
-}  // namespace detail
 
 class loader {
  public:
@@ -202,32 +207,12 @@ class loader {
   /// fail: a std::system_error or image error naming the file.
   [[nodiscard]] task<std::optional<batch>> next();
 
-  /// next() for Asio: completion signature void(std::exception_ptr,
-  /// std::optional<batch>); works with use_awaitable, use_future and plain
-  /// callbacks. The handler runs on its associated executor.
-  template <class CompletionToken>
-  auto async_next(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, std::optional<batch>)>(
-        [this](auto handler) {
-          using handler_t = decltype(handler);
-          struct completion final : detail::next_completion {
-            explicit completion(handler_t&& h)
-                : m_handler(std::move(h)),
-                  m_work(boost::asio::make_work_guard(boost::asio::get_associated_executor(m_handler))) {}
-            void complete(std::exception_ptr error, std::optional<batch> result) override {
-              auto ex = m_work.get_executor();
-              boost::asio::dispatch(ex, [h = std::move(m_handler), error, r = std::move(result)]() mutable {
-                std::move(h)(error, std::move(r));
-              });
-              m_work.reset();
-            }
-            handler_t m_handler;
-            boost::asio::executor_work_guard<boost::asio::associated_executor_t<handler_t>> m_work;
-          };
-          start_async_next(std::make_unique<completion>(std::move(handler)));
-        },
-        token);
-  }
+  /// next() for callback code and adapters (ringfeed/asio.hpp's
+  /// async_next): starts it and returns; `completion->complete()` gets its
+  /// outcome, inline when a batch is ready, else later on a loader thread
+  /// (keep it short: hand the batch to your own thread). The destructor
+  /// completes calls still pending (with std::nullopt) before it returns.
+  void start_next(std::unique_ptr<next_completion> completion);
 
   /// Blocking iteration over one epoch for plain code:
   ///   for (ringfeed::batch& b : loader.epoch(3)) { … }
@@ -253,7 +238,6 @@ class loader {
   [[nodiscard]] const std::string& host_reason() const noexcept;
 
  private:
-  void start_async_next(std::unique_ptr<detail::next_completion> completion);
   std::shared_ptr<detail::loader_core> m_core;
 };
 

@@ -32,19 +32,20 @@ void to_planes(const std::uint8_t* src, std::size_t n, std::size_t pixels, const
 
 }  // namespace
 
-void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, image::output_format format,
+void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, output_spec spec,
                        const image::normalize_params* norm, void* dst) {
   if (h <= 0 || w <= 0) throw std::invalid_argument("convert_batch_cpu: empty image size");
+  spec.check();
   const std::size_t pixels = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
-  switch (format) {
-    case image::output_format::uint8_hwc:
+  switch (spec.dtype) {
+    case dtype::uint8:
       std::memcpy(dst, src, n * pixels * 3);
       return;
-    case image::output_format::float32_chw:
-      to_planes(src, n, pixels, image::normalize_table(format, norm), static_cast<float*>(dst));
+    case dtype::float32:
+      to_planes(src, n, pixels, image::normalize_table(spec.dtype, norm), static_cast<float*>(dst));
       return;
-    case image::output_format::float16_chw:
-      to_planes(src, n, pixels, image::normalize_table(format, norm), static_cast<std::uint16_t*>(dst));
+    case dtype::float16:
+      to_planes(src, n, pixels, image::normalize_table(spec.dtype, norm), static_cast<std::uint16_t*>(dst));
       return;
   }
 }

@@ -93,10 +93,6 @@ __global__ void nhwc_to_nchw(const std::uint8_t* __restrict__ in, T* __restrict_
   }
 }
 
-std::size_t element_size(image::output_format f) {
-  return f == image::output_format::float32_chw ? 4 : f == image::output_format::float16_chw ? 2 : 1;
-}
-
 }  // namespace
 
 // --- pinned host memory -------------------------------------------------------------
@@ -138,17 +134,19 @@ uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
   impl& m = *m_impl;
   if (o.buffers == 0 || o.max_images == 0 || o.height <= 0 || o.width <= 0)
     throw std::invalid_argument("cuda::uploader: buffers, max_images, height and width must be positive");
+  o.output.check();
   check(cudaSetDevice(o.device), "cudaSetDevice");
   m.pixels = static_cast<std::size_t>(o.height) * static_cast<std::size_t>(o.width);
   m.in_bytes = o.max_images * m.pixels * 3;
-  m.out_bytes = m.in_bytes * element_size(o.format);
+  m.out_bytes = m.in_bytes * o.output.element_size();
 
   m.stream = std::make_unique<stream_handle>();
-  const image::normalize_table_t host_table = image::normalize_table(o.format, o.normalize ? &*o.normalize : nullptr);
+  const image::normalize_table_t host_table =
+      image::normalize_table(o.output.dtype, o.normalize ? &*o.normalize : nullptr);
   m.table = std::make_unique<device_memory>(sizeof host_table);
   // A one-time synchronous copy: host_table is on this stack frame.
   check(cudaMemcpy(m.table->p, host_table.data(), sizeof host_table, cudaMemcpyHostToDevice), "cudaMemcpy (table)");
-  if (o.format != image::output_format::uint8_hwc) m.staging = std::make_unique<device_memory>(m.in_bytes);
+  if (o.output.normalized()) m.staging = std::make_unique<device_memory>(m.in_bytes);
   m.outputs.reserve(o.buffers);
   m.ready.reserve(o.buffers);
   m.released.reserve(o.buffers);
@@ -191,7 +189,7 @@ void uploader::enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t
   if (m.release_pending[i].exchange(false, std::memory_order_acquire))
     check(cudaStreamWaitEvent(s, m.released[i].e, 0), "cudaStreamWaitEvent (release)");
   const std::size_t bytes = n * m.pixels * 3;
-  const bool convert = m.opt.format != image::output_format::uint8_hwc;
+  const bool convert = m.opt.output.normalized();
   void* copy_to = convert ? m.staging->p : m.outputs[i].p;
   check(cudaMemcpyAsync(copy_to, host_nhwc, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
   check(cudaLaunchHostFunc(s, on_host_free, ctx), "cudaLaunchHostFunc");
@@ -201,7 +199,7 @@ void uploader::enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t
     const auto blocks = static_cast<unsigned>(std::min<std::size_t>((total + threads - 1) / threads, 65535));
     const auto* table = static_cast<const std::uint32_t*>(m.table->p);
     const auto* in = static_cast<const std::uint8_t*>(m.staging->p);
-    if (m.opt.format == image::output_format::float32_chw)
+    if (m.opt.output.dtype == dtype::float32)
       nhwc_to_nchw<float><<<blocks, threads, 0, s>>>(in, static_cast<float*>(m.outputs[i].p), table, m.pixels, total);
     else
       nhwc_to_nchw<std::uint16_t>

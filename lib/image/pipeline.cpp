@@ -70,7 +70,7 @@ struct run_context {
 
   const normalize_params* norm() const {
     const auto& n = recipe.normalization();
-    return recipe.output() != output_format::uint8_hwc && n ? &*n : nullptr;
+    return recipe.output().normalized() && n ? &*n : nullptr;
   }
 
   // Resamples `src` per `rq` into the plan's window (zeros where the window
@@ -78,7 +78,7 @@ struct run_context {
   void render(image_view src, resample_request rq, const sample_plan& plan, std::span<std::byte> dst) const {
     const crop_box inner = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
     rq.window = inner;
-    if (recipe.output() == output_format::uint8_hwc && inner == plan.window) {
+    if (recipe.output() == output_spec::uint8_nhwc() && inner == plan.window) {
       const mutable_image_view out{reinterpret_cast<std::uint8_t*>(dst.data()), plan.window.width,
                                    plan.window.height, 3, static_cast<std::ptrdiff_t>(plan.window.width) * 3};
       rs.resize(src, rq, out);

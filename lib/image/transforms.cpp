@@ -101,14 +101,14 @@ void write_planes(image_view src, bool flip, const Table& lut, std::span<std::by
 
 }  // namespace
 
-normalize_table_t normalize_table(output_format format, const normalize_params* norm) {
+normalize_table_t normalize_table(dtype type, const normalize_params* norm) {
   normalize_table_t table{};
   for (int c = 0; c < 3; ++c) {
     for (int v = 0; v < 256; ++v) {
       std::uint32_t bits = static_cast<std::uint32_t>(v);
-      if (format == output_format::float32_chw) {
+      if (type == dtype::float32) {
         bits = std::bit_cast<std::uint32_t>(normalized(v, c, norm));
-      } else if (format == output_format::float16_chw) {
+      } else if (type == dtype::float16) {
         bits = float_to_half(normalized(v, c, norm));
       }
       table[static_cast<std::size_t>(c)][static_cast<std::size_t>(v)] = bits;
@@ -117,15 +117,16 @@ normalize_table_t normalize_table(output_format format, const normalize_params* 
   return table;
 }
 
-void write_output(image_view src, bool flip, output_format format, const normalize_params* norm,
+void write_output(image_view src, bool flip, output_spec spec, const normalize_params* norm,
                   std::span<std::byte> dst) {
   if (src.channels != 3) throw std::invalid_argument("write_output: source must be RGB");
-  const output_shape shape{3, src.height, src.width, format};
+  spec.check();
+  const output_shape shape{3, src.height, src.width, spec};
   if (dst.size() != shape.bytes())
     throw std::invalid_argument("write_output: destination is " + std::to_string(dst.size()) + " bytes, needs " +
                                 std::to_string(shape.bytes()));
-  switch (format) {
-    case output_format::uint8_hwc: {
+  switch (spec.dtype) {
+    case dtype::uint8: {
       auto* out = reinterpret_cast<std::uint8_t*>(dst.data());
       const std::size_t row_bytes = static_cast<std::size_t>(src.width) * 3;
       for (int y = 0; y < src.height; ++y) {
@@ -139,16 +140,16 @@ void write_output(image_view src, bool flip, output_format format, const normali
       }
       break;
     }
-    case output_format::float32_chw: {
-      const normalize_table_t table = normalize_table(format, norm);
+    case dtype::float32: {
+      const normalize_table_t table = normalize_table(spec.dtype, norm);
       float lut[3][256];
       for (std::size_t c = 0; c < 3; ++c)
         for (std::size_t v = 0; v < 256; ++v) lut[c][v] = std::bit_cast<float>(table[c][v]);
       write_planes<float>(src, flip, lut, dst);
       break;
     }
-    case output_format::float16_chw: {
-      const normalize_table_t table = normalize_table(format, norm);
+    case dtype::float16: {
+      const normalize_table_t table = normalize_table(spec.dtype, norm);
       std::uint16_t lut[3][256];
       for (std::size_t c = 0; c < 3; ++c)
         for (std::size_t v = 0; v < 256; ++v) lut[c][v] = static_cast<std::uint16_t>(table[c][v]);
@@ -241,8 +242,9 @@ pipeline& pipeline::normalize(const normalize_params& params) {
   return *this;
 }
 
-pipeline& pipeline::set_output(output_format format) {
-  m_output = format;
+pipeline& pipeline::set_output(output_spec spec) {
+  spec.check();
+  m_output = spec;
   return *this;
 }
 

@@ -17,10 +17,7 @@ loader_options loader_options_from(const py::dict& d) {
   loader_options o;
   o.source = d["source"].cast<std::string>();
   apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>());
-  const auto output = d["output"].cast<std::string>();
-  o.output = output == "uint8"     ? image::output_format::uint8_hwc
-             : output == "float16" ? image::output_format::float16_chw
-                                   : image::output_format::float32_chw;
+  o.output = parse_output(d["output"].cast<std::string>());
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();
   o.sampler.shuffle = d["shuffle"].cast<bool>();
@@ -29,11 +26,10 @@ loader_options loader_options_from(const py::dict& d) {
   o.sampler.world_size = d["world_size"].cast<std::size_t>();
   o.threads = d["threads"].cast<std::size_t>();
   o.io_depth = d["io_depth"].cast<std::size_t>();
-  const auto io = d["io"].cast<std::string>();
-  o.io = io == "pread" ? io_backend::pread : io == "uring" ? io_backend::uring : io_backend::automatic;
+  o.io = io::parse_backend(d["io"].cast<std::string>());
   o.memory_budget = d["memory_budget"].cast<std::size_t>();
   o.prefetch_batches = d["prefetch_batches"].cast<std::size_t>();
-  o.on_error = d["on_error"].cast<std::string>() == "fail" ? error_policy::fail : error_policy::skip;
+  o.on_error = parse_error_policy(d["on_error"].cast<std::string>());
   o.direct = d["direct"].cast<bool>();
   o.cache_dir = d["cache_dir"].cast<std::string>();
   if (!d["cache_bytes"].is_none()) o.cache_bytes = d["cache_bytes"].cast<std::uint64_t>();
@@ -171,13 +167,18 @@ void py_loader::issue() {
   }
   m_started = true;
   // The completion may run inline (a batch was ready) or on a pool thread.
-  m_loader->async_next([slot = m_slot](std::exception_ptr error, std::optional<batch> result) {
-    std::lock_guard lock(slot->mutex);
-    slot->error = error;
-    slot->result = std::move(result);
-    slot->done = true;
-    slot->ready.notify_all();
-  });
+  struct fill_slot final : next_completion {
+    explicit fill_slot(std::shared_ptr<next_slot> s) : slot(std::move(s)) {}
+    void complete(std::exception_ptr error, std::optional<batch> result) override {
+      std::lock_guard lock(slot->mutex);
+      slot->error = error;
+      slot->result = std::move(result);
+      slot->done = true;
+      slot->ready.notify_all();
+    }
+    std::shared_ptr<next_slot> slot;
+  };
+  m_loader->start_next(std::make_unique<fill_slot>(m_slot));
 }
 
 py::object py_loader::next(std::uintptr_t stream) {

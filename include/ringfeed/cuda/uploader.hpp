@@ -15,8 +15,8 @@
 // the buffer back with release(i, its stream), which records an event there
 // that the next upload into buffer i waits for on the device.
 //
-// This header needs no CUDA headers: stream_t and event_t are the CUDA
-// runtime's own handle types (cudaStream_t, cudaEvent_t) by name. Built
+// This header needs no CUDA headers: stream_t and event_t (cuda/stream.hpp)
+// are the CUDA runtime's own handle types (cudaStream_t, cudaEvent_t). Built
 // without CUDA, the uploader and pinned allocation throw cuda_error saying
 // so; convert_batch_cpu always works (it is the no-device path).
 #pragma once
@@ -28,17 +28,11 @@
 #include <stdexcept>
 #include <string>
 
+#include <ringfeed/cuda/stream.hpp>
 #include <ringfeed/image/transforms.hpp>
-
-// The CUDA runtime's handle structs, declared where cuda_runtime.h declares
-// them (the global namespace), so these are the very same types.
-struct CUstream_st;
-struct CUevent_st;
+#include <ringfeed/output_spec.hpp>
 
 namespace ringfeed::cuda {
-
-using stream_t = ::CUstream_st*;  ///< == cudaStream_t
-using event_t = ::CUevent_st*;    ///< == cudaEvent_t
 
 /// A CUDA runtime failure: what() names the call and CUDA's error name and
 /// string; code() is the cudaError_t value (0 when built without CUDA).
@@ -59,10 +53,11 @@ class cuda_error : public std::runtime_error {
 void host_free_pinned(void* p) noexcept;
 
 /// The batch conversion on the CPU: `n` images of h × w × 3 uint8 (NHWC,
-/// contiguous) into `dst` as `format` (uint8 NHWC: a copy; float32/float16:
-/// NCHW planes per image, values from image::normalize_table(format, norm)).
-/// The device kernel's reference. Any thread.
-void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, image::output_format format,
+/// contiguous) into `dst` as `spec` (uint8 NHWC: a copy; float32/float16
+/// NCHW: planes per image, values from image::normalize_table(spec.dtype,
+/// norm)). The device kernel's reference. Any thread. Throws
+/// std::invalid_argument for an unsupported spec or an empty size.
+void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, output_spec spec,
                        const image::normalize_params* norm, void* dst);
 
 class uploader {
@@ -73,7 +68,7 @@ class uploader {
     std::size_t max_images = 0;  ///< images per batch at most
     int height = 0;
     int width = 0;
-    image::output_format format = image::output_format::float32_chw;
+    output_spec output = output_spec::float32_nchw();  ///< a supported one
     std::optional<image::normalize_params> normalize;  ///< none: plain v / 255
   };
 

@@ -40,18 +40,12 @@
 #include <ringfeed/image/jpeg.hpp>
 #include <ringfeed/image/random.hpp>
 #include <ringfeed/image/resample.hpp>
+#include <ringfeed/output_spec.hpp>
 
 namespace ringfeed::image {
 
 /// How faithfully to follow torchvision (see the header comment).
 enum class pipeline_mode : std::uint8_t { exact, fast };
-
-/// Layout and type of a pipeline's output.
-///  - uint8_hwc: RGB bytes, rows of width × 3 (normalization is left to the
-///    consumer, e.g. the device kernel: 4× less to copy);
-///  - float32_chw / float16_chw: ToTensor + Normalize, planes R, G, B
-///    (float16 as IEEE binary16 bits, round to nearest even).
-enum class output_format : std::uint8_t { uint8_hwc, float32_chw, float16_chw };
 
 /// Per-channel mean and standard deviation of Normalize (on [0, 1] values).
 struct normalize_params {
@@ -67,15 +61,12 @@ struct output_shape {
   int channels = 3;
   int height = 0;
   int width = 0;
-  output_format format = output_format::uint8_hwc;
+  output_spec spec = output_spec::uint8_nhwc();
 
   /// Bytes the output occupies.
   [[nodiscard]] std::size_t bytes() const noexcept {
-    const std::size_t element = format == output_format::float32_chw   ? 4
-                                : format == output_format::float16_chw ? 2
-                                                                       : 1;
     return static_cast<std::size_t>(channels) * static_cast<std::size_t>(height) *
-           static_cast<std::size_t>(width) * element;
+           static_cast<std::size_t>(width) * spec.element_size();
   }
   friend bool operator==(const output_shape&, const output_shape&) = default;
 };
@@ -200,7 +191,9 @@ class pipeline {
   /// the consumer (see normalization()) when it is uint8.
   pipeline& normalize(const normalize_params& params);
 
-  pipeline& set_output(output_format format);
+  /// uint8 NHWC (the default), float32 or float16 NCHW (see
+  /// output_spec.hpp); throws std::invalid_argument for another combination.
+  pipeline& set_output(output_spec spec);
   pipeline& set_mode(pipeline_mode mode) noexcept;
   pipeline& set_decode_options(const decode_options& options) noexcept;
   /// Fast mode picks the largest DCT scale 1/d with d ≤ (downscale factor) /
@@ -209,7 +202,7 @@ class pipeline {
   pipeline& set_fast_min_reduction(double factor);
 
   [[nodiscard]] pipeline_mode mode() const noexcept { return m_mode; }
-  [[nodiscard]] output_format output() const noexcept { return m_output; }
+  [[nodiscard]] output_spec output() const noexcept { return m_output; }
   [[nodiscard]] const std::optional<normalize_params>& normalization() const noexcept { return m_normalize; }
   [[nodiscard]] const decode_options& decoding() const noexcept { return m_decode; }
   [[nodiscard]] double fast_min_reduction() const noexcept { return m_fast_min_reduction; }
@@ -249,7 +242,7 @@ class pipeline {
   std::optional<size2> m_center_crop;
   double m_flip_p = 0.0;
   std::optional<normalize_params> m_normalize;
-  output_format m_output = output_format::uint8_hwc;
+  output_spec m_output = output_spec::uint8_nhwc();
   pipeline_mode m_mode = pipeline_mode::exact;
   decode_options m_decode{};
   double m_fast_min_reduction = 1.5;
@@ -273,21 +266,21 @@ class pipeline_workspace {
   std::unique_ptr<impl> m_impl;
 };
 
-/// Writes `src` (RGB, 3 channels) to `dst` in `format`, mirrored when `flip`;
-/// float formats compute ToTensor + Normalize in float32 exactly as torch
-/// does ((v / 255 − mean) / std; plain v / 255 when `norm` is null). `dst`
-/// must be output_shape{3, h, w, format}.bytes() long. Also the CPU fallback
-/// of the device-side normalization.
-void write_output(image_view src, bool flip, output_format format, const normalize_params* norm,
+/// Writes `src` (RGB, 3 channels) to `dst` as `spec` (a supported one),
+/// mirrored when `flip`; float outputs compute ToTensor + Normalize in
+/// float32 exactly as torch does ((v / 255 − mean) / std; plain v / 255 when
+/// `norm` is null). `dst` must be output_shape{3, h, w, spec}.bytes() long.
+/// Also the CPU fallback of the device-side normalization.
+void write_output(image_view src, bool flip, output_spec spec, const normalize_params* norm,
                   std::span<std::byte> dst);
 
-/// Per channel, per byte value: the output element's bits in `format`
+/// Per channel, per byte value: the output element's bits as `type`
 /// (float32 bits; binary16 bits in the low half; the value itself for
 /// uint8). The one definition of ToTensor + Normalize that write_output,
 /// cuda::convert_batch_cpu and the device kernel all use, so their outputs
 /// are bit-identical. Pure.
 using normalize_table_t = std::array<std::array<std::uint32_t, 256>, 3>;
-[[nodiscard]] normalize_table_t normalize_table(output_format format, const normalize_params* norm);
+[[nodiscard]] normalize_table_t normalize_table(dtype type, const normalize_params* norm);
 
 /// IEEE binary16 bits of `value`, rounded to nearest even. Pure.
 [[nodiscard]] std::uint16_t float_to_half(float value) noexcept;

@@ -58,6 +58,10 @@ enum class backend : std::uint8_t {
   pread,      ///< a pool of threads doing open/pread/close
 };
 
+/// The user-facing names: "auto", "uring", "pread". Throws
+/// std::invalid_argument naming `name` and listing the accepted names.
+[[nodiscard]] backend parse_backend(std::string_view name);
+
 struct reader_options {
   backend kind = backend::automatic;
   /// Reads in flight the reader is sized for (ring entries; pread threads).

@@ -1,0 +1,69 @@
+// ringfeed::output_spec — the one vocabulary for what images look like in
+// memory: an element type (dtype) and an order of dimensions (layout). The
+// image pipeline, the CUDA uploader, batches (tensor_view) and every front
+// end (C API, Python, CLI) speak it.
+//
+// Three combinations are supported, and output_spec::check() is the one place
+// that says so:
+//  - uint8 NHWC: RGB bytes, rows of width × 3 (what crosses PCIe; the
+//    consumer, e.g. the device kernel, normalizes);
+//  - float32 NCHW, float16 NCHW: ToTensor + Normalize, planes R, G, B
+//    (float16 as IEEE binary16 bits, round to nearest even).
+//
+// parse_output() reads the user-facing names ("float32", "float16",
+// "uint8", each with its one layout) for the CLI's --output, the C API's
+// "output" key and Python's output=.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ringfeed {
+
+enum class dtype : std::uint8_t { uint8, float32, float16 };
+enum class layout : std::uint8_t { nhwc, nchw };
+
+/// Bytes of one element.
+[[nodiscard]] constexpr std::size_t element_size(dtype t) noexcept {
+  return t == dtype::float32 ? 4 : t == dtype::float16 ? 2 : 1;
+}
+
+/// "uint8", "float32", "float16".
+[[nodiscard]] std::string_view to_string(dtype t) noexcept;
+/// "NHWC", "NCHW".
+[[nodiscard]] std::string_view to_string(layout l) noexcept;
+
+/// Element type and dimension order of images (see the header comment).
+struct output_spec {
+  ringfeed::dtype dtype = ringfeed::dtype::uint8;
+  ringfeed::layout layout = ringfeed::layout::nhwc;
+
+  [[nodiscard]] static constexpr output_spec uint8_nhwc() noexcept { return {dtype::uint8, layout::nhwc}; }
+  [[nodiscard]] static constexpr output_spec float32_nchw() noexcept { return {dtype::float32, layout::nchw}; }
+  [[nodiscard]] static constexpr output_spec float16_nchw() noexcept { return {dtype::float16, layout::nchw}; }
+
+  /// Whether this is one of the three supported combinations.
+  [[nodiscard]] constexpr bool supported() const noexcept {
+    return dtype == ringfeed::dtype::uint8 ? layout == ringfeed::layout::nhwc : layout == ringfeed::layout::nchw;
+  }
+  /// Throws std::invalid_argument naming this combination and the supported
+  /// ones unless supported().
+  void check() const;
+  /// Float outputs are ToTensor + Normalize; uint8 is the bytes as decoded.
+  [[nodiscard]] constexpr bool normalized() const noexcept { return dtype != ringfeed::dtype::uint8; }
+  [[nodiscard]] constexpr std::size_t element_size() const noexcept { return ringfeed::element_size(dtype); }
+
+  friend bool operator==(const output_spec&, const output_spec&) = default;
+};
+
+/// "float32 NCHW", "uint8 NHWC", ...
+[[nodiscard]] std::string to_string(output_spec s);
+
+/// The user-facing output names: "float32" (float32 NCHW), "float16"
+/// (float16 NCHW), "uint8" (uint8 NHWC). Throws std::invalid_argument
+/// naming `name` and listing the accepted names.
+[[nodiscard]] output_spec parse_output(std::string_view name);
+
+}  // namespace ringfeed

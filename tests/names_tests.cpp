@@ -1,0 +1,92 @@
+// The output vocabulary (output_spec.hpp) and the user-facing names every
+// front end parses through the library (names.cpp): accepted spellings,
+// round trips, and errors that name the bad value and list the good ones.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/io/reader.hpp>
+#include <ringfeed/loader.hpp>
+#include <ringfeed/output_spec.hpp>
+
+using ringfeed::dtype;
+using ringfeed::layout;
+using ringfeed::output_spec;
+
+namespace {
+
+// The message of the std::invalid_argument `f` throws ("" if none).
+template <class F>
+std::string invalid_argument_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("three dtype/layout combinations are supported, checked in one place", "[names]") {
+  CHECK(output_spec::uint8_nhwc().supported());
+  CHECK(output_spec::float32_nchw().supported());
+  CHECK(output_spec::float16_nchw().supported());
+  CHECK(output_spec{} == output_spec::uint8_nhwc());
+  CHECK(output_spec::float16_nchw().element_size() == 2);
+  CHECK(output_spec::float32_nchw().normalized());
+  CHECK_FALSE(output_spec::uint8_nhwc().normalized());
+  for (const output_spec bad : {output_spec{dtype::uint8, layout::nchw}, output_spec{dtype::float32, layout::nhwc},
+                                output_spec{dtype::float16, layout::nhwc}}) {
+    CHECK_FALSE(bad.supported());
+    const std::string what = invalid_argument_of([&] { bad.check(); });
+    INFO(what);
+    CHECK(what.find(to_string(bad)) != std::string::npos);
+    CHECK(what.find("uint8 NHWC, float32 NCHW and float16 NCHW") != std::string::npos);
+    // Every user of the vocabulary refuses it the same way.
+    CHECK(invalid_argument_of([&] { ringfeed::image::pipeline().set_output(bad); }) == what);
+    std::uint8_t px[3] = {};
+    float out[3] = {};
+    CHECK(invalid_argument_of([&] { ringfeed::cuda::convert_batch_cpu(px, 1, 1, 1, bad, nullptr, out); }) == what);
+  }
+  CHECK(to_string(output_spec::float16_nchw()) == "float16 NCHW");
+}
+
+TEST_CASE("output names: float32, float16, uint8 with their one layout", "[names]") {
+  CHECK(ringfeed::parse_output("float32") == output_spec::float32_nchw());
+  CHECK(ringfeed::parse_output("float16") == output_spec::float16_nchw());
+  CHECK(ringfeed::parse_output("uint8") == output_spec::uint8_nhwc());
+  CHECK(invalid_argument_of([] { (void)ringfeed::parse_output("int8"); }) ==
+        R"(output must be "float32", "float16" or "uint8", not "int8")");
+  CHECK_THROWS_AS(ringfeed::parse_output("Float32"), std::invalid_argument);
+  CHECK_THROWS_AS(ringfeed::parse_output(""), std::invalid_argument);
+}
+
+TEST_CASE("io backend names: auto, uring, pread", "[names]") {
+  using ringfeed::io::backend;
+  CHECK(ringfeed::io::parse_backend("auto") == backend::automatic);
+  CHECK(ringfeed::io::parse_backend("uring") == backend::uring);
+  CHECK(ringfeed::io::parse_backend("pread") == backend::pread);
+  CHECK(invalid_argument_of([] { (void)ringfeed::io::parse_backend("aio"); }) ==
+        R"(io must be "auto", "uring" or "pread", not "aio")");
+}
+
+TEST_CASE("on_error names: skip, fail", "[names]") {
+  CHECK(ringfeed::parse_error_policy("skip") == ringfeed::error_policy::skip);
+  CHECK(ringfeed::parse_error_policy("fail") == ringfeed::error_policy::fail);
+  CHECK(invalid_argument_of([] { (void)ringfeed::parse_error_policy("ignore"); }) ==
+        R"(on_error must be "skip" or "fail", not "ignore")");
+}
+
+TEST_CASE("pipeline preset names: train, val", "[names]") {
+  ringfeed::loader_options o;
+  ringfeed::apply_preset(o, "val", 64, true);
+  CHECK_FALSE(o.sampler.shuffle);
+  ringfeed::apply_preset(o, "train", 64, false);
+  CHECK(o.sampler.shuffle);
+  CHECK(invalid_argument_of([&] { ringfeed::apply_preset(o, "none", 64, false); }) ==
+        R"(pipeline must be "train" or "val", not "none")");
+}
