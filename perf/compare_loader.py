@@ -26,6 +26,19 @@ checkout's build/release/python or build/default/python (the first that
 exists), else an installed one. The CLI: --ringfeed, else build/release/bin
 or build/default/bin of this checkout.
 
+Old build against new (did a change move performance?):
+--baseline-ringfeed CLI adds a `ringfeed bench` of that other build, and
+--baseline-python-path DIR a ringfeed.Loader imported from DIR (its own
+process, like the current one), each run in every round next to its current
+counterpart; odd rounds run the current build first, even rounds the
+baseline first. The report adds "current / baseline" ratios of the medians
+and the median per-round ratio (neighbours in time see the same load).
+Build the old commit in a worktree of its own, e.g.
+  git worktree add /tmp/old OLD && cd /tmp/old && cmake --preset release &&
+  cmake --build --preset release
+then pass --baseline-ringfeed /tmp/old/build/release/bin/ringfeed
+--baseline-python-path /tmp/old/build/release/python.
+
 train = RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize;
 val = Resize(256) + CenterCrop(224) + ToTensor + Normalize.
 
@@ -36,6 +49,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,8 +75,9 @@ def touch(x, y):
     return float(x[:, 0, 0, 0].sum()) + int(y.sum())
 
 
-def python_loader_run(python_path, source, pipeline, batch, threads, exact):
-    """ringfeed.Loader in a fresh process (no state shared with the other contenders)."""
+def python_loader_run(python_path, source, pipeline, batch, threads, exact, baseline=False):
+    """ringfeed.Loader in a fresh process (no state shared with the other contenders).
+    baseline: python_path is the baseline build's; the module must come from there."""
     env = dict(os.environ)
     if python_path:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (python_path, env.get("PYTHONPATH")) if p)
@@ -70,10 +85,17 @@ def python_loader_run(python_path, source, pipeline, batch, threads, exact):
            "--pipeline", pipeline, "--batch", str(batch), "--threads", str(threads)] + (["--exact"] if exact else [])
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        sys.exit(f"the Python loader failed (PYTHONPATH={env.get('PYTHONPATH', '')!r}; build the module with "
-                 f"`cmake --build --preset release --target ringfeed_python`, pass --python-path, or --no-python):\n"
+        which = "--baseline-python-path" if baseline else "--python-path, or --no-python"
+        sys.exit(f"the {'baseline ' if baseline else ''}Python loader failed "
+                 f"(PYTHONPATH={env.get('PYTHONPATH', '')!r}; build the module with "
+                 f"`cmake --build --preset release --target ringfeed_python`, pass {which}):\n"
                  + done.stderr[-2000:])
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    if baseline:
+        # A baseline that silently imported some other ringfeed would compare a build with itself.
+        base = os.path.realpath(python_path)
+        if os.path.commonpath([base, os.path.realpath(result["module"])]) != base:
+            sys.exit(f"the baseline Python loader imported {result['module']}, not one under {python_path}")
     return result["images"] / result["seconds"], result
 
 
@@ -162,7 +184,12 @@ def main():
                     "else build/default/bin/ringfeed)")
     ap.add_argument("--python-path", help="directory holding the ringfeed Python package (default: $PYTHONPATH, else "
                     "this checkout's build/release/python, else build/default/python, else an installed one)")
-    ap.add_argument("--no-python", action="store_true", help="leave the Python ringfeed.Loader out")
+    ap.add_argument("--no-python", action="store_true", help="leave the Python ringfeed.Loader out (the baseline's too)")
+    ap.add_argument("--baseline-ringfeed", metavar="CLI",
+                    help="a baseline build's ringfeed CLI: also benched every round, reported as current / baseline")
+    ap.add_argument("--baseline-python-path", metavar="DIR",
+                    help="directory holding a baseline build's ringfeed Python package: its Loader also runs every "
+                         "round (own process, DIR first on PYTHONPATH), reported as current / baseline")
     ap.add_argument("--child-python-loader", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--pipeline", choices=["train", "val"], default="train")
     ap.add_argument("--batch", type=int, default=64)
@@ -177,6 +204,12 @@ def main():
         *(os.path.join(REPO, "build", p, "bin", "ringfeed") for p in ("release", "default"))) or "ringfeed"
     if not args.python_path and not os.environ.get("PYTHONPATH"):
         args.python_path = first_existing(*(os.path.join(REPO, "build", p, "python") for p in ("release", "default")))
+    if args.baseline_ringfeed and not os.access(args.baseline_ringfeed, os.X_OK):
+        sys.exit(f"--baseline-ringfeed {args.baseline_ringfeed}: not an executable")
+    if args.baseline_python_path and not os.path.isdir(os.path.join(args.baseline_python_path, "ringfeed")):
+        sys.exit(f"--baseline-python-path {args.baseline_python_path}: no ringfeed package in it")
+    if args.baseline_python_path and args.no_python:
+        print("--no-python: the baseline Python loader is left out too", file=sys.stderr)
 
     files = list_images(args.source)
     if not files:
@@ -186,23 +219,31 @@ def main():
         with open(f, "rb") as fh:
             fh.read()
 
-    names = ["ringfeed"] + ([] if args.no_python else ["python_loader"]) + ["dataloader", "pillow_decode"]
+    bench_pair = ["ringfeed"] + (["ringfeed_baseline"] if args.baseline_ringfeed else [])
+    python_pair = [] if args.no_python else (
+        ["python_loader"] + (["python_loader_baseline"] if args.baseline_python_path else []))
+    names = bench_pair + python_pair + ["dataloader", "pillow_decode"]
     runs = {k: [] for k in names}
     details = {k: [] for k in names}
+    width = max(14, *map(len, names))
     for r in range(args.rounds):
-        for name in runs:
-            if name == "ringfeed":
-                ips, d = ringfeed_run(args.ringfeed, args.source, args.pipeline, args.batch, args.threads, args.exact)
-            elif name == "python_loader":
-                ips, d = python_loader_run(args.python_path, args.source, args.pipeline, args.batch, args.threads,
-                                           args.exact)
+        # Current and baseline side by side, which goes first alternating by round.
+        order = names if r % 2 == 0 else bench_pair[::-1] + python_pair[::-1] + ["dataloader", "pillow_decode"]
+        for name in order:
+            if name in ("ringfeed", "ringfeed_baseline"):
+                cli = args.ringfeed if name == "ringfeed" else args.baseline_ringfeed
+                ips, d = ringfeed_run(cli, args.source, args.pipeline, args.batch, args.threads, args.exact)
+            elif name in ("python_loader", "python_loader_baseline"):
+                baseline = name == "python_loader_baseline"
+                ips, d = python_loader_run(args.baseline_python_path if baseline else args.python_path, args.source,
+                                           args.pipeline, args.batch, args.threads, args.exact, baseline=baseline)
             elif name == "dataloader":
                 ips, d = dataloader_run(args.source, args.pipeline, args.batch, args.threads)
             else:
                 ips, d = pillow_run(files, args.threads)
             runs[name].append(ips)
             details[name].append(d)
-            print(f"round {r + 1}/{args.rounds}  {name:14s} {ips:8.0f} images/s", file=sys.stderr, flush=True)
+            print(f"round {r + 1}/{args.rounds}  {name:{width}s} {ips:8.0f} images/s", file=sys.stderr, flush=True)
 
     s = {k: summary(v) for k, v in runs.items()}
     rf = s["ringfeed"]["median"]
@@ -214,9 +255,22 @@ def main():
           f"median of {args.rounds} interleaved rounds")
     print(f"CLI {args.ringfeed}" + ("" if args.no_python else
           f"; module {details['python_loader'][0]['module']} ({details['python_loader'][0]['version']})"))
+    if "ringfeed_baseline" in s or "python_loader_baseline" in s:
+        print("baseline: " + "; ".join(
+            ([f"CLI {args.baseline_ringfeed}"] if "ringfeed_baseline" in s else []) +
+            ([f"module {details['python_loader_baseline'][0]['module']} "
+              f"({details['python_loader_baseline'][0]['version']})"] if "python_loader_baseline" in s else [])))
+        same = ([] if "ringfeed_baseline" not in s or os.path.realpath(shutil.which(args.ringfeed) or args.ringfeed)
+                != os.path.realpath(args.baseline_ringfeed) else ["CLI"]) + \
+               ([] if "python_loader_baseline" not in s or os.path.realpath(details["python_loader"][0]["module"])
+                != os.path.realpath(details["python_loader_baseline"][0]["module"]) else ["Python module"])
+        if same:
+            print(f"warning: current and baseline are the same {' and '.join(same)}: an A/A run")
     print(f"{'contender':38s} {'images/s':>9s} {'min':>7s} {'max':>7s}")
     labels = {"ringfeed": "ringfeed bench (float32 NCHW)",
+              "ringfeed_baseline": "ringfeed bench, baseline build",
               "python_loader": "ringfeed.Loader, Python (float32 NCHW)",
+              "python_loader_baseline": "ringfeed.Loader, Python, baseline",
               "dataloader": f"PyTorch DataLoader(num_workers={args.threads})",
               "pillow_decode": f"Pillow decode only, {args.threads} processes"}
     for k, label in labels.items():
@@ -244,11 +298,27 @@ def main():
         print(f"(Python loader: its own count {statistics.median(d['loader_images_per_s'] for d in details['python_loader']):.0f}"
               f" images/s, bottleneck {last['bottleneck']}, consumer wait {last['stages']['consumer_wait_s']:.2f} s"
               f" in the last round)")
+    baseline = {}
+    for cur, base, key, label in (("ringfeed", "ringfeed_baseline", "bench", "ringfeed bench"),
+                                  ("python_loader", "python_loader_baseline", "python", "Python loader ")):
+        if base not in s:
+            continue
+        per_round = [a / b for a, b in zip(runs[cur], runs[base])]
+        med, paired = s[cur]["median"] / s[base]["median"], statistics.median(per_round)
+        ratios.update({f"{key}_current_vs_baseline": med, f"{key}_current_vs_baseline_paired": paired,
+                       f"{key}_current_vs_baseline_per_round": per_round})
+        print(f"{label} current / baseline = {med:.3f}x (median per-round ratio {paired:.3f}x, "
+              f"per round {min(per_round):.3f}-{max(per_round):.3f}x)")
+    if "ringfeed_baseline" in s:
+        baseline["baseline_ringfeed"] = args.baseline_ringfeed
+    if "python_loader_baseline" in s:
+        baseline["baseline_python_path"] = args.baseline_python_path
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"source": args.source, "images": len(files), "pipeline": args.pipeline, "mode": mode,
                        "batch": args.batch, "threads": args.threads, "cores": os.cpu_count(), "rounds": args.rounds,
-                       "summary": s, **ratios, "dataloader_steady_images_per_s": dl_steady, "details": details},
+                       **baseline, "summary": s, **ratios, "dataloader_steady_images_per_s": dl_steady,
+                       "details": details},
                       fh, indent=1)
 
 if __name__ == "__main__":
