@@ -16,15 +16,15 @@ batch_lease::~batch_lease() { release(nullptr); }
 
 void batch_lease::release(cuda::stream_t consumer_stream) noexcept {
   if (!core) return;
-  if (s != nullptr) core->return_slab(std::exchange(s, nullptr));
+  if (s != nullptr) core->memory().give_back(std::exchange(s, nullptr));
   if (device_buffer >= 0) {
     const int b = std::exchange(device_buffer, -1);
     try {
-      core->uploader->release(static_cast<std::size_t>(b), consumer_stream);
+      core->uploader().release(static_cast<std::size_t>(b), consumer_stream);
     } catch (const std::exception& e) {
       core->log(std::string("releasing a device buffer: ") + e.what());
     }
-    core->return_device_buffer(b);
+    core->memory().give_back_buffer(b);
   }
   core.reset();
 }
@@ -60,12 +60,12 @@ batch::~batch() { release(m_wait_stream); }
 
 cuda::event_t batch::ready_event() const noexcept {
   if (!m_lease || m_lease->device_buffer < 0) return nullptr;
-  return m_lease->core->uploader->ready_event(static_cast<std::size_t>(m_lease->device_buffer));
+  return m_lease->core->uploader().ready_event(static_cast<std::size_t>(m_lease->device_buffer));
 }
 
 void batch::wait(cuda::stream_t stream) {
   if (!m_lease || m_lease->device_buffer < 0) return;
-  m_lease->core->uploader->wait(static_cast<std::size_t>(m_lease->device_buffer), stream);
+  m_lease->core->uploader().wait(static_cast<std::size_t>(m_lease->device_buffer), stream);
   m_wait_stream = stream;
 }
 

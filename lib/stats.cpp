@@ -43,30 +43,34 @@ double loader_stats::cache_hit_rate() const noexcept {
   return lookups == 0 ? 0.0 : static_cast<double>(cache_hits) / static_cast<double>(lookups);
 }
 
-loader_stats loader::stats() const {
-  const detail::loader_core& c = *m_core;
+loader_stats loader::stats() const { return m_core->stats(); }
+
+namespace detail {
+
+loader_stats loader_core::stats() const {
+  const loader_core& c = *this;
   loader_stats s;
-  s.elapsed_s = c.started == detail::clock::time_point{}
+  s.elapsed_s = c.m_started == clock::time_point{}
                     ? 0.0
-                    : std::chrono::duration<double>(detail::clock::now() - c.started).count();
+                    : std::chrono::duration<double>(clock::now() - c.m_started).count();
   const auto secs = [](const std::atomic<std::int64_t>& ns) {
     return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
   };
-  s.read = {secs(c.read_ns), c.read_items.load(std::memory_order_relaxed), c.read_bytes.load(std::memory_order_relaxed)};
-  s.decode = {secs(c.decode_ns), c.decode_items.load(std::memory_order_relaxed),
-              c.decode_bytes.load(std::memory_order_relaxed)};
-  s.upload = {secs(c.upload_ns), c.upload_items.load(std::memory_order_relaxed),
-              c.upload_bytes.load(std::memory_order_relaxed)};
-  s.consumer_wait_s = secs(c.wait_ns);
-  s.batches = c.delivered_batches.load(std::memory_order_relaxed);
-  s.images = c.delivered_images.load(std::memory_order_relaxed);
+  s.read = {secs(c.m_read_ns), c.m_read_items.load(std::memory_order_relaxed), c.m_read_bytes.load(std::memory_order_relaxed)};
+  s.decode = {secs(c.m_decode_ns), c.m_decode_items.load(std::memory_order_relaxed),
+              c.m_decode_bytes.load(std::memory_order_relaxed)};
+  s.upload = {secs(c.m_upload_ns), c.m_upload_items.load(std::memory_order_relaxed),
+              c.m_upload_bytes.load(std::memory_order_relaxed)};
+  s.consumer_wait_s = secs(c.m_wait_ns);
+  s.batches = c.m_delivered_batches.load(std::memory_order_relaxed);
+  s.images = c.m_delivered_images.load(std::memory_order_relaxed);
   {
-    std::lock_guard lock(c.skipped_mutex);
-    s.skipped = c.skipped;
+    std::lock_guard lock(c.m_skipped_mutex);
+    s.skipped = c.m_skipped;
   }
-  s.backend = c.backend_name;
-  if (c.src) {
-    const io::source_stats rs = c.src->stats();
+  s.backend = c.m_backend_name;
+  if (c.m_src) {
+    const io::source_stats rs = c.m_src->stats();
     s.direct = rs.direct;
     s.read_retries = rs.retries;
     s.read_timeouts = rs.timeouts;
@@ -78,13 +82,15 @@ loader_stats loader::stats() const {
     s.cache_bytes = rs.cache_bytes;
     s.cache_dropped = rs.cache_dropped;
   }
-  s.decode_threads = c.pool ? c.pool->thread_count() : thread_pool::default_thread_count(c.opt.threads);
-  s.io_depth = c.opt.io_depth;
-  s.prefetch_batches = c.nslabs - 1;
-  s.memory_budget = c.opt.memory_budget;
-  s.slab_bytes = c.slab_bytes;
+  s.decode_threads = c.m_pool ? c.m_pool->thread_count() : thread_pool::default_thread_count(c.m_opt.threads);
+  s.io_depth = c.m_opt.io_depth;
+  s.prefetch_batches = c.m_plan.slabs - 1;
+  s.memory_budget = c.m_opt.memory_budget;
+  s.slab_bytes = c.m_plan.slab_bytes;
   return s;
 }
+
+}  // namespace detail
 
 std::string loader_stats::json() const {
   nlohmann::json skips = nlohmann::json::array();

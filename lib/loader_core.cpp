@@ -1,0 +1,239 @@
+// ringfeed::detail::loader_core: opening, threads, runs and the consumer's
+// side (loader_core.hpp). The pipeline a run executes is loader_run.cpp.
+#include "loader_core.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include <ringfeed/cuda/device.hpp>
+#include <ringfeed/io/nfs.hpp>
+#include <ringfeed/log.hpp>
+#include <ringfeed/sync_wait.hpp>
+
+namespace ringfeed::detail {
+
+loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
+  if (m_opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
+  if (m_opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
+
+  if (io::nfs_url::is_nfs(m_opt.source) || io::is_lmdb_location(m_opt.source)) {
+    // Storage with no local path is listed through its source, which resumes
+    // reads on the decode threads: both start here.
+    if (m_opt.stream_shards)
+      throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + m_opt.source +
+                                  "' has none: pack it first with `ringfeed pack " + m_opt.source + " OUT`");
+    m_pool = std::make_unique<thread_pool>(m_opt.threads);
+    m_src = io::source::open(m_opt.source, *m_pool, source_options());
+    m_listed_by_source = true;
+    m_ds = data::open_dataset(*m_src, m_opt.dataset);
+    m_where = m_src->storage();
+    m_opt.io_depth = m_src->depth();
+  } else {
+    m_ds = data::open_dataset(m_opt.source, m_opt.dataset);
+    // What the storage is decides the read path (network file systems get
+    // deadlines and retries) and, unless set, the depth.
+    if (!m_ds.empty())  // (an empty one is refused below)
+      m_where = io::probe_source(m_ds.shards().empty() ? std::string(m_ds.root()) : m_ds.shards().front().path);
+  }
+  if (m_ds.empty()) throw std::invalid_argument("loader: '" + m_opt.source + "' holds no samples");
+  if (m_opt.io_depth == 0) m_opt.io_depth = m_where.io_depth;
+  m_smp = std::make_unique<data::sampler>(m_ds.size(), m_opt.sampler);
+  m_plan = plan_loader(m_opt, m_ds, *m_smp, m_opt.device >= 0 ? cuda::probe_devices() : cuda::device_probe{});
+  m_pos_epoch = m_plan.first_epoch;
+  m_pos_batch = m_plan.first_batch;
+
+  std::size_t device_buffers = 0;
+  if (m_plan.use_device) {
+    cuda::uploader::options u;
+    u.device = m_opt.device;
+    u.buffers = std::max<std::size_t>(m_opt.device_buffers, 1);
+    u.max_images = m_opt.batch_size;
+    u.height = m_plan.sample_shape.height;
+    u.width = m_plan.sample_shape.width;
+    u.output = m_opt.output;
+    u.normalize = m_opt.pipeline.normalization();
+    m_uploader = std::make_unique<cuda::uploader>(u);
+    device_buffers = u.buffers;
+    m_buffer_labels.assign(u.buffers, {});
+    m_buffer_indices.assign(u.buffers, {});
+    for (std::size_t i = 0; i < u.buffers; ++i) {
+      m_buffer_labels[i].reserve(m_opt.batch_size);
+      m_buffer_indices[i].reserve(m_opt.batch_size);
+    }
+  } else if (m_opt.device >= 0) {
+    log(m_plan.host_reason + "; batches stay in host memory, normalized on the CPU");
+  }
+  m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size, m_plan.use_device,
+                                         device_buffers);
+}
+
+loader_core::~loader_core() {
+  // Only leases keep the core past the loader; by now every run is stopped.
+  m_uploader.reset();  // waits for its stream: no more host-free callbacks
+  m_memory.reset();
+}
+
+void loader_core::log(std::string_view line) const { log_line(m_opt.log, line); }
+
+io::source_options loader_core::source_options() {
+  io::source_options so;
+  so.kind = m_opt.io;
+  so.depth = m_opt.io_depth;
+  so.pread_threads = m_opt.pread_threads;
+  so.direct = m_opt.direct;
+  so.retry.deadline = m_opt.io_deadline;
+  so.retry.retries = m_opt.io_retries;
+  so.log = [this](std::string_view line) { log(line); };
+  if (!m_opt.cache_dir.empty()) {
+    if (m_opt.stream_shards) {
+      log("cache_dir '" + m_opt.cache_dir + "' not used: stream_shards reads whole shards sequentially");
+    } else {
+      so.cache_dir = m_opt.cache_dir;
+      so.cache_bytes = m_opt.cache_bytes;
+    }
+  }
+  return so;
+}
+
+// --- threads -------------------------------------------------------------------------
+
+void loader_core::start() {
+  // Threads before the scope: a failure to start them (io_uring refused)
+  // leaves nothing that would need joining.
+  if (m_opt.start_eagerly) start_threads();
+  m_async_calls = std::make_unique<async_scope>();
+  if (m_opt.start_eagerly) start_run(m_pos_epoch, m_pos_batch);
+}
+
+void loader_core::start_threads() {
+  if (m_threads_started) return;
+  try {
+    start_threads_once();
+  } catch (...) {
+    // Back to nothing started (io_uring refused, out of memory): a later
+    // call may try again, and the destructor finds no half-made state.
+    if (!m_listed_by_source) m_src.reset();
+    m_memory->free_memory();
+    if (!m_listed_by_source) m_pool.reset();
+    throw;
+  }
+  m_threads_started = true;
+}
+
+void loader_core::start_threads_once() {
+  if (!m_pool) m_pool = std::make_unique<thread_pool>(m_opt.threads);
+  m_memory->allocate();
+  // Reads: io_uring, else a pool of pread threads; network file systems
+  // get buffered reads, deadlines and retries (io/source.hpp).
+  if (!m_src) {
+    if (!m_where.small_files_ok && m_ds.shards().empty())
+      log("'" + m_opt.source + "' is on " + std::string(io::to_string(m_where.device)) +
+          " storage, where random small-file reads are slow: " + m_where.advice);
+    m_src = io::source::open(m_opt.source, *m_pool, source_options());
+  }
+  m_backend_name = std::string(m_src->backend_name());
+  if (m_opt.stream_shards) {
+    m_stream_shard_of.resize(m_ds.size());
+    m_stream_offset_of.resize(m_ds.size());
+    for (std::size_t i = 0; i < m_ds.size(); ++i) {
+      const auto loc = m_ds.location(i);
+      m_stream_shard_of[i] = loc.shard;
+      m_stream_offset_of[i] = loc.offset;
+    }
+  }
+}
+
+void loader_core::shut_down() {
+  stop_run();  // pending next() calls see the end, async ones complete
+  sync_wait(m_async_calls->join());
+  m_src.reset();  // before the pool its reads resume on; a cache writes what is queued
+  m_pool.reset();
+}
+
+// --- runs ----------------------------------------------------------------------------
+
+void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
+  start_threads();
+  // A sample is emitted at most shuffle_buffer reads after it was read;
+  // workers wait for up to 2·io_depth samples (jobs queued and running).
+  const std::size_t stream_capacity = m_opt.shuffle_buffer + m_opt.batch_size + 2 * m_opt.io_depth + 16;
+  auto r = std::make_shared<run>(*m_pool, m_uploader != nullptr, m_plan.slabs, m_opt.io_depth,
+                                 m_memory->device_buffers(), stream_capacity);
+  m_memory->attach(r);
+  if (m_started == clock::time_point{}) m_started = clock::now();
+  r->scope.spawn(produce(r, epoch, first_batch));
+  for (std::size_t i = 0; i < m_opt.io_depth; ++i) r->scope.spawn(work(r));
+  if (m_opt.stream_shards) r->scope.spawn(stream(r, epoch, first_batch));
+  if (m_uploader) r->scope.spawn(upload(r));
+}
+
+void loader_core::stop_run() {
+  const std::shared_ptr<run> r = m_memory->detach();
+  if (!r) return;
+  r->stop();
+  sync_wait(r->scope.join());
+  m_memory->reclaim();
+}
+
+// --- the consumer's side -------------------------------------------------------------
+
+task<std::optional<batch>> loader_core::next() {
+  if (m_sticky_error) std::rethrow_exception(m_sticky_error);
+  std::shared_ptr<run> r = m_memory->current();
+  if (!r) {
+    start_run(m_pos_epoch, m_pos_batch);
+    r = m_memory->current();
+  }
+  const auto t0 = clock::now();
+  std::optional<delivery> d = co_await r->consumer_channel().receive();
+  m_wait_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(),
+                      std::memory_order_relaxed);
+  if (!d) co_return std::nullopt;  // the loader is being destroyed
+  switch (d->what) {
+    case delivery::kind::end_of_epoch:
+      m_pos_epoch = d->epoch + 1;
+      m_pos_batch = 0;
+      co_return std::nullopt;
+    case delivery::kind::error:
+      m_sticky_error = d->error;
+      r->jobs.close();  // wind the run down; set_epoch() or the destructor joins it
+      r->free.close();
+      std::rethrow_exception(d->error);
+    default:
+      break;
+  }
+  batch b = make_batch(std::move(*d));
+  m_pos_epoch = b.epoch();
+  m_pos_batch = b.number() + 1;
+  m_delivered_batches.fetch_add(1, std::memory_order_relaxed);
+  m_delivered_images.fetch_add(b.size(), std::memory_order_relaxed);
+  co_return std::optional<batch>(std::move(b));
+}
+
+void loader_core::start_next(std::unique_ptr<next_completion> completion) {
+  m_async_calls->spawn([](loader_core& self, std::unique_ptr<next_completion> done) -> task<> {
+    std::exception_ptr error;
+    std::optional<batch> result;
+    try {
+      result = co_await self.next();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done->complete(error, std::move(result));
+  }(*this, std::move(completion)));
+}
+
+void loader_core::set_epoch(std::uint64_t e) {
+  stop_run();
+  m_sticky_error = nullptr;
+  m_pos_epoch = e;
+  m_pos_batch = 0;
+  start_run(e, 0);
+}
+
+loader_state loader_core::state() const {
+  return {m_opt.sampler.seed, m_pos_epoch, m_pos_batch, m_smp->rank(), m_smp->world_size()};
+}
+
+}  // namespace ringfeed::detail

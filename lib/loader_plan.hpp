@@ -1,0 +1,41 @@
+// Private: what a loader's options come to before anything runs — every
+// refusal a bad option gets, where delivery starts, and how much batch
+// memory there is — as a pure function of the options, the dataset, the
+// sampler and the CUDA probe: no I/O, no threads, no allocation of batch
+// memory. tests/loader_plan_tests.cpp checks each refusal and each size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <ringfeed/cuda/device.hpp>
+#include <ringfeed/data/dataset.hpp>
+#include <ringfeed/data/sampler.hpp>
+#include <ringfeed/loader.hpp>
+
+namespace ringfeed::detail {
+
+struct loader_plan {
+  image::pipeline pipe;               ///< the options' pipeline, its output chosen
+  image::output_shape sample_shape;   ///< what one sample slot holds
+  std::size_t sample_bytes = 0;
+  std::size_t slab_bytes = 0;         ///< one batch: batch_size slots, whole pages
+  std::size_t slabs = 0;              ///< batches of host memory: prefetch + the consumer's
+  std::size_t batches_per_epoch = 0;
+  bool use_device = false;            ///< batches go to CUDA device opt.device
+  std::string host_reason;            ///< why they stay in host memory ("" on a device)
+  std::uint64_t first_epoch = 0;      ///< where delivery starts (the resume state)
+  std::size_t first_batch = 0;
+};
+
+/// Slabs when prefetch_batches is 0: as many as the budget holds, at most this.
+inline constexpr std::size_t max_default_slabs = 8;
+
+/// Checks `opt` against the dataset and sampler and sizes the batch memory.
+/// `devices` is consulted only when opt.device >= 0. Throws
+/// std::invalid_argument naming the option, the value and the way out.
+[[nodiscard]] loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, const data::sampler& smp,
+                                      const cuda::device_probe& devices);
+
+}  // namespace ringfeed::detail

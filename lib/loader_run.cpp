@@ -1,0 +1,307 @@
+// One run of the loader's pipeline (loader_run.hpp): the producer that
+// fills slabs with jobs, the workers that read and decode each sample into
+// its slot, the sequencer that delivers batches in order, and the uploader.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "loader_core.hpp"
+
+namespace ringfeed::detail {
+namespace {
+
+// Thrown inside a worker when the run stops under it (not an error).
+struct run_stopped {};
+
+std::int64_t ns_since(clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+}
+
+std::string what_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+// --- run ---------------------------------------------------------------------------
+
+run::run(thread_pool& pool, bool device, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers,
+         std::size_t stream_capacity)
+    : device_path(device),
+      free(slabs, pool),
+      jobs(io_depth, pool),
+      ready(2 * slabs + 4, pool),
+      out(2 * slabs + 4, pool),
+      device_free(std::max<std::size_t>(device_buffers, 1), pool),
+      store(pool, stream_capacity),
+      pending(2 * slabs + 4),
+      pending_full(2 * slabs + 4, 0) {}
+
+void run::stop() noexcept {
+  stopping.store(true, std::memory_order_relaxed);
+  free.close();
+  jobs.close();
+  ready.close();
+  out.close();
+  device_free.close();
+  store.close();
+}
+
+void run::emit(std::uint64_t seq, delivery d) {
+  std::lock_guard lock(seq_mutex);
+  const std::size_t n = pending.size();
+  pending[seq % n] = std::move(d);
+  pending_full[seq % n] = 1;
+  while (pending_full[next_emit % n]) {
+    const std::size_t at = next_emit % n;
+    delivery item = std::move(pending[at]);
+    pending_full[at] = 0;
+    ++next_emit;
+    if (item.what == delivery::kind::none) continue;
+    // Never full (capacity covers every slab plus the markers between
+    // them); fails only after stop(), when the slab is swept as idle.
+    (void)ready.try_send(std::move(item));
+  }
+}
+
+
+// --- the pipeline --------------------------------------------------------------------
+
+task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {
+  co_await m_pool->schedule();
+  for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
+    const data::epoch_plan plan = m_opt.stream_shards
+                                      ? data::epoch_plan(e, stream_order_of(e).emit, m_opt.batch_size, m_opt.drop_last)
+                                      : m_smp->plan(e, m_opt.batch_size, m_opt.drop_last);
+    for (std::size_t k = first_batch; k < plan.num_batches(); ++k) {
+      std::optional<slab*> got = co_await r->free.receive();
+      if (!got) co_return;
+      if (r->failed_at.load(std::memory_order_relaxed) != ~std::uint64_t{0}) {
+        m_memory->give_back(*got);  // a batch failed: nothing after it is delivered
+        co_return;
+      }
+      slab& s = **got;
+      const auto idx = plan.batch(k);
+      s.epoch = e;
+      s.number = k;
+      s.count = idx.size();
+      s.indices.assign(idx.begin(), idx.end());
+      s.labels.resize(idx.size());
+      for (std::size_t i = 0; i < idx.size(); ++i) s.labels[i] = m_ds.label(idx[i]);
+      s.ok.assign(idx.size(), 0);
+      s.error = nullptr;
+      s.seq = r->next_seq++;
+      s.remaining.store(idx.size(), std::memory_order_relaxed);
+      // The job sends publish the slab's fields to the workers (channel lock).
+      for (std::size_t slot = 0; slot < idx.size(); ++slot)
+        if (!co_await r->jobs.send(job{&s, slot})) co_return;
+    }
+    delivery marker;
+    marker.what = delivery::kind::end_of_epoch;
+    marker.epoch = e;
+    r->emit(r->next_seq++, std::move(marker));
+  }
+}
+
+task<> loader_core::work(std::shared_ptr<run> r) {
+  io::read_buffer buffer(256 * 1024);
+  std::string path;  // the sample's file, for the source and for messages
+  const std::uint64_t seed = m_opt.sampler.seed;
+  co_await m_pool->schedule();
+  while (std::optional<job> j = co_await r->jobs.receive()) {
+    slab& s = *j->s;
+    const std::size_t slot = j->slot;
+    const std::size_t index = s.indices[slot];
+    if (!r->skips(s)) {
+      std::exception_ptr failure;
+      try {
+        const auto loc = m_ds.location(index);
+        std::span<const std::byte> bytes;
+        std::optional<stream_item> streamed;  // stream_shards: the streamer read it
+        if (m_opt.stream_shards) {
+          streamed = co_await r->store.take(stream_key(s.epoch, index));
+          if (!streamed) throw run_stopped{};
+          if (streamed->error) std::rethrow_exception(streamed->error);
+          bytes = streamed->bytes;
+        } else {
+          const auto t0 = clock::now();
+          bytes = co_await m_src->read(m_ds.ref(index, path), buffer);  // `path`: a file's, for the decoder's messages
+          m_read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+          m_read_items.fetch_add(1, std::memory_order_relaxed);
+          m_read_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
+        }
+
+        // A stop (close, set_epoch, Ctrl-C in Python) that came during the
+        // read skips the decode: shutting down waits for reads, not for
+        // up to io_depth decodes of large images.
+        if (r->skips(s)) throw run_stopped{};
+        // Decode + transform straight into the slot.
+        const auto t1 = clock::now();
+        thread_local image::pipeline_workspace ws;
+        const std::string_view name = loc.shard == data::no_shard ? std::string_view(path) : m_ds.name(index);
+        m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, index},
+                   std::span(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes));
+        s.ok[slot] = 1;
+        m_decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);
+        m_decode_items.fetch_add(1, std::memory_order_relaxed);
+        m_decode_bytes.fetch_add(m_plan.sample_bytes, std::memory_order_relaxed);
+      } catch (const run_stopped&) {
+        // The run is being torn down: nothing to report.
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      if (failure) fail_sample(s, index, failure);
+    }
+    // acq_rel: the last worker of a slab sees every other worker's slot.
+    if (s.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*r, s);
+  }
+}
+
+void loader_core::fail_sample(slab& s, std::size_t index, std::exception_ptr error) {
+  std::string reason = what_of(error);
+  if (m_opt.on_error == error_policy::fail) {
+    std::lock_guard lock(s.error_mutex);
+    if (!s.error) s.error = error;
+    return;
+  }
+  std::string sample = m_ds.describe(index);
+  std::lock_guard lock(m_skipped_mutex);
+  if (!m_skipped_indices.insert(index).second) return;  // reported in an earlier epoch
+  log("skipped " + sample + ": " + reason);
+  m_skipped.push_back({std::move(sample), std::move(reason)});
+}
+
+void loader_core::finish(run& r, slab& s) {
+  delivery d;
+  d.epoch = s.epoch;
+  d.number = s.number;
+  if (s.error) {
+    d.what = delivery::kind::error;
+    d.error = s.error;
+    m_memory->give_back(&s);
+    // Nothing after this batch is delivered; batches before it still are.
+    std::uint64_t first = r.failed_at.load(std::memory_order_relaxed);
+    while (s.seq < first && !r.failed_at.compare_exchange_weak(first, s.seq, std::memory_order_relaxed)) {
+    }
+  } else {
+    // Skipped samples: close the gaps, keeping slot order.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < s.count; ++i) {
+      if (!s.ok[i]) continue;
+      if (kept != i) {
+        std::memmove(s.images + kept * m_plan.sample_bytes, s.images + i * m_plan.sample_bytes, m_plan.sample_bytes);
+        s.labels[kept] = s.labels[i];
+        s.indices[kept] = s.indices[i];
+      }
+      ++kept;
+    }
+    s.count = kept;
+    s.labels.resize(kept);
+    s.indices.resize(kept);
+    if (kept == 0 || r.skips(s)) {
+      m_memory->give_back(&s);  // nothing to deliver: the sequence moves on
+    } else {
+      d.what = delivery::kind::batch;
+      d.s = &s;
+    }
+  }
+  r.emit(s.seq, std::move(d));
+}
+
+task<> loader_core::upload(std::shared_ptr<run> r) {
+  co_await m_pool->schedule();
+  while (std::optional<delivery> d = co_await r->ready.receive()) {
+    if (d->what == delivery::kind::batch) {
+      std::optional<int> b = co_await r->device_free.receive();
+      if (!b) break;
+      slab& s = *d->s;
+      const auto i = static_cast<std::size_t>(*b);
+      m_buffer_labels[i].assign(s.labels.begin(), s.labels.end());
+      m_buffer_indices[i].assign(s.indices.begin(), s.indices.end());
+      m_memory->lend(s);  // until the copy is done
+      m_memory->lend_buffer(*b);
+      const auto t0 = clock::now();
+      std::exception_ptr failed;
+      try {
+        m_uploader->enqueue(
+            i, reinterpret_cast<const std::uint8_t*>(s.images), s.count,
+            [](void* ctx) {  // CUDA's callback thread: no CUDA calls here
+              auto* done = static_cast<slab*>(ctx);
+              done->pool->give_back(done);
+            },
+            &s);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      if (failed) {
+        m_memory->give_back(&s);
+        m_memory->give_back_buffer(*b);
+        delivery e;
+        e.what = delivery::kind::error;
+        e.error = failed;
+        r->stopping.store(true, std::memory_order_relaxed);
+        (void)co_await r->out.send(std::move(e));
+        break;
+      }
+      m_upload_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+      m_upload_items.fetch_add(s.count, std::memory_order_relaxed);
+      m_upload_bytes.fetch_add(s.count * m_plan.sample_bytes, std::memory_order_relaxed);
+      d->device_buffer = *b;
+    }
+    if (!co_await r->out.send(std::move(*d))) break;
+  }
+}
+
+tensor_view loader_core::layout_of(std::size_t n) const noexcept {
+  tensor_view v;
+  // The device converts the uint8 slab into m_opt.output; on the host the
+  // pipeline already wrote the output format.
+  const output_spec spec = m_uploader ? m_opt.output : m_plan.pipe.output();
+  v.dtype = spec.dtype;
+  v.layout = spec.layout;
+  const auto count = static_cast<std::int64_t>(n);
+  const std::int64_t h = m_plan.sample_shape.height, w = m_plan.sample_shape.width;
+  if (spec.layout == layout::nhwc) {
+    v.shape = {count, h, w, 3};
+  } else {
+    v.shape = {count, 3, h, w};
+  }
+  v.memory = m_uploader ? memory_kind::device : memory_kind::host;
+  v.device = m_uploader ? m_opt.device : -1;
+  return v;
+}
+
+batch loader_core::make_batch(delivery d) {
+  batch b;
+  auto lease = std::make_shared<batch_lease>();
+  lease->core = shared_from_this();
+  if (d.device_buffer >= 0) {
+    const auto i = static_cast<std::size_t>(d.device_buffer);
+    lease->device_buffer = d.device_buffer;
+    b.m_labels = m_buffer_labels[i];
+    b.m_indices = m_buffer_indices[i];
+    b.m_images = layout_of(m_buffer_labels[i].size());
+    b.m_images.data = m_uploader->output(i);
+  } else {
+    slab& s = *d.s;
+    m_memory->lend(s);
+    lease->s = &s;
+    b.m_images = layout_of(s.count);
+    b.m_images.data = s.images;
+    b.m_labels = std::span<const std::int64_t>(s.labels.data(), s.count);
+    b.m_indices = std::span<const std::size_t>(s.indices.data(), s.count);
+  }
+  b.m_epoch = d.epoch;
+  b.m_number = d.number;
+  b.m_lease = std::move(lease);
+  return b;
+}
+
+}  // namespace ringfeed::detail

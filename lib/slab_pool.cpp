@@ -1,0 +1,115 @@
+#include "slab_pool.hpp"
+
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+#include <ringfeed/cuda/uploader.hpp>
+
+#include "loader_run.hpp"
+
+namespace ringfeed::detail {
+
+void slab_memory_deleter::operator()(std::byte* p) const noexcept {
+  if (pinned)
+    cuda::host_free_pinned(p);
+  else
+    std::free(p);
+}
+
+slab_pool::slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size, bool pinned,
+                     std::size_t device_buffers)
+    : m_count(slabs), m_slab_bytes(slab_bytes), m_batch_size(batch_size), m_pinned(pinned) {
+  m_buffer_lent.assign(device_buffers, 0);
+  for (std::size_t i = 0; i < device_buffers; ++i) m_idle_buffers.push_back(static_cast<int>(i));
+}
+
+void slab_pool::allocate() {
+  std::vector<std::unique_ptr<slab>> made;
+  made.reserve(m_count);
+  for (std::size_t i = 0; i < m_count; ++i) {
+    auto s = std::make_unique<slab>();
+    s->pool = this;
+    // Pinned when they feed a device (DMA straight from them), else page-aligned.
+    void* mem = m_pinned ? cuda::host_alloc_pinned(m_slab_bytes) : std::aligned_alloc(4096, m_slab_bytes);
+    if (mem == nullptr) throw std::bad_alloc();
+    s->memory = std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {m_pinned});
+    s->images = s->memory.get();
+    s->labels.reserve(m_batch_size);
+    s->indices.reserve(m_batch_size);
+    s->ok.reserve(m_batch_size);
+    made.push_back(std::move(s));
+  }
+  std::lock_guard lock(m_mutex);
+  m_slabs = std::move(made);
+  m_idle_slabs.clear();
+  for (auto& s : m_slabs) m_idle_slabs.push_back(s.get());
+}
+
+void slab_pool::free_memory() noexcept {
+  std::lock_guard lock(m_mutex);
+  m_idle_slabs.clear();
+  m_slabs.clear();
+}
+
+void slab_pool::attach(const std::shared_ptr<run>& r) {
+  std::lock_guard lock(m_mutex);
+  // The run's channels hold every slab and buffer: these sends never fail.
+  for (slab* s : m_idle_slabs) (void)r->free.try_send(s);
+  m_idle_slabs.clear();
+  for (int b : m_idle_buffers) (void)r->device_free.try_send(b);
+  m_idle_buffers.clear();
+  m_current = r;
+}
+
+std::shared_ptr<run> slab_pool::detach() {
+  std::lock_guard lock(m_mutex);
+  return std::exchange(m_current, nullptr);
+}
+
+std::shared_ptr<run> slab_pool::current() const {
+  std::lock_guard lock(m_mutex);
+  return m_current;
+}
+
+void slab_pool::reclaim() {
+  std::lock_guard lock(m_mutex);
+  m_idle_slabs.clear();
+  for (auto& s : m_slabs)
+    if (!s->lent) m_idle_slabs.push_back(s.get());
+  m_idle_buffers.clear();
+  for (std::size_t i = 0; i < m_buffer_lent.size(); ++i)
+    if (!m_buffer_lent[i]) m_idle_buffers.push_back(static_cast<int>(i));
+}
+
+void slab_pool::lend(slab& s) noexcept {
+  std::lock_guard lock(m_mutex);
+  s.lent = true;
+}
+
+void slab_pool::lend_buffer(int i) noexcept {
+  std::lock_guard lock(m_mutex);
+  m_buffer_lent[static_cast<std::size_t>(i)] = 1;
+}
+
+// A send fails only when the run was stopped: then reclaim() (or the next
+// attach()) finds the slab idle by its flag.
+void slab_pool::give_back(slab* s) noexcept {
+  std::lock_guard lock(m_mutex);
+  s->lent = false;
+  if (!m_current)
+    m_idle_slabs.push_back(s);
+  else
+    (void)m_current->free.try_send(s);
+}
+
+void slab_pool::give_back_buffer(int i) noexcept {
+  std::lock_guard lock(m_mutex);
+  m_buffer_lent[static_cast<std::size_t>(i)] = 0;
+  if (!m_current)
+    m_idle_buffers.push_back(i);
+  else
+    (void)m_current->device_free.try_send(i);
+}
+
+}  // namespace ringfeed::detail

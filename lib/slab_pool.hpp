@@ -1,0 +1,96 @@
+// Private: the loader's batch memory and who holds it. Slabs (one batch of
+// host memory each) and device buffers outlive runs: the current run has
+// them in its free channels, the consumer holds the ones it was lent (a
+// batch, or a slab whose device copy is in flight), and between runs the
+// rest wait on the idle lists. One lock guards all of that; give_back()
+// routes memory to whichever run is current, so a restart (set_epoch)
+// never loses memory a consumer still holds.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace ringfeed::detail {
+
+struct run;
+class slab_pool;
+
+/// Frees slab memory the way it was allocated.
+struct slab_memory_deleter {
+  bool pinned = false;
+  void operator()(std::byte* p) const noexcept;
+};
+
+/// One batch's memory: images for batch_size samples plus their labels.
+struct slab {
+  std::unique_ptr<std::byte, slab_memory_deleter> memory;
+  std::byte* images = nullptr;        // memory.get(): batch_size × sample_bytes, page aligned
+  std::vector<std::int64_t> labels;   // capacity batch_size, never reallocated
+  std::vector<std::size_t> indices;   // likewise
+  std::vector<std::uint8_t> ok;       // per slot: decoded into place
+  std::uint64_t epoch = 0;
+  std::size_t number = 0;             // batch number within the epoch
+  std::size_t count = 0;              // samples in the batch (after compaction)
+  std::uint64_t seq = 0;              // position in the run's delivery order
+  std::atomic<std::size_t> remaining{0};
+  std::exception_ptr error;           // on_error = fail: the first failure in it (guarded by error_mutex)
+  std::mutex error_mutex;
+  bool lent = false;                  // guarded by the pool's lock
+  slab_pool* pool = nullptr;          // for the CUDA host-free callback
+};
+
+class slab_pool {
+ public:
+  /// `slabs` of `slab_bytes` for batches of `batch_size`, pinned when they
+  /// feed a device; `device_buffers` device buffers (0 on the host path).
+  /// Nothing is allocated before allocate().
+  slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size, bool pinned,
+            std::size_t device_buffers);
+  slab_pool(const slab_pool&) = delete;
+  slab_pool& operator=(const slab_pool&) = delete;
+
+  /// Allocates the slabs (touched only when written, so RSS grows with
+  /// use); all idle. Throws std::bad_alloc, leaving none. Consumer thread.
+  void allocate();
+  /// Frees the slabs (none may be lent). Consumer thread.
+  void free_memory() noexcept;
+  [[nodiscard]] bool allocated() const noexcept { return !m_slabs.empty(); }
+  [[nodiscard]] std::size_t device_buffers() const noexcept { return m_buffer_lent.size(); }
+
+  /// Makes `r` the current run and hands it every idle slab and buffer.
+  void attach(const std::shared_ptr<run>& r);
+  /// The current run, no longer current (null when there is none).
+  [[nodiscard]] std::shared_ptr<run> detach();
+  [[nodiscard]] std::shared_ptr<run> current() const;
+  /// After a detached run has finished: everything the consumer does not
+  /// hold is idle again (slabs in its channels, half-filled ones,
+  /// delivered ones not yet received).
+  void reclaim();
+
+  /// Held outside the run from now on (by a batch, or a copy in flight).
+  void lend(slab& s) noexcept;
+  void lend_buffer(int i) noexcept;
+  /// Back to the current run, or to the idle list between runs. Any thread.
+  void give_back(slab* s) noexcept;
+  void give_back_buffer(int i) noexcept;
+
+ private:
+  const std::size_t m_count;
+  const std::size_t m_slab_bytes;
+  const std::size_t m_batch_size;
+  const bool m_pinned;
+  std::vector<std::unique_ptr<slab>> m_slabs;  // fixed between allocate() and free_memory()
+
+  mutable std::mutex m_mutex;
+  std::shared_ptr<run> m_current;          // guarded by m_mutex
+  std::vector<slab*> m_idle_slabs;         // guarded by m_mutex
+  std::vector<int> m_idle_buffers;         // guarded by m_mutex
+  std::vector<std::uint8_t> m_buffer_lent;  // guarded by m_mutex: per device buffer
+};
+
+}  // namespace ringfeed::detail

@@ -1,0 +1,159 @@
+// detail::plan_loader: every refusal a bad option gets, where delivery
+// starts, and how much batch memory a loader takes — checked without a
+// dataset on disk, threads or a GPU (the plan is a pure function).
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "loader_plan.hpp"
+
+using ringfeed::loader_options;
+using ringfeed::output_spec;
+using ringfeed::cuda::device_probe;
+using ringfeed::data::dataset;
+using ringfeed::data::sampler;
+using ringfeed::detail::plan_loader;
+
+namespace {
+
+dataset folder_of(std::size_t n) {
+  ringfeed::data::detail::dataset_contents c;
+  c.root = "/nowhere";
+  c.classes = {"a", "b"};
+  for (std::size_t i = 0; i < n; ++i) {
+    c.names.push_back("a/" + std::to_string(i) + ".jpg");
+    c.labels.push_back(static_cast<std::int64_t>(i % 2));
+  }
+  return dataset(std::move(c));
+}
+
+loader_options options_for(std::size_t batch) {
+  loader_options o;
+  o.source = "/nowhere";
+  o.batch_size = batch;
+  o.pipeline = ringfeed::image::pipeline::val(256, 224);
+  o.output = output_spec::float32_nchw();
+  o.device = -1;
+  o.sampler.rank = 0;
+  o.sampler.world_size = 1;
+  return o;
+}
+
+device_probe no_gpu() {
+  device_probe p;
+  p.reason = "cudaErrorInsufficientDriver";
+  return p;
+}
+
+device_probe gpus(int n) {
+  device_probe p;
+  p.device_count = n;
+  return p;
+}
+
+constexpr std::size_t sample = 3 * 224 * 224 * 4;  // float32 NCHW
+constexpr std::size_t slab = (4 * sample + 4095) / 4096 * 4096;
+
+}  // namespace
+
+TEST_CASE("plan: batch memory is whole pages per batch, up to 8 batches of the budget", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  o.memory_budget = 20 * slab;
+  const sampler smp(ds.size(), o.sampler);
+  const auto p = plan_loader(o, ds, smp, no_gpu());
+  CHECK(p.sample_bytes == sample);
+  CHECK(p.slab_bytes == slab);
+  CHECK(p.slab_bytes % 4096 == 0);
+  CHECK(p.slabs == ringfeed::detail::max_default_slabs);
+  CHECK(p.batches_per_epoch == 3);  // 10 samples, batches of 4, the last short
+  CHECK(p.sample_shape.height == 224);
+  CHECK(p.pipe.output() == output_spec::float32_nchw());
+
+  o.memory_budget = 3 * slab;  // a small budget: as many as fit
+  CHECK(plan_loader(o, ds, smp, no_gpu()).slabs == 3);
+  o.prefetch_batches = 2;  // + the consumer's batch
+  CHECK(plan_loader(o, ds, smp, no_gpu()).slabs == 3);
+}
+
+TEST_CASE("plan: a budget or prefetch that does not fit is refused, saying what to change", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  const sampler smp(ds.size(), o.sampler);
+  o.memory_budget = 2 * slab - 1;
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()),
+                    Catch::Contains("memory_budget") && Catch::Contains("needs at least 2"));
+  o.memory_budget = 4 * slab;
+  o.prefetch_batches = 4;  // 5 slabs
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()),
+                    Catch::Contains("prefetch_batches 4") && Catch::Contains("more than memory_budget"));
+}
+
+TEST_CASE("plan: no batch to deliver, no samples, or a pipeline of any size is refused", "[plan]") {
+  auto o = options_for(16);
+  o.drop_last = true;
+  const dataset ten = folder_of(10);
+  const sampler smp(ten.size(), o.sampler);
+  CHECK_THROWS_WITH(plan_loader(o, ten, smp, no_gpu()), Catch::Contains("no batch to deliver"));
+
+  const dataset none;
+  const sampler empty_smp(0, o.sampler);
+  CHECK_THROWS_WITH(plan_loader(o, none, empty_smp, no_gpu()), Catch::Contains("holds no samples"));
+
+  o = options_for(2);
+  o.pipeline = ringfeed::image::pipeline().resize(100);  // the size depends on each image
+  CHECK_THROWS_WITH(plan_loader(o, ten, smp, no_gpu()), Catch::Contains("depends on the image"));
+
+  o = options_for(0);
+  CHECK_THROWS_WITH(plan_loader(o, ten, smp, no_gpu()), Catch::Contains("batch_size"));
+}
+
+TEST_CASE("plan: the resume state sets where delivery starts, and must match the loader", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  o.sampler.seed = 7;
+  const sampler smp(ds.size(), o.sampler);
+  o.resume = ringfeed::loader_state{7, 5, 2, 0, 1};
+  const auto p = plan_loader(o, ds, smp, no_gpu());
+  CHECK(p.first_epoch == 5);
+  CHECK(p.first_batch == 2);
+
+  o.resume = ringfeed::loader_state{8, 5, 2, 0, 1};
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("seed 8") && Catch::Contains("seed 7"));
+  o.resume = ringfeed::loader_state{7, 5, 4, 0, 1};  // past the 3 batches
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("batch 4 is past"));
+}
+
+TEST_CASE("plan: the device is used when there is one, else host batches with the reason", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  const sampler smp(ds.size(), o.sampler);
+
+  auto p = plan_loader(o, ds, smp, gpus(1));  // device = -1
+  CHECK_FALSE(p.use_device);
+  CHECK(p.host_reason == "host batches requested (device = -1)");
+
+  o.device = 0;
+  p = plan_loader(o, ds, smp, no_gpu());
+  CHECK_FALSE(p.use_device);
+  CHECK_THAT(p.host_reason, Catch::Contains("cudaErrorInsufficientDriver"));
+  CHECK(p.pipe.output() == output_spec::float32_nchw());  // the CPU converts
+
+  p = plan_loader(o, ds, smp, gpus(1));
+  CHECK(p.use_device);
+  CHECK(p.host_reason.empty());
+  CHECK(p.pipe.output() == output_spec::uint8_nhwc());  // bytes cross PCIe; the device converts
+  CHECK(p.sample_bytes == 224 * 224 * 3);
+
+  o.device = 3;
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, gpus(1)), Catch::Contains("device 3 requested"));
+}
+
+TEST_CASE("plan: stream_shards needs tar shards and one rank", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  o.stream_shards = true;
+  const sampler smp(ds.size(), o.sampler);
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("ringfeed pack"));
+}
