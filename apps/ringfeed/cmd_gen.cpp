@@ -86,7 +86,7 @@ std::string wnid(std::size_t index) {
 }
 
 std::string draw_extension(std::uint64_t seed) {
-  const float u = splitmix64(seed).uniform();
+  const float u = content_rng(seed).uniform();
   return u < 0.01f ? ".jpeg" : (u < 0.02f ? ".JPG" : ".JPEG");
 }
 
