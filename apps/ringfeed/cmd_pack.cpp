@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -36,6 +35,7 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/random.hpp>
 
 #include "commands.hpp"
 
@@ -112,23 +112,14 @@ void sync_directory(const fs::path& dir) {
 
 // --- order -----------------------------------------------------------------
 
-// Uniform in [0, bound) by rejection: the same numbers from every standard
-// library (std::uniform_int_distribution's algorithm is unspecified).
-std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
-  const std::uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    const std::uint64_t r = rng();
-    if (r >= threshold) return r % bound;
-  }
-}
-
-// Packed position -> source index: Fisher–Yates with mt19937_64(seed).
+// Packed position -> source index: ringfeed::shuffle over the seed's pack
+// stream, the generator and shuffle the sampler uses.
 std::vector<std::size_t> packed_order(std::size_t n, bool shuffle, std::uint64_t seed) {
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   if (!shuffle) return order;
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[uniform_below(rng, i)]);
+  sample_rng rng(sample_key{seed, 0, 0}, pack_stream);
+  ringfeed::shuffle(std::span(order), rng);
   return order;
 }
 
