@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/random.hpp>
 
 #include "commands.hpp"
@@ -63,35 +64,7 @@ std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
 
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-// Move-only owner of a file descriptor.
-class unique_fd {
- public:
-  explicit unique_fd(int fd = -1) noexcept : m_fd(fd) {}
-  unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      m_fd = std::exchange(other.m_fd, -1);
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return m_fd; }
-  void reset() noexcept {
-    if (m_fd >= 0) ::close(std::exchange(m_fd, -1));
-  }
-  /// Closes now and reports close()'s errno (0 on success): NFS and full
-  /// disks may only report a failed write at close.
-  int close() noexcept {
-    const int rc = ::close(std::exchange(m_fd, -1));
-    return rc == 0 ? 0 : errno;
-  }
-
- private:
-  int m_fd;
-};
+using ringfeed::detail::unique_fd;
 
 void write_all(int fd, std::span<const char> bytes, const fs::path& path) {
   while (!bytes.empty()) {

@@ -103,21 +103,6 @@ thread_local const ring* t_ring = nullptr;  // the ring whose thread this is
 
 static_assert(sizeof(struct statx) <= 256, "ring::statx_operation::m_statx is too small");
 
-// --- file --------------------------------------------------------------------
-
-file& file::operator=(file&& o) noexcept {
-  if (this != &o) {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = std::exchange(o.m_fd, -1);
-    m_path = std::move(o.m_path);
-  }
-  return *this;
-}
-
-file::~file() {
-  if (m_fd >= 0) ::close(m_fd);
-}
-
 // --- ring state ----------------------------------------------------------------
 
 struct ring::state {
@@ -126,13 +111,12 @@ struct ring::state {
   state& operator=(const state&) = delete;
   ~state() {
     if (uring_ready) io_uring_queue_exit(&uring);
-    if (event_fd >= 0) ::close(event_fd);
-  }
+  }  // then event_fd closes
 
   executor& exec;
   io_uring uring{};
   bool uring_ready = false;
-  int event_fd = -1;
+  detail::unique_fd event_fd;
   unsigned max_in_flight = 0;
   // read_file: a registered sparse file table, and its free slots (ring
   // thread only). Empty when linked reads are off.
@@ -173,7 +157,7 @@ struct ring::state {
   void wake_thread() noexcept {
     const std::uint64_t one = 1;
     // A failed write can only mean the counter is saturated: already awake.
-    [[maybe_unused]] ssize_t n = ::write(event_fd, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = ::write(event_fd.get(), &one, sizeof one);
   }
 
 };
@@ -214,8 +198,8 @@ ring::ring(executor& resume_on, ring_options options) : m_state(std::make_unique
       for (unsigned i = slots; i-- > 0;) s.free_slots.push_back(i);
     }  // else (before Linux 5.19): callers use openat/read/close
   }
-  s.event_fd = ::eventfd(0, EFD_CLOEXEC);
-  if (s.event_fd < 0) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
+  s.event_fd.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!s.event_fd) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
   m_thread = std::thread([this] { run(); });
 }
 
@@ -530,7 +514,7 @@ void ring::run() {
     unsigned queued = 0;
     if (!s.wake_armed) {
       if (io_uring_sqe* sqe = get_sqe()) {
-        io_uring_prep_read(sqe, s.event_fd, &s.event_buffer, sizeof s.event_buffer, 0);
+        io_uring_prep_read(sqe, s.event_fd.get(), &s.event_buffer, sizeof s.event_buffer, 0);
         io_uring_sqe_set_data64(sqe, wake_token);
         s.wake_armed = true;
       }

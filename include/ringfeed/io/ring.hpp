@@ -44,6 +44,7 @@
 #include <thread>
 #include <utility>
 
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/executor.hpp>
 
 struct io_uring_sqe;  // liburing stays out of the public interface
@@ -60,25 +61,20 @@ class ring_unavailable : public std::system_error {
 };
 
 /// An owned file descriptor plus the path it was opened from (for errors).
-/// The destructor closes a still-open descriptor with close(2).
+/// Move-only; the destructor closes a still-open descriptor with close(2).
 class file {
  public:
   file() noexcept = default;
   file(int fd, std::string path) noexcept : m_fd(fd), m_path(std::move(path)) {}
-  file(file&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)), m_path(std::move(o.m_path)) {}
-  file& operator=(file&& o) noexcept;
-  file(const file&) = delete;
-  file& operator=(const file&) = delete;
-  ~file();
 
-  [[nodiscard]] int fd() const noexcept { return m_fd; }
+  [[nodiscard]] int fd() const noexcept { return m_fd.get(); }
   [[nodiscard]] const std::string& path() const noexcept { return m_path; }
-  [[nodiscard]] bool is_open() const noexcept { return m_fd >= 0; }
+  [[nodiscard]] bool is_open() const noexcept { return static_cast<bool>(m_fd); }
   /// Gives up ownership: the caller must close the returned descriptor.
-  [[nodiscard]] int release() noexcept { return std::exchange(m_fd, -1); }
+  [[nodiscard]] int release() noexcept { return m_fd.release(); }
 
  private:
-  int m_fd = -1;
+  ringfeed::detail::unique_fd m_fd;
   std::string m_path;
 };
 
