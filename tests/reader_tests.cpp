@@ -19,6 +19,7 @@
 #include <system_error>
 #include <vector>
 
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/io/storage.hpp>
@@ -27,6 +28,7 @@
 
 #include "test_support.hpp"
 
+using ringfeed::detail::unique_fd;
 using ringfeed::io::backend;
 using ringfeed::io::read_buffer;
 using ringfeed::io::reader;
@@ -54,10 +56,9 @@ bool same(std::span<const std::byte> a, const std::vector<std::byte>& b) {
 bool supports_direct(const std::string& dir) {
   const std::string probe = dir + "/.direct-probe";
   write_file(probe, std::vector<std::byte>(4096));
-  const int fd = ::open(probe.c_str(), O_RDONLY | O_DIRECT);
-  if (fd >= 0) ::close(fd);
+  const bool ok = static_cast<bool>(unique_fd(::open(probe.c_str(), O_RDONLY | O_DIRECT)));
   ::unlink(probe.c_str());
-  return fd >= 0;
+  return ok;
 }
 
 struct logged {
