@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <system_error>
@@ -29,6 +28,7 @@
 #include <ringfeed/thread_pool.hpp>
 #include <ringfeed/when_all.hpp>
 
+#include "files.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -43,18 +43,8 @@ static ringfeed::test::skip_if_unavailable skip_without_uring{[] { return ring::
 
 namespace {
 
-std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::byte> v(n);
-  for (auto& b : v) b = static_cast<std::byte>(rng() & 0xFF);
-  return v;
-}
-
-void write_file(const fs::path& p, const std::vector<std::byte>& data) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  REQUIRE(out.good());
-}
+using ringfeed::test::random_bytes;
+using ringfeed::test::write_file;
 
 // What the loader does per sample: open, size, read, close, all on the ring.
 task<std::vector<std::byte>> read_whole(thread_pool& pool, ring& r, std::string path) {
