@@ -6,7 +6,8 @@
 // the same bytes. It reads every file once (warm page cache) before any
 // benchmark runs, and removes the directory when the process exits normally.
 //
-// Plain POSIX, no ringfeed: the baselines use it too.
+// Plain POSIX and the header-only ringfeed/random.hpp: the baselines use it
+// too, and they do not link ringfeed.
 #pragma once
 
 #include <fcntl.h>
@@ -24,16 +25,11 @@
 #include <system_error>
 #include <vector>
 
+#include <ringfeed/random.hpp>
+
 #include "bench_support.hpp"
 
 namespace ringfeed::perf {
-
-inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 /// Reads all of `path` into `buffer` (grown as needed) with
 /// open → fstat → pread… → close. Returns the bytes read; throws
@@ -72,11 +68,11 @@ class file_corpus {
     if (::mkdtemp(dir_template) == nullptr)
       throw std::system_error(errno, std::system_category(), "mkdtemp /tmp/ringfeed-perf-XXXXXX");
     m_dir = dir_template;
-    std::uint64_t rng = seed;
+    splitmix64_rng rng(seed);
     std::vector<std::uint64_t> block((max_bytes + 7) / 8);
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t size = min_bytes + splitmix64(rng) % (max_bytes - min_bytes + 1);
-      for (auto& word : block) word = splitmix64(rng);
+      const std::size_t size = min_bytes + rng.next() % (max_bytes - min_bytes + 1);
+      for (auto& word : block) word = rng.next();
       char name[32];
       std::snprintf(name, sizeof name, "/f%05zu.bin", i);
       std::string path = m_dir + name;

@@ -32,8 +32,9 @@
 #include <string>
 #include <vector>
 
+#include <ringfeed/random.hpp>
+
 #include "bench_support.hpp"
-#include "file_corpus.hpp"  // splitmix64
 
 namespace ringfeed::perf {
 
@@ -81,8 +82,8 @@ class jpeg_corpus {
   // A photograph-like 500×375 RGB image: a smooth two-tone field, a few
   // hard-edged discs with their own gradient, and ±32 levels of noise.
   static void render(std::uint64_t seed, int w, int h, std::vector<unsigned char>& rgb) {
-    std::uint64_t rng = seed;
-    const auto uniform = [&rng] { return static_cast<float>(splitmix64(rng) >> 40) * 0x1.0p-24f; };
+    splitmix64_rng rng(seed);
+    const auto uniform = [&rng] { return static_cast<float>(rng.next() >> 40) * 0x1.0p-24f; };
     float base[3], slope_x[3], slope_y[3];
     for (int c = 0; c < 3; ++c) {
       base[c] = 40.0f + 170.0f * uniform();
@@ -101,7 +102,7 @@ class jpeg_corpus {
       d.grain = 0.05f + 0.3f * uniform();
     }
     rgb.resize(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
-    std::uint64_t noise = seed ^ 0xA5A5A5A5ull;
+    splitmix64_rng noise(seed ^ 0xA5A5A5A5ull);
     for (int y = 0; y < h; ++y) {
       for (int x = 0; x < w; ++x) {
         float px[3];
@@ -112,7 +113,7 @@ class jpeg_corpus {
           if (dx * dx + dy * dy < d.r2)
             for (int c = 0; c < 3; ++c) px[c] = d.color[c] + d.grain * (dx - dy);
         }
-        const std::uint64_t n = splitmix64(noise);
+        const std::uint64_t n = noise.next();
         for (int c = 0; c < 3; ++c) {
           const float v = px[c] + static_cast<float>(static_cast<int>((n >> (8 * c)) & 0xFF) % 65 - 32);
           rgb[(static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3 +

@@ -19,6 +19,7 @@
 // by perf/compare_image.py (val.exact, train.exact).
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/image/resample.hpp>
+#include <ringfeed/random.hpp>
 #include <ringfeed/image/transforms.hpp>
 
 #include <cstddef>
@@ -28,7 +29,6 @@
 #include <string>
 
 #include "bench_support.hpp"
-#include "file_corpus.hpp"  // splitmix64
 
 namespace {
 
@@ -39,9 +39,9 @@ std::string dims(img::size2 s) { return std::to_string(s.width) + "x" + std::to_
 
 img::image_buffer noise_image(img::size2 size) {
   img::image_buffer b(size.width, size.height, 3);
-  std::uint64_t rng = 0x2E5A'3B1Eull;
+  ringfeed::splitmix64_rng rng(0x2E5A'3B1Eull);
   for (std::size_t i = 0; i < b.size_bytes(); i += 8) {
-    const std::uint64_t v = ringfeed::perf::splitmix64(rng);
+    const std::uint64_t v = rng.next();
     for (std::size_t k = 0; k < 8 && i + k < b.size_bytes(); ++k) b.data()[i + k] = static_cast<std::uint8_t>(v >> (8 * k));
   }
   return b;

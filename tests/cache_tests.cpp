@@ -22,6 +22,7 @@
 
 #include <ringfeed/io/cache.hpp>
 
+#include "files.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -32,16 +33,8 @@ using ringfeed::io::unknown_size;
 
 namespace {
 
-std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> out(n);
-  for (auto& b : out) b = static_cast<std::byte>(rng());
-  return out;
-}
-
-bool same(std::span<const std::byte> a, const std::vector<std::byte>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
+using ringfeed::test::random_bytes;
+using ringfeed::test::same;
 
 std::string key_of(int i) {
   return "nfs://server/export/train/class" + std::to_string(i % 7) + "/img" + std::to_string(i) + ".jpg";

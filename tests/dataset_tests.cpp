@@ -140,7 +140,7 @@ void run_torchvision(const fs::path& root, const fs::path& work, std::vector<std
              "        assert p.startswith(root + '/')\n"
              "        f.write(b'S' + os.fsencode(p[len(root) + 1:]) + b'\\0' + str(l).encode() + b'\\0')\n");
   REQUIRE(run(std::string(python) + " " + quoted(script) + " " + quoted(root) + " " + quoted(out)) == 0);
-  const std::string bytes = read_file(out);
+  const std::string bytes = read_text(out);
   std::size_t pos = 0;
   auto field = [&] {
     const std::size_t end = bytes.find('\0', pos);
@@ -366,7 +366,7 @@ TEST_CASE("ImageFolder: the cached index is reused and invalidated by directory 
     CHECK(scan_image_folder(root, opt).report().from_cache);
   }
   SECTION("a corrupt cache file is rebuilt") {
-    std::string bytes = read_file(first.report().cache_path);
+    std::string bytes = read_text(first.report().cache_path);
     bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x55);
     write_file(first.report().cache_path, bytes);
     const dataset third = scan_image_folder(root, opt);

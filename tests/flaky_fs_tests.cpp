@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/sync_wait.hpp>
@@ -35,6 +36,7 @@
 
 #include "test_support.hpp"
 
+using ringfeed::detail::unique_fd;
 using ringfeed::io::backend;
 using ringfeed::io::read_buffer;
 using ringfeed::io::reader;
@@ -43,9 +45,7 @@ namespace {
 
 std::string why_no_fuse() {
   if (::geteuid() != 0) return "mounting a FUSE file system here needs root (fusermount3 is not used)";
-  const int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
-  if (fd < 0) return std::string("cannot open /dev/fuse: ") + std::strerror(errno);
-  ::close(fd);
+  if (!unique_fd(::open("/dev/fuse", O_RDWR | O_CLOEXEC))) return std::string("cannot open /dev/fuse: ") + std::strerror(errno);
   return {};
 }
 

@@ -1,10 +1,9 @@
 // Transforms: torchvision's parameter rules, the RandomResizedCrop port
-// check, the counter-based generator, pipeline parity with torchvision
-// goldens (uint8 and normalized float), fast-vs-exact quality, determinism
-// and the API's contracts.
+// check, pipeline parity with torchvision goldens (uint8 and normalized
+// float), fast-vs-exact quality, determinism and the API's contracts. The
+// generator itself is tested in random_tests.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/random.hpp>
 #include <ringfeed/image/transforms.hpp>
 
 #include <cstring>
@@ -41,46 +40,6 @@ std::vector<std::uint8_t> run(const img::pipeline& p, img::pipeline_workspace& w
 }
 
 }  // namespace
-
-// --- generator ------------------------------------------------------------------
-
-TEST_CASE("Philox4x32-10 matches Random123's known-answer vectors", "[image][random]") {
-  using a4 = std::array<std::uint32_t, 4>;
-  CHECK(img::philox4x32_10({0, 0, 0, 0}, {0, 0}) == a4{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u});
-  CHECK(img::philox4x32_10({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}) ==
-        a4{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu});
-  CHECK(img::philox4x32_10({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u}) ==
-        a4{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u});
-}
-
-TEST_CASE("sample_rng depends only on (seed, epoch, index, stream)", "[image][random]") {
-  const auto first = [](img::sample_key k, std::uint32_t stream) {
-    img::sample_rng r(k, stream);
-    std::vector<std::uint32_t> v;
-    for (int i = 0; i < 9; ++i) v.push_back(r.next_u32());
-    return v;
-  };
-  const img::sample_key k{42, 3, 1000};
-  CHECK(first(k, 0) == first(k, 0));
-  CHECK(first(k, 0) != first(k, 1));
-  CHECK(first(k, 0) != first({43, 3, 1000}, 0));
-  CHECK(first(k, 0) != first({42, 4, 1000}, 0));
-  CHECK(first(k, 0) != first({42, 3, 1001}, 0));
-  CHECK(first(k, 0) != first({42, 3, 1000 + (std::uint64_t{1} << 32)}, 0));
-  img::sample_rng r(k);
-  double sum = 0;
-  for (int i = 0; i < 100000; ++i) {
-    const double u = r.uniform();
-    REQUIRE(u >= 0.0);
-    REQUIRE(u < 1.0);
-    sum += u;
-    const auto n = r.uniform_int(3, 10);
-    REQUIRE(n >= 3);
-    REQUIRE(n < 10);
-  }
-  CHECK(sum / 100000 == Approx(0.5).margin(0.01));
-  CHECK(r.uniform_int(5, 5) == 5);
-}
 
 // --- torchvision's parameter rules ----------------------------------------------------
 

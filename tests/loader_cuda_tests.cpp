@@ -16,16 +16,14 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
+#include "cuda_device.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
 namespace img = ringfeed::image;
 using ringfeed::output_spec;
 
-static ringfeed::test::skip_if_unavailable skip_without_device{[]() -> std::string {
-  const auto p = ringfeed::cuda::probe_devices();
-  return p.available() ? std::string() : "no usable CUDA device: " + p.reason;
-}};
+static ringfeed::test::skip_if_unavailable skip_without_device{ringfeed::test::why_no_cuda_device};
 
 namespace {
 

@@ -36,7 +36,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
-#include "support/no_io_uring.hpp"
+#include "no_io_uring.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

@@ -12,52 +12,39 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <random>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/thread_pool.hpp>
 
+#include "files.hpp"
 #include "test_support.hpp"
 
+using ringfeed::detail::unique_fd;
 using ringfeed::io::backend;
 using ringfeed::io::read_buffer;
 using ringfeed::io::reader;
 
 namespace {
 
-std::vector<std::byte> random_bytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> out(n);
-  for (auto& b : out) b = static_cast<std::byte>(rng());
-  return out;
-}
-
-void write_file(const std::string& path, const std::vector<std::byte>& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(f.good());
-}
-
-bool same(std::span<const std::byte> a, const std::vector<std::byte>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
+using ringfeed::test::random_bytes;
+using ringfeed::test::same;
+using ringfeed::test::write_file;
 
 // True when `dir` accepts O_DIRECT (most disk file systems; not tmpfs).
 bool supports_direct(const std::string& dir) {
   const std::string probe = dir + "/.direct-probe";
   write_file(probe, std::vector<std::byte>(4096));
-  const int fd = ::open(probe.c_str(), O_RDONLY | O_DIRECT);
-  if (fd >= 0) ::close(fd);
+  const bool ok = static_cast<bool>(unique_fd(::open(probe.c_str(), O_RDONLY | O_DIRECT)));
   ::unlink(probe.c_str());
-  return fd >= 0;
+  return ok;
 }
 
 struct logged {

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <system_error>
@@ -18,16 +17,19 @@
 #include <vector>
 
 #include <ringfeed/async_scope.hpp>
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
 #include <ringfeed/thread_pool.hpp>
 #include <ringfeed/when_all.hpp>
 
-#include "support/no_io_uring.hpp"
+#include "files.hpp"
+#include "no_io_uring.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
+using ringfeed::detail::unique_fd;
 using ringfeed::sync_wait;
 using ringfeed::task;
 using ringfeed::thread_pool;
@@ -38,18 +40,8 @@ static ringfeed::test::skip_if_unavailable skip_without_uring{[] { return ring::
 
 namespace {
 
-std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::byte> v(n);
-  for (auto& b : v) b = static_cast<std::byte>(rng() & 0xFF);
-  return v;
-}
-
-void write_file(const fs::path& p, const std::vector<std::byte>& data) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  REQUIRE(out.good());
-}
+using ringfeed::test::random_bytes;
+using ringfeed::test::write_file;
 
 // What the loader does per sample: open, size, read, close, all on the ring.
 task<std::vector<std::byte>> read_whole(thread_pool& pool, ring& r, std::string path) {
@@ -191,23 +183,24 @@ TEST_CASE("short reads are continued until the buffer is full", "[ring]") {
   ringfeed::test::watchdog dog("pipe short reads", std::chrono::seconds(60));
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
+  unique_fd read_end(fds[0]);
+  unique_fd write_end(fds[1]);
   const auto data = random_bytes(1u << 20, 11);
   std::thread writer([&] {
     std::size_t off = 0;
     while (off < data.size()) {
-      const ssize_t n = ::write(fds[1], data.data() + off, std::min<std::size_t>(8192, data.size() - off));
+      const ssize_t n = ::write(write_end.get(), data.data() + off, std::min<std::size_t>(8192, data.size() - off));
       if (n <= 0) break;
       off += static_cast<std::size_t>(n);
     }
-    ::close(fds[1]);
+    write_end.reset();  // end of stream
   });
   thread_pool pool(1);
   ring r(pool);
   std::vector<std::byte> buf(data.size() + 100);  // more than will ever come
-  auto body = [&]() -> task<std::size_t> { co_return co_await r.read_at(fds[0], buf, ring::stream_position); };
+  auto body = [&]() -> task<std::size_t> { co_return co_await r.read_at(read_end.get(), buf, ring::stream_position); };
   const std::size_t n = sync_wait(body());
   writer.join();
-  ::close(fds[0]);
   REQUIRE(n == data.size());  // stopped at end of stream, not at the first piece
   REQUIRE(std::memcmp(buf.data(), data.data(), data.size()) == 0);
   REQUIRE(r.stats().retried > 0);
@@ -219,8 +212,8 @@ TEST_CASE("the destructor lets operations in flight finish and resume", "[ring]"
   const auto data = random_bytes(100'000, 5);
   write_file(dir.path() / "x", data);
   thread_pool pool(2);
-  const int fd = ::open((dir.path() / "x").c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
+  const unique_fd fd(::open((dir.path() / "x").c_str(), O_RDONLY));
+  REQUIRE(fd);
   std::vector<std::vector<std::byte>> bufs(64, std::vector<std::byte>(data.size()));
   std::vector<std::size_t> got(bufs.size(), 0);
   ringfeed::async_scope scope;
@@ -230,11 +223,10 @@ TEST_CASE("the destructor lets operations in flight finish and resume", "[ring]"
       auto one = [](ring& rr, int f, std::vector<std::byte>& b, std::size_t& out) -> task<> {
         out = co_await rr.read_at(f, b, 0);  // the only operation: nothing is started after ~ring
       };
-      scope.spawn(one(r, fd, bufs[i], got[i]));
+      scope.spawn(one(r, fd.get(), bufs[i], got[i]));
     }
   }  // ~ring waits for all 64 reads
   sync_wait(scope.join());
-  ::close(fd);
   for (std::size_t i = 0; i < bufs.size(); ++i) {
     REQUIRE(got[i] == data.size());
     REQUIRE(bufs[i] == data);

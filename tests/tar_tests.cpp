@@ -285,7 +285,7 @@ TEST_CASE("tar: malformed shards and samples are errors naming the shard", "[tar
 
   // Damaged archives.
   build({{"a.jpg", random_bytes(3000, 9)}, {"a.cls", "1"}, {"b.jpg", "b"}, {"b.cls", "2"}});
-  const std::string good = read_file(shard);
+  const std::string good = read_text(shard);
   std::string bad = good;
   bad[512 + 3072 + 10] ^= 0x20;  // inside the second header's name field
   write_file(shard, bad);

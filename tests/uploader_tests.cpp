@@ -6,12 +6,10 @@
 
 #include <ringfeed/cuda/device.hpp>
 
+#include "cuda_device.hpp"
 #include "test_support.hpp"
 
-static ringfeed::test::skip_if_unavailable skip_without_device{[]() -> std::string {
-  const auto p = ringfeed::cuda::probe_devices();
-  return p.available() ? std::string() : "no usable CUDA device: " + p.reason;
-}};
+static ringfeed::test::skip_if_unavailable skip_without_device{ringfeed::test::why_no_cuda_device};
 
 #include <cuda_runtime.h>
 

@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 #include <ringfeed/config.hpp>
+#include <ringfeed/detail/unique_fd.hpp>
 #include <turbojpeg.h>
 
 #include "commands.hpp"
@@ -86,7 +87,7 @@ std::string wnid(std::size_t index) {
 }
 
 std::string draw_extension(std::uint64_t seed) {
-  const float u = splitmix64(seed).uniform();
+  const float u = content_rng(seed).uniform();
   return u < 0.01f ? ".jpeg" : (u < 0.02f ? ".JPG" : ".JPEG");
 }
 
@@ -125,26 +126,7 @@ plan make_plan(const gen_options& o, const fs::path& out) {
   return p;
 }
 
-// Move-only owner of a file descriptor.
-class unique_fd {
- public:
-  explicit unique_fd(int fd) noexcept : m_fd(fd) {}
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  [[nodiscard]] int get() const noexcept { return m_fd; }
-  /// Closes now and reports close()'s errno (0 on success): NFS and full disks
-  /// may only report a failed write at close.
-  int close() noexcept {
-    const int rc = ::close(std::exchange(m_fd, -1));
-    return rc == 0 ? 0 : errno;
-  }
-
- private:
-  int m_fd;
-};
+using ringfeed::detail::unique_fd;
 
 // Writes `bytes` to `path` via a hidden temporary in the same directory and
 // rename(2), so readers see either no file or the whole file. Throws

@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -37,6 +36,8 @@
 
 #include <ringfeed/async_scope.hpp>
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/detail/unique_fd.hpp>
+#include <ringfeed/random.hpp>
 #include <ringfeed/io/source.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
@@ -70,35 +71,7 @@ std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
 
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-// Move-only owner of a file descriptor.
-class unique_fd {
- public:
-  explicit unique_fd(int fd = -1) noexcept : m_fd(fd) {}
-  unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      m_fd = std::exchange(other.m_fd, -1);
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return m_fd; }
-  void reset() noexcept {
-    if (m_fd >= 0) ::close(std::exchange(m_fd, -1));
-  }
-  /// Closes now and reports close()'s errno (0 on success): NFS and full
-  /// disks may only report a failed write at close.
-  int close() noexcept {
-    const int rc = ::close(std::exchange(m_fd, -1));
-    return rc == 0 ? 0 : errno;
-  }
-
- private:
-  int m_fd;
-};
+using ringfeed::detail::unique_fd;
 
 void write_all(int fd, std::span<const char> bytes, const fs::path& path) {
   while (!bytes.empty()) {
@@ -119,23 +92,14 @@ void sync_directory(const fs::path& dir) {
 
 // --- order -----------------------------------------------------------------
 
-// Uniform in [0, bound) by rejection: the same numbers from every standard
-// library (std::uniform_int_distribution's algorithm is unspecified).
-std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
-  const std::uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    const std::uint64_t r = rng();
-    if (r >= threshold) return r % bound;
-  }
-}
-
-// Packed position -> source index: Fisher–Yates with mt19937_64(seed).
+// Packed position -> source index: ringfeed::shuffle over the seed's pack
+// stream, the generator and shuffle the sampler uses.
 std::vector<std::size_t> packed_order(std::size_t n, bool shuffle, std::uint64_t seed) {
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   if (!shuffle) return order;
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[uniform_below(rng, i)]);
+  sample_rng rng(sample_key{seed, 0, 0}, pack_stream);
+  ringfeed::shuffle(std::span(order), rng);
   return order;
 }
 

@@ -113,7 +113,7 @@ void add_interpolated(std::vector<float>& dst, int w, int h, const std::vector<f
 // Adds value noise with the given cell size and amplitude to `dst` (w x h):
 // a grid of random values in [-amp, amp] at a random offset, smoothstep-
 // interpolated. Octaves of it with falling amplitudes give 1/f-like texture.
-void add_value_noise(std::vector<float>& dst, int w, int h, float cell, float amp, splitmix64& rng) {
+void add_value_noise(std::vector<float>& dst, int w, int h, float cell, float amp, content_rng& rng) {
   cell = std::max(cell, 1.0f);
   const int gw = static_cast<int>(static_cast<float>(w) / cell) + 3;
   const int gh = static_cast<int>(static_cast<float>(h) / cell) + 3;
@@ -127,7 +127,7 @@ void add_value_noise(std::vector<float>& dst, int w, int h, float cell, float am
 // Octaves from cell `from` down to `to` (each half the previous), first
 // amplitude `amp`, each next one times `persistence`.
 void add_fractal_noise(std::vector<float>& dst, int w, int h, float from, float to, float amp, float persistence,
-                       splitmix64& rng) {
+                       content_rng& rng) {
   for (float cell = from; cell >= to; cell *= 0.5f, amp *= persistence) {
     add_value_noise(dst, w, h, cell, amp, rng);
   }
@@ -137,7 +137,7 @@ void add_fractal_noise(std::vector<float>& dst, int w, int h, float from, float 
 // quarter of the resolution and upsampled in one pass, which saves most of
 // the per-octave full-size passes.
 void add_smooth_field(std::vector<float>& dst, int w, int h, float from, float to, float amp, float persistence,
-                      splitmix64& rng) {
+                      content_rng& rng) {
   constexpr int factor = 4;
   const int lw = w / factor + 2;
   const int lh = h / factor + 2;
@@ -147,7 +147,7 @@ void add_smooth_field(std::vector<float>& dst, int w, int h, float from, float t
 }
 
 // A random unit vector, without sin/cos (libm results vary between versions).
-std::pair<float, float> random_direction(splitmix64& rng) noexcept {
+std::pair<float, float> random_direction(content_rng& rng) noexcept {
   for (;;) {
     const float x = rng.uniform(-1.0f, 1.0f);
     const float y = rng.uniform(-1.0f, 1.0f);
@@ -160,7 +160,7 @@ std::pair<float, float> random_direction(splitmix64& rng) noexcept {
 }
 
 // Sky above a wavy horizon, ground below: the commonest layout of a photo.
-void paint_horizon(canvas& c, splitmix64& rng) {
+void paint_horizon(canvas& c, content_rng& rng) {
   const float scale = static_cast<float>(std::max(c.w, c.h));
   std::vector<float> line(static_cast<std::size_t>(c.w), rng.uniform(0.3f, 0.7f) * static_cast<float>(c.h));
   add_fractal_noise(line, c.w, 1, scale * 0.5f, 4.0f, static_cast<float>(c.h) * rng.uniform(0.02f, 0.12f), 0.5f, rng);
@@ -195,7 +195,7 @@ void paint_horizon(canvas& c, splitmix64& rng) {
 // One object: an ellipse or a rotated rectangle with its own colour, shading,
 // texture strength, optional stripes and an anti-aliased (sometimes defocused)
 // edge, alpha-blended over what is already there.
-void paint_object(canvas& c, float min_size, float max_size, splitmix64& rng) {
+void paint_object(canvas& c, float min_size, float max_size, content_rng& rng) {
   const float scale = static_cast<float>(std::max(c.w, c.h));
   const float cx = rng.uniform(-0.1f, 1.1f) * static_cast<float>(c.w);
   const float cy = rng.uniform(-0.1f, 1.1f) * static_cast<float>(c.h);
@@ -299,15 +299,15 @@ inline float triangular(std::uint64_t bits) noexcept {
 }  // namespace
 
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) noexcept {
-  std::uint64_t s = splitmix64(seed).next();
-  s = splitmix64(s ^ stream).next();
-  return splitmix64(s ^ (index * 0xd1b54a32d192ed03ULL)).next();
+  std::uint64_t s = splitmix64(seed);
+  s = splitmix64(s ^ stream);
+  return splitmix64(s ^ (index * 0xd1b54a32d192ed03ULL));
 }
 
 bool image_spec::gray() const noexcept { return subsamp == TJSAMP_GRAY; }
 
 image_spec draw_image_spec(std::uint64_t seed) noexcept {
-  splitmix64 rng(seed);
+  content_rng rng(seed);
   image_spec s;
   s.content_seed = rng.next();
 
@@ -345,7 +345,7 @@ image_spec draw_image_spec(std::uint64_t seed) noexcept {
 }
 
 void render_image(const image_spec& spec, std::vector<unsigned char>& out) {
-  splitmix64 rng(spec.content_seed);
+  content_rng rng(spec.content_seed);
   const bool color = !spec.gray();
   canvas c(spec.width, spec.height, color);
   const int w = c.w;
@@ -399,7 +399,7 @@ void render_image(const image_spec& spec, std::vector<unsigned char>& out) {
   const float vignette = rng.uniform(0.0f, 0.35f) * 0.5f;
   const float noise = rng.uniform(1.5f, 5.0f);  // sensor noise, everywhere
   const float grain = 22.0f * texture;          // pixel-scale texture, where textured
-  splitmix64 pixel_rng(rng.next());
+  content_rng pixel_rng(rng.next());
   const auto uw = static_cast<std::size_t>(w);
   std::vector<float> vignette_x(uw);
   for (std::size_t x = 0; x < uw; ++x) {

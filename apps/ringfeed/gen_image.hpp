@@ -17,21 +17,17 @@
 #include <span>
 #include <vector>
 
+#include <ringfeed/random.hpp>
+
 namespace ringfeed::cli {
 
-/// splitmix64 (Steele, Lea, Flood, OOPSLA'14): tiny, fast, well mixed; the
-/// seeding generator recommended for xoshiro. Good enough for procedural
-/// content, and its output is fixed by definition.
-class splitmix64 {
+/// Draws for procedural content over ringfeed::splitmix64_rng (random.hpp):
+/// good enough for pictures, and its output is fixed by definition.
+class content_rng {
  public:
-  explicit constexpr splitmix64(std::uint64_t seed) noexcept : m_state(seed) {}
+  explicit constexpr content_rng(std::uint64_t seed) noexcept : m_bits(seed) {}
 
-  constexpr std::uint64_t next() noexcept {
-    std::uint64_t z = (m_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  constexpr std::uint64_t next() noexcept { return m_bits.next(); }
   /// Uniform in [0, 1) with 24 bits of precision (exact in float).
   constexpr float uniform() noexcept { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
   constexpr float uniform(float lo, float hi) noexcept { return lo + (hi - lo) * uniform(); }
@@ -42,7 +38,7 @@ class splitmix64 {
   constexpr bool chance(float p) noexcept { return uniform() < p; }
 
  private:
-  std::uint64_t m_state;
+  splitmix64_rng m_bits;
 };
 
 /// Derives an independent seed for item `index` of stream `stream` from the

@@ -18,11 +18,6 @@
 
 namespace ringfeed::data::detail {
 
-void unique_fd::reset() noexcept {
-  if (m_fd >= 0) ::close(m_fd);
-  m_fd = -1;
-}
-
 void throw_errno(int err, std::string_view what, std::string_view path) {
   std::string message(what);
   message += ' ';

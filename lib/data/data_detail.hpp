@@ -1,4 +1,4 @@
-// Private helpers of the data layer: file descriptors, a small parallel-for,
+// Private helpers of the data layer: a small parallel-for,
 // index-file encoding, cache placement and Python's string order.
 #pragma once
 
@@ -15,37 +15,11 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/detail/unique_fd.hpp>
 
 namespace ringfeed::data::detail {
 
-/// Move-only owner of a file descriptor.
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : m_fd(fd) {}
-  ~unique_fd() { reset(); }
-  unique_fd(unique_fd&& other) noexcept : m_fd(other.release()) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      m_fd = other.release();
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  [[nodiscard]] int get() const noexcept { return m_fd; }
-  [[nodiscard]] explicit operator bool() const noexcept { return m_fd >= 0; }
-  int release() noexcept {
-    const int fd = m_fd;
-    m_fd = -1;
-    return fd;
-  }
-  void reset() noexcept;
-
- private:
-  int m_fd = -1;
-};
+using ringfeed::detail::unique_fd;
 
 /// Throws std::system_error(errno) with "<what> <path>" as the message.
 [[noreturn]] void throw_errno(int err, std::string_view what, std::string_view path);

@@ -141,7 +141,7 @@ class class_walker {
 
     DIR* dir = ::fdopendir(fd.get());
     if (dir == nullptr) throw_errno(errno, "cannot list directory", display(sub));
-    fd.release();  // now owned by `dir`
+    static_cast<void>(fd.release());  // now owned by `dir`
     struct dir_closer {
       DIR* d;
       ~dir_closer() { ::closedir(d); }

@@ -9,34 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include <ringfeed/image/random.hpp>
+#include <ringfeed/random.hpp>
 
 namespace ringfeed::data {
 namespace {
-
-// Uniform integer in [0, range), range >= 1. Lemire, "Fast random integer
-// generation in an interval" (ACM TOMACS 2019), on 32-bit draws when the
-// range fits; plain rejection on 64-bit draws above that. Integer-only, so
-// the sequence is the same on every platform.
-std::uint64_t bounded(image::sample_rng& rng, std::uint64_t range) {
-  if (range <= (std::uint64_t{1} << 32)) {
-    std::uint64_t m = std::uint64_t{rng.next_u32()} * range;
-    auto low = static_cast<std::uint32_t>(m);
-    if (low < range) {
-      const std::uint64_t threshold = ((std::uint64_t{1} << 32) - range) % range;
-      while (low < threshold) {
-        m = std::uint64_t{rng.next_u32()} * range;
-        low = static_cast<std::uint32_t>(m);
-      }
-    }
-    return m >> 32;
-  }
-  const std::uint64_t threshold = (0 - range) % range;  // 2^64 mod range
-  for (;;) {
-    const std::uint64_t x = (std::uint64_t{rng.next_u32()} << 32) | rng.next_u32();
-    if (x >= threshold) return x % range;
-  }
-}
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -75,11 +51,8 @@ void validate(const distributed_env& e) {
 std::vector<std::size_t> permutation(std::size_t n, std::uint64_t seed) {
   std::vector<std::size_t> a(n);
   std::iota(a.begin(), a.end(), std::size_t{0});
-  image::sample_rng rng(image::sample_key{seed, 0, 0}, permutation_stream);
-  for (std::size_t i = n; i > 1; --i) {
-    const auto j = static_cast<std::size_t>(bounded(rng, i));
-    std::swap(a[i - 1], a[j]);
-  }
+  sample_rng rng(sample_key{seed, 0, 0}, permutation_stream);
+  ringfeed::shuffle(std::span(a), rng);
   return a;
 }
 
@@ -189,7 +162,7 @@ stream_order shard_stream_order(std::span<const std::uint32_t> shard_of, std::sp
     return out;
   }
   // The buffer draws from its own Philox stream, next to the permutation's.
-  image::sample_rng rng(image::sample_key{seed + epoch, 0, 1}, permutation_stream);
+  sample_rng rng(sample_key{seed + epoch, 0, 1}, permutation_stream);
   out.emit.reserve(out.read.size());
   std::vector<std::size_t> pool;
   pool.reserve(buffer);
@@ -198,12 +171,12 @@ stream_order shard_stream_order(std::span<const std::uint32_t> shard_of, std::sp
       pool.push_back(i);
       continue;
     }
-    const auto j = static_cast<std::size_t>(bounded(rng, pool.size()));
+    const auto j = static_cast<std::size_t>(rng.below(pool.size()));
     out.emit.push_back(pool[j]);
     pool[j] = i;
   }
   while (!pool.empty()) {  // drain: a random one each time
-    const auto j = static_cast<std::size_t>(bounded(rng, pool.size()));
+    const auto j = static_cast<std::size_t>(rng.below(pool.size()));
     out.emit.push_back(pool[j]);
     pool[j] = pool.back();
     pool.pop_back();

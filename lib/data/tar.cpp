@@ -80,45 +80,16 @@ std::string offset_text(std::uint64_t offset) { return "header at offset " + std
 }  // namespace
 
 tar_reader::tar_reader(const std::filesystem::path& path) : m_path(path.native()) {
-  m_fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (m_fd < 0) detail::throw_errno(errno, "cannot open tar shard", m_path);
+  m_fd.reset(::open(m_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!m_fd) detail::throw_errno(errno, "cannot open tar shard", m_path);
   struct stat st {};
-  if (::fstat(m_fd, &st) != 0) {
-    const int err = errno;
-    ::close(m_fd);
-    detail::throw_errno(err, "cannot stat tar shard", m_path);
-  }
+  if (::fstat(m_fd.get(), &st) != 0) detail::throw_errno(errno, "cannot stat tar shard", m_path);
   m_size = static_cast<std::uint64_t>(st.st_size);
 }
 
-tar_reader::~tar_reader() {
-  if (m_fd >= 0) ::close(m_fd);
-}
-
-tar_reader::tar_reader(tar_reader&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)),
-      m_path(std::move(other.m_path)),
-      m_size(other.m_size),
-      m_next(other.m_next),
-      m_done(other.m_done),
-      m_global_pax(std::move(other.m_global_pax)),
-      m_buffer(std::move(other.m_buffer)),
-      m_buffer_offset(other.m_buffer_offset) {}
-
-tar_reader& tar_reader::operator=(tar_reader&& other) noexcept {
-  if (this != &other) {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = std::exchange(other.m_fd, -1);
-    m_path = std::move(other.m_path);
-    m_size = other.m_size;
-    m_next = other.m_next;
-    m_done = other.m_done;
-    m_global_pax = std::move(other.m_global_pax);
-    m_buffer = std::move(other.m_buffer);
-    m_buffer_offset = other.m_buffer_offset;
-  }
-  return *this;
-}
+tar_reader::~tar_reader() = default;
+tar_reader::tar_reader(tar_reader&& other) noexcept = default;
+tar_reader& tar_reader::operator=(tar_reader&& other) noexcept = default;
 
 std::string_view tar_reader::window(std::uint64_t offset, std::size_t n) {
   if (offset >= m_buffer_offset && offset - m_buffer_offset + n <= m_buffer.size()) {
@@ -127,7 +98,7 @@ std::string_view tar_reader::window(std::uint64_t offset, std::size_t n) {
   m_buffer.resize(window_size);
   std::size_t got = 0;
   while (got < window_size) {
-    const ssize_t r = ::pread(m_fd, m_buffer.data() + got, window_size - got, static_cast<off_t>(offset + got));
+    const ssize_t r = ::pread(m_fd.get(), m_buffer.data() + got, window_size - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       const int err = errno;
@@ -154,7 +125,7 @@ void tar_reader::read_at(std::uint64_t offset, std::span<char> out) {
   }
   std::size_t got = 0;
   while (got < out.size()) {
-    const ssize_t r = ::pread(m_fd, out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
+    const ssize_t r = ::pread(m_fd.get(), out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) detail::throw_errno(errno, "cannot read tar shard", m_path);
     if (r == 0) {

@@ -102,21 +102,7 @@ thread_local const ring* t_ring = nullptr;  // the ring whose thread this is
 }  // namespace
 
 static_assert(sizeof(struct statx) <= 256, "ring::statx_operation::m_statx is too small");
-
-// --- file --------------------------------------------------------------------
-
-file& file::operator=(file&& o) noexcept {
-  if (this != &o) {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = std::exchange(o.m_fd, -1);
-    m_path = std::move(o.m_path);
-  }
-  return *this;
-}
-
-file::~file() {
-  if (m_fd >= 0) ::close(m_fd);
-}
+static_assert(alignof(ring::operation) > step_mask, "a read_file chain's step goes in the low bits of user_data");
 
 // --- ring state ----------------------------------------------------------------
 
@@ -126,13 +112,12 @@ struct ring::state {
   state& operator=(const state&) = delete;
   ~state() {
     if (uring_ready) io_uring_queue_exit(&uring);
-    if (event_fd >= 0) ::close(event_fd);
-  }
+  }  // then event_fd closes
 
   executor& exec;
   io_uring uring{};
   bool uring_ready = false;
-  int event_fd = -1;
+  detail::unique_fd event_fd;
   unsigned max_in_flight = 0;
   // read_file: a registered sparse file table, and its free slots (ring
   // thread only). Empty when linked reads are off.
@@ -173,9 +158,34 @@ struct ring::state {
   void wake_thread() noexcept {
     const std::uint64_t one = 1;
     // A failed write can only mean the counter is saturated: already awake.
-    [[maybe_unused]] ssize_t n = ::write(event_fd, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = ::write(event_fd.get(), &one, sizeof one);
   }
 
+  // A round of the ring thread, step by step (ring::run).
+  void take_incoming() noexcept;
+  void arm_wake() noexcept;
+  void start_pending() noexcept;
+  [[nodiscard]] bool drained() const noexcept;
+  void enter() noexcept;
+  void reap() noexcept;
+  void resume_ready() noexcept;
+
+  // For the operations (ring thread only).
+  /// Queues an operation taken from a coroutine: to the kernel, or straight
+  /// to the ready list when it needs none (schedule).
+  void queue(operation& op) noexcept { (op.m_cqes == 0 ? ready : pending).push_back(&op); }
+  /// The next free SQE, submitting what is queued first if the SQ is full.
+  [[nodiscard]] io_uring_sqe* get_sqe() noexcept;
+  /// SQEs an operation takes: one per completion, plus its linked timeout.
+  [[nodiscard]] unsigned sqes_of(const operation& op) const noexcept {
+    return op.m_cqes + (has_deadline && op.m_deadline_bound ? 1u : 0u);
+  }
+  /// Tags `sqe` as `op`'s and, for a deadline-bound operation under a
+  /// deadline, links a timeout after it (in the next SQE, which the caller
+  /// made room for: the link never spans submissions).
+  void tag(io_uring_sqe* sqe, operation& op) noexcept;
+  /// Records a failed completion (-errno) as op's error.
+  void fail(operation& op, int res) noexcept;
 };
 
 // --- setup and teardown --------------------------------------------------------
@@ -214,8 +224,8 @@ ring::ring(executor& resume_on, ring_options options) : m_state(std::make_unique
       for (unsigned i = slots; i-- > 0;) s.free_slots.push_back(i);
     }  // else (before Linux 5.19): callers use openat/read/close
   }
-  s.event_fd = ::eventfd(0, EFD_CLOEXEC);
-  if (s.event_fd < 0) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
+  s.event_fd.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!s.event_fd) throw std::system_error(errno, std::system_category(), "ringfeed::io::ring: eventfd");
   m_thread = std::thread([this] { run(); });
 }
 
@@ -262,13 +272,10 @@ void ring::submit(operation& op) noexcept {
     // Started by a coroutine running on the ring thread: no hand-off, and it
     // resumes here. schedule() from here is a plain yield.
     op.m_resume_on_ring = true;
-    if (op.m_kind == operation::kind::schedule)
-      s.ready.push_back(&op);
-    else
-      s.pending.push_back(&op);
+    s.queue(op);
     return;
   }
-  op.m_resume_on_ring = op.m_kind == operation::kind::schedule;
+  op.m_resume_on_ring = op.m_cqes == 0;  // schedule() moves the coroutine to the ring thread
   s.active_submitters.fetch_add(1, std::memory_order_relaxed);
   operation* head = s.incoming.load(std::memory_order_relaxed);
   do {
@@ -345,297 +352,292 @@ std::size_t ring::read_file_operation::await_resume() {
   return static_cast<std::size_t>(m_read_res);
 }
 
-// --- the ring thread ------------------------------------------------------------
+// --- each operation prepares and completes itself (the ring thread) ------------------
 
-namespace {
-
-// Fills `sqe` for `op`. Friend access goes through ring's nested types.
-template <typename Op>
-Op& as(ring::operation& op) {
-  return static_cast<Op&>(op);
+ring::operation::outcome ring::operation::complete(state& s, std::uint64_t /*step*/, int res) noexcept {
+  if (retryable(res)) return outcome::again;
+  if (res < 0) s.fail(*this, res);
+  return outcome::done;
 }
 
-}  // namespace
+void ring::openat_operation::prepare(state& s, io_uring_sqe* sqe) noexcept {
+  io_uring_prep_openat(sqe, m_dirfd, m_path.c_str(), m_flags | O_CLOEXEC, m_mode);
+  s.tag(sqe, *this);
+}
+
+ring::operation::outcome ring::openat_operation::complete(state& s, std::uint64_t step, int res) noexcept {
+  if (res >= 0) {
+    m_fd = res;
+    return outcome::done;
+  }
+  return operation::complete(s, step, res);
+}
+
+void ring::statx_operation::prepare(state& s, io_uring_sqe* sqe) noexcept {
+  io_uring_prep_statx(sqe, m_dirfd, m_path.c_str(), m_at_flags, STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME,
+                      reinterpret_cast<struct statx*>(m_statx));
+  s.tag(sqe, *this);
+}
+
+void ring::read_operation::prepare(state& s, io_uring_sqe* sqe) noexcept {
+  const std::size_t len = std::min(m_buffer.size() - m_done, max_read_chunk);
+  const std::uint64_t offset = m_offset == stream_position ? stream_position : m_offset + m_done;  // -1: current position
+  io_uring_prep_read(sqe, m_fd, m_buffer.data() + m_done, static_cast<unsigned>(len), offset);
+  s.tag(sqe, *this);
+}
+
+ring::operation::outcome ring::read_operation::complete(state& s, std::uint64_t step, int res) noexcept {
+  if (res <= 0) return operation::complete(s, step, res);  // a retry, an error, or 0: end of file
+  m_done += static_cast<std::size_t>(res);
+  // A short read continues from where it stopped.
+  return m_once || m_done >= m_buffer.size() ? outcome::done : outcome::again;
+}
+
+void ring::close_operation::prepare(state& s, io_uring_sqe* sqe) noexcept {
+  io_uring_prep_close(sqe, m_fd);
+  s.tag(sqe, *this);
+}
+
+void ring::sleep_operation::prepare(state& s, io_uring_sqe* sqe) noexcept {
+  auto* ts = reinterpret_cast<__kernel_timespec*>(m_timespec);
+  ts->tv_sec = m_duration.count() / 1'000'000'000;
+  ts->tv_nsec = m_duration.count() % 1'000'000'000;
+  io_uring_prep_timeout(sqe, ts, 0, 0);
+  s.tag(sqe, *this);
+}
+
+ring::operation::outcome ring::sleep_operation::complete(state& s, std::uint64_t step, int res) noexcept {
+  if (res == -ETIME) return outcome::done;  // the timeout expired: done
+  return operation::complete(s, step, res);
+}
+
+// A chain must end (and free its slot) before another can start.
+bool ring::read_file_operation::can_prepare(const state& s) const noexcept { return !s.free_slots.empty(); }
+
+void ring::read_file_operation::prepare(state& s, io_uring_sqe* sqe) noexcept {
+  const auto self = reinterpret_cast<std::uint64_t>(static_cast<operation*>(this));
+  m_slot = s.free_slots.back();
+  s.free_slots.pop_back();
+  m_pending_cqes = 3;
+  m_open_res = m_read_res = 0;
+  // No O_CLOEXEC: a direct descriptor is no descriptor, and the kernel
+  // refuses the flag with a slot (EINVAL).
+  io_uring_prep_openat_direct(sqe, AT_FDCWD, m_path->c_str(), m_flags & ~O_CLOEXEC, 0, m_slot);
+  sqe->flags |= IOSQE_IO_LINK;  // a failed open cancels the read and the close
+  io_uring_sqe_set_data64(sqe, self | open_step);
+  io_uring_sqe* rd = io_uring_get_sqe(&s.uring);
+  const auto len = static_cast<unsigned>(std::min(m_buffer.size(), max_read_chunk));
+  io_uring_prep_read(rd, static_cast<int>(m_slot), m_buffer.data(), len, 0);
+  rd->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;  // the close runs whatever the read gave
+  io_uring_sqe_set_data64(rd, self);
+  io_uring_sqe* cl = io_uring_get_sqe(&s.uring);
+  io_uring_prep_close_direct(cl, m_slot);
+  io_uring_sqe_set_data64(cl, self | close_step);
+}
+
+// Done once all three steps have completed, with the outcome set; the whole
+// chain goes again on EINTR/EAGAIN (it is closed by then).
+ring::operation::outcome ring::read_file_operation::complete(state& s, std::uint64_t step, int res) noexcept {
+  if (step == open_step)
+    m_open_res = res;
+  else if (step == close_step)
+    s.free_slots.push_back(m_slot);  // the chain is done with it (closed, or never filled)
+  else
+    m_read_res = res;
+  if (--m_pending_cqes != 0) return outcome::waiting;
+  if (retryable(m_open_res) || retryable(m_read_res)) return outcome::again;
+  if (m_open_res < 0)
+    m_error = -m_open_res;
+  else if (m_read_res < 0)
+    m_error = -m_read_res;
+  return outcome::done;
+}
+
+// --- the ring thread's round --------------------------------------------------------
+
+io_uring_sqe* ring::state::get_sqe() noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(&uring);
+  if (sqe == nullptr) {  // SQ full: hand what we have to the kernel first
+    io_uring_submit(&uring);
+    enter_calls.fetch_add(1, std::memory_order_relaxed);
+    sqe = io_uring_get_sqe(&uring);
+  }
+  return sqe;
+}
+
+void ring::state::tag(io_uring_sqe* sqe, operation& op) noexcept {
+  io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uint64_t>(&op));
+  if (has_deadline && op.m_deadline_bound) {
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe* t = io_uring_get_sqe(&uring);
+    io_uring_prep_link_timeout(t, &deadline, 0);
+    io_uring_sqe_set_data64(t, deadline_token);
+  }
+}
+
+void ring::state::fail(operation& op, int res) noexcept {
+  // With a deadline, ECANCELED means the linked timeout fired first.
+  op.m_error = res == -ECANCELED && has_deadline ? ETIMEDOUT : -res;
+  if (op.m_error == ETIMEDOUT && res == -ECANCELED) timed_out.fetch_add(1, std::memory_order_relaxed);
+}
+
+// 1. Take everything submitted since the last round, oldest first.
+void ring::state::take_incoming() noexcept {
+  // acquire: pairs with the submitters' release CAS.
+  operation* list = incoming.exchange(nullptr, std::memory_order_acquire);
+  operation* reversed = nullptr;
+  while (list != nullptr) {
+    operation* next = list->m_next;
+    list->m_next = reversed;
+    reversed = list;
+    list = next;
+  }
+  while (reversed != nullptr) {
+    operation* next = reversed->m_next;
+    queue(*reversed);
+    reversed = next;
+  }
+}
+
+// 2a. Keep a read of the eventfd in the kernel: submitters wake us with it.
+void ring::state::arm_wake() noexcept {
+  if (wake_armed) return;
+  if (io_uring_sqe* sqe = get_sqe()) {
+    io_uring_prep_read(sqe, event_fd.get(), &event_buffer, sizeof event_buffer, 0);
+    io_uring_sqe_set_data64(sqe, wake_token);
+    wake_armed = true;
+  }
+}
+
+// 2b. Turn pending operations into SQEs, up to the in-flight bound.
+void ring::state::start_pending() noexcept {
+  unsigned queued = 0;
+  while (!pending.empty() && in_flight + pending.front()->m_cqes <= max_in_flight) {
+    operation& front = *pending.front();
+    if (!front.can_prepare(*this)) break;
+    const unsigned need = sqes_of(front);
+    if (io_uring_sq_space_left(&uring) < need) {  // a chain, or an op and its timeout, never spans submissions
+      io_uring_submit(&uring);
+      enter_calls.fetch_add(1, std::memory_order_relaxed);
+      if (io_uring_sq_space_left(&uring) < need) break;
+    }
+    io_uring_sqe* sqe = get_sqe();
+    if (sqe == nullptr) break;
+    operation* op = pending.pop_front();
+    op->prepare(*this, sqe);
+    in_flight += op->m_cqes;
+    queued += op->m_cqes;  // SQEs, linked timeouts not counted
+  }
+  submitted.fetch_add(queued, std::memory_order_relaxed);
+}
+
+// Stopping, and nothing left anywhere: the thread may end.
+bool ring::state::drained() const noexcept {
+  return stopping.load(std::memory_order_acquire) && in_flight == 0 && pending.empty() && ready.empty() &&
+         incoming.load(std::memory_order_acquire) == nullptr;
+}
+
+// 3. Submit; block for a completion only when there is nothing else to do.
+// Pending operations left over are held back by a bound (completions in
+// flight, file slots, SQ space) that only a completion lifts.
+void ring::state::enter() noexcept {
+  bool block = io_uring_cq_ready(&uring) == 0 && ready.empty();
+  if (block) {
+    // seq_cst store then seq_cst load: our half of the handshake in submit().
+    sleeping.store(true, std::memory_order_seq_cst);
+    if (incoming.load(std::memory_order_seq_cst) != nullptr || stopping.load(std::memory_order_seq_cst))
+      block = false;
+  }
+  int rc;
+  do {
+    rc = block ? io_uring_submit_and_wait(&uring, 1) : io_uring_submit(&uring);
+    enter_calls.fetch_add(1, std::memory_order_relaxed);
+  } while (rc == -EINTR);
+  sleeping.store(false, std::memory_order_relaxed);
+  if (rc < 0 && rc != -EAGAIN && rc != -EBUSY) {
+    std::fprintf(stderr, "ringfeed::io::ring: io_uring_enter failed: %s\n", std::strerror(-rc));
+    std::abort();  // the kernel refused a ring it accepted before: nothing sane to fall back to
+  }
+}
+
+// 4. Reap a batch: collect, advance the CQ, and only then act. Finished
+// operations started elsewhere go to the executor in one list; those
+// started here wait in `ready`.
+void ring::state::reap() noexcept {
+  reaped.clear();
+  unsigned head = 0;
+  unsigned seen = 0;
+  io_uring_cqe* cqe = nullptr;
+  io_uring_for_each_cqe(&uring, head, cqe) {
+    reaped.emplace_back(cqe->user_data, cqe->res);
+    ++seen;
+  }
+  io_uring_cq_advance(&uring, seen);
+
+  work_item* first = nullptr;
+  work_item* last = nullptr;
+  std::size_t finished = 0;
+  for (const auto& [user_data, res] : reaped) {
+    if (user_data == wake_token) {
+      wake_armed = false;  // re-armed at the top of the next round
+      continue;
+    }
+    if (user_data == deadline_token) continue;  // its operation reports the outcome
+    auto* op = reinterpret_cast<operation*>(user_data & ~step_mask);
+    --in_flight;
+    switch (op->complete(*this, user_data & step_mask, res)) {
+      case operation::outcome::waiting:
+        continue;
+      case operation::outcome::again:
+        retried.fetch_add(1, std::memory_order_relaxed);
+        pending.push_back(op);
+        continue;
+      case operation::outcome::done:
+        break;
+    }
+    if (op->m_resume_on_ring) {
+      ready.push_back(op);
+      continue;
+    }
+    op->m_item.next = nullptr;
+    if (last != nullptr)
+      last->next = &op->m_item;
+    else
+      first = &op->m_item;
+    last = &op->m_item;
+    ++finished;
+  }
+  if (finished > 0) {
+    completed.fetch_add(finished, std::memory_order_relaxed);
+    exec.post_list(first, finished);  // the operations may be gone after this
+  }
+}
+
+// 5. Resume the coroutines that live on this thread. What they start lands
+// in the pending list and is submitted together next round.
+void ring::state::resume_ready() noexcept {
+  operation* op = ready.take_all();
+  std::size_t resumed = 0;
+  while (op != nullptr) {
+    operation* next = op->m_next;  // read first: resuming may end the operation
+    op->m_item.handle.resume();
+    op = next;
+    ++resumed;
+  }
+  completed.fetch_add(resumed, std::memory_order_relaxed);
+}
 
 void ring::run() {
   state& s = *m_state;
-  io_uring* const uring = &s.uring;
-
-  auto get_sqe = [&]() -> io_uring_sqe* {
-    io_uring_sqe* sqe = io_uring_get_sqe(uring);
-    if (sqe == nullptr) {  // SQ full: hand what we have to the kernel first
-      io_uring_submit(uring);
-      s.enter_calls.fetch_add(1, std::memory_order_relaxed);
-      sqe = io_uring_get_sqe(uring);
-    }
-    return sqe;
-  };
-
-  auto prep = [&](operation& op, io_uring_sqe* sqe) {
-    switch (op.m_kind) {
-      case operation::kind::openat: {
-        auto& o = as<openat_operation>(op);
-        io_uring_prep_openat(sqe, o.m_dirfd, o.m_path.c_str(), o.m_flags | O_CLOEXEC, o.m_mode);
-        break;
-      }
-      case operation::kind::statx: {
-        auto& o = as<statx_operation>(op);
-        io_uring_prep_statx(sqe, o.m_dirfd, o.m_path.c_str(), o.m_at_flags,
-                            STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME,
-                            reinterpret_cast<struct statx*>(o.m_statx));
-        break;
-      }
-      case operation::kind::read: {
-        auto& o = as<read_operation>(op);
-        const std::size_t len = std::min(o.m_buffer.size() - o.m_done, max_read_chunk);
-        const std::uint64_t offset =
-            o.m_offset == stream_position ? stream_position : o.m_offset + o.m_done;  // -1: current position
-        io_uring_prep_read(sqe, o.m_fd, o.m_buffer.data() + o.m_done, static_cast<unsigned>(len), offset);
-        break;
-      }
-      case operation::kind::close:
-        io_uring_prep_close(sqe, as<close_operation>(op).m_fd);
-        break;
-      case operation::kind::sleep: {
-        auto& o = as<sleep_operation>(op);
-        auto* ts = reinterpret_cast<__kernel_timespec*>(o.m_timespec);
-        ts->tv_sec = o.m_duration.count() / 1'000'000'000;
-        ts->tv_nsec = o.m_duration.count() % 1'000'000'000;
-        io_uring_prep_timeout(sqe, ts, 0, 0);
-        break;
-      }
-      case operation::kind::read_file: {
-        // The caller made room for three SQEs and checked for a free slot.
-        auto& o = as<read_file_operation>(op);
-        const auto self = reinterpret_cast<std::uint64_t>(&op);
-        o.m_slot = s.free_slots.back();
-        s.free_slots.pop_back();
-        o.m_pending_cqes = 3;
-        o.m_open_res = o.m_read_res = 0;
-        // No O_CLOEXEC: a direct descriptor is no descriptor, and the kernel
-        // refuses the flag with a slot (EINVAL).
-        io_uring_prep_openat_direct(sqe, AT_FDCWD, o.m_path->c_str(), o.m_flags & ~O_CLOEXEC, 0, o.m_slot);
-        sqe->flags |= IOSQE_IO_LINK;  // a failed open cancels the read and the close
-        io_uring_sqe_set_data64(sqe, self | open_step);
-        io_uring_sqe* rd = io_uring_get_sqe(uring);
-        const auto len = static_cast<unsigned>(std::min(o.m_buffer.size(), max_read_chunk));
-        io_uring_prep_read(rd, static_cast<int>(o.m_slot), o.m_buffer.data(), len, 0);
-        rd->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;  // the close runs whatever the read gave
-        io_uring_sqe_set_data64(rd, self);
-        io_uring_sqe* cl = io_uring_get_sqe(uring);
-        io_uring_prep_close_direct(cl, o.m_slot);
-        io_uring_sqe_set_data64(cl, self | close_step);
-        return;
-      }
-      case operation::kind::schedule:
-        break;  // never becomes an SQE
-    }
-    io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uint64_t>(&op));
-    const bool bounded = op.m_kind == operation::kind::openat || op.m_kind == operation::kind::statx ||
-                         op.m_kind == operation::kind::read;
-    if (s.has_deadline && bounded) {
-      // The caller made room for two SQEs: the link never spans submissions.
-      sqe->flags |= IOSQE_IO_LINK;
-      io_uring_sqe* t = io_uring_get_sqe(uring);
-      io_uring_prep_link_timeout(t, &s.deadline, 0);
-      io_uring_sqe_set_data64(t, deadline_token);
-    }
-  };
-
-  // Applies a completion; returns false if the operation must be resubmitted.
-  auto complete = [&](operation& op, int res) -> bool {
-    if (retryable(res)) return false;
-    if (op.m_kind == operation::kind::sleep && res == -ETIME) return true;  // the timeout expired: done
-    if (res < 0) {
-      // With a deadline, ECANCELED means the linked timeout fired first.
-      op.m_error = res == -ECANCELED && s.has_deadline ? ETIMEDOUT : -res;
-      if (op.m_error == ETIMEDOUT && res == -ECANCELED) s.timed_out.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    switch (op.m_kind) {
-      case operation::kind::openat:
-        as<openat_operation>(op).m_fd = res;
-        return true;
-      case operation::kind::read: {
-        auto& o = as<read_operation>(op);
-        if (res == 0) return true;  // end of file
-        o.m_done += static_cast<std::size_t>(res);
-        return o.m_once || o.m_done >= o.m_buffer.size();  // short read: continue from where it stopped
-      }
-      case operation::kind::statx:
-      case operation::kind::close:
-      case operation::kind::sleep:
-      case operation::kind::schedule:
-      case operation::kind::read_file:
-        return true;
-    }
-    return true;
-  };
-
-  // A read_file chain's step completed: true once all three have, with the
-  // operation's outcome set; false while steps are outstanding or when the
-  // whole chain must go again (EINTR/EAGAIN: it is closed by then).
-  auto complete_step = [&](read_file_operation& o, std::uint64_t step, int res) -> bool {
-    if (step == open_step)
-      o.m_open_res = res;
-    else if (step == close_step)
-      s.free_slots.push_back(o.m_slot);  // the chain is done with it (closed, or never filled)
-    else
-      o.m_read_res = res;
-    if (--o.m_pending_cqes != 0) return false;
-    if (retryable(o.m_open_res) || retryable(o.m_read_res)) {
-      s.retried.fetch_add(1, std::memory_order_relaxed);
-      s.pending.push_back(&o);
-      return false;
-    }
-    if (o.m_open_res < 0)
-      o.m_error = -o.m_open_res;
-    else if (o.m_read_res < 0)
-      o.m_error = -o.m_read_res;
-    return true;
-  };
-
-  // SQEs an operation takes, and completions it will post (in_flight).
-  auto sqes_of = [&](const operation& op) -> unsigned {
-    if (op.m_kind == operation::kind::read_file) return 3;
-    const bool bounded = op.m_kind == operation::kind::openat || op.m_kind == operation::kind::statx ||
-                         op.m_kind == operation::kind::read;
-    return s.has_deadline && bounded ? 2 : 1;
-  };
-  auto cqes_of = [](const operation& op) -> unsigned { return op.m_kind == operation::kind::read_file ? 3 : 1; };
-
   t_ring = this;
   for (;;) {
-    // 1. Take everything submitted since the last round, oldest first.
-    // acquire: pairs with the submitters' release CAS.
-    if (operation* list = s.incoming.exchange(nullptr, std::memory_order_acquire)) {
-      operation* reversed = nullptr;
-      while (list != nullptr) {
-        operation* next = list->m_next;
-        list->m_next = reversed;
-        reversed = list;
-        list = next;
-      }
-      while (reversed != nullptr) {
-        operation* next = reversed->m_next;
-        if (reversed->m_kind == operation::kind::schedule)
-          s.ready.push_back(reversed);
-        else
-          s.pending.push_back(reversed);
-        reversed = next;
-      }
-    }
-
-    // 2. Turn pending operations into SQEs, up to the in-flight bound.
-    unsigned queued = 0;
-    if (!s.wake_armed) {
-      if (io_uring_sqe* sqe = get_sqe()) {
-        io_uring_prep_read(sqe, s.event_fd, &s.event_buffer, sizeof s.event_buffer, 0);
-        io_uring_sqe_set_data64(sqe, wake_token);
-        s.wake_armed = true;
-      }
-    }
-    while (!s.pending.empty() && s.in_flight + cqes_of(*s.pending.front()) <= s.max_in_flight) {
-      operation& front = *s.pending.front();
-      if (front.m_kind == operation::kind::read_file && s.free_slots.empty()) break;  // a chain must end first
-      const unsigned need = sqes_of(front);
-      if (io_uring_sq_space_left(uring) < need) {  // a chain, or an op and its timeout, never spans submissions
-        io_uring_submit(uring);
-        s.enter_calls.fetch_add(1, std::memory_order_relaxed);
-        if (io_uring_sq_space_left(uring) < need) break;
-      }
-      io_uring_sqe* sqe = get_sqe();
-      if (sqe == nullptr) break;
-      operation* op = s.pending.pop_front();
-      prep(*op, sqe);
-      s.in_flight += cqes_of(*op);
-      queued += cqes_of(*op);  // SQEs, linked timeouts not counted
-    }
-    s.submitted.fetch_add(queued, std::memory_order_relaxed);
-
-    if (s.stopping.load(std::memory_order_acquire) && s.in_flight == 0 && s.pending.empty() &&
-        s.ready.empty() && s.incoming.load(std::memory_order_acquire) == nullptr)
-      break;
-
-    // 3. Submit; block for a completion only when there is nothing else to do.
-    // Pending operations left over are held back by a bound (completions in
-    // flight, file slots, SQ space) that only a completion lifts.
-    bool block = io_uring_cq_ready(uring) == 0 && s.ready.empty();
-    if (block) {
-      // seq_cst store then seq_cst load: our half of the handshake in submit().
-      s.sleeping.store(true, std::memory_order_seq_cst);
-      if (s.incoming.load(std::memory_order_seq_cst) != nullptr ||
-          s.stopping.load(std::memory_order_seq_cst))
-        block = false;
-    }
-    int rc;
-    do {
-      rc = block ? io_uring_submit_and_wait(uring, 1) : io_uring_submit(uring);
-      s.enter_calls.fetch_add(1, std::memory_order_relaxed);
-    } while (rc == -EINTR);
-    s.sleeping.store(false, std::memory_order_relaxed);
-    if (rc < 0 && rc != -EAGAIN && rc != -EBUSY) {
-      std::fprintf(stderr, "ringfeed::io::ring: io_uring_enter failed: %s\n", std::strerror(-rc));
-      std::abort();  // the kernel refused a ring it accepted before: nothing sane to fall back to
-    }
-
-    // 4. Reap a batch: collect, advance the CQ, and only then act.
-    s.reaped.clear();
-    unsigned head = 0;
-    unsigned seen = 0;
-    io_uring_cqe* cqe = nullptr;
-    io_uring_for_each_cqe(uring, head, cqe) {
-      s.reaped.emplace_back(cqe->user_data, cqe->res);
-      ++seen;
-    }
-    io_uring_cq_advance(uring, seen);
-
-    work_item* first = nullptr;
-    work_item* last = nullptr;
-    std::size_t finished = 0;
-    for (const auto& [user_data, res] : s.reaped) {
-      if (user_data == wake_token) {
-        s.wake_armed = false;  // re-armed at the top of the next round
-        continue;
-      }
-      if (user_data == deadline_token) continue;  // its operation reports the outcome
-      auto* op = reinterpret_cast<operation*>(user_data & ~step_mask);
-      --s.in_flight;
-      if (op->m_kind == operation::kind::read_file) {
-        if (!complete_step(as<read_file_operation>(*op), user_data & step_mask, res)) continue;
-      } else if (!complete(*op, res)) {
-        s.retried.fetch_add(1, std::memory_order_relaxed);
-        s.pending.push_back(op);
-        continue;
-      }
-      if (op->m_resume_on_ring) {
-        s.ready.push_back(op);
-        continue;
-      }
-      op->m_item.next = nullptr;
-      if (last != nullptr)
-        last->next = &op->m_item;
-      else
-        first = &op->m_item;
-      last = &op->m_item;
-      ++finished;
-    }
-    if (finished > 0) {
-      s.completed.fetch_add(finished, std::memory_order_relaxed);
-      s.exec.post_list(first, finished);  // the operations may be gone after this
-    }
-
-    // 5. Resume the coroutines that live on this thread. What they start
-    // lands in the pending list and is submitted together next round.
-    operation* ready = s.ready.take_all();
-    std::size_t resumed = 0;
-    while (ready != nullptr) {
-      operation* next = ready->m_next;  // read first: resuming may end the operation
-      ready->m_item.handle.resume();
-      ready = next;
-      ++resumed;
-    }
-    s.completed.fetch_add(resumed, std::memory_order_relaxed);
+    s.take_incoming();
+    s.arm_wake();
+    s.start_pending();
+    if (s.drained()) break;
+    s.enter();
+    s.reap();
+    s.resume_ready();
   }
   t_ring = nullptr;
 }

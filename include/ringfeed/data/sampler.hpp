@@ -9,11 +9,11 @@
 //   rank r takes indices[r : total_size : world] (num_samples each).
 // As in torch, the permutation depends on seed + epoch only (seed 1 epoch 0
 // equals seed 0 epoch 1). The permutation itself is ringfeed's own, not
-// torch.randperm's: a Fisher–Yates shuffle (Durstenfeld, from the top)
-// whose bounded draws take Lemire's nearly-divisionless method over
-// Philox4x32-10 (image::sample_rng, keyed by seed + epoch, on the reserved
-// stream permutation_stream). It is integer-only and identical on every
-// platform and compiler.
+// torch.randperm's: ringfeed::shuffle (Fisher–Yates, from the top, with
+// Lemire's nearly-divisionless bounded draws) over Philox4x32-10
+// (ringfeed::sample_rng, keyed by seed + epoch, on the reserved stream
+// permutation_stream; see ringfeed/random.hpp). It is integer-only and
+// identical on every platform and compiler.
 //
 // Batching (the DataLoader's batch_size and drop_last, distinct from the
 // sampler's drop_last): batch k of an epoch holds this rank's indices
@@ -34,14 +34,16 @@
 #include <string>
 #include <vector>
 
+#include <ringfeed/random.hpp>
+
 namespace ringfeed::data {
 
-/// The Philox stream the permutation draws from. The per-sample
-/// augmentation streams (image::sample_rng) must not use it.
-inline constexpr std::uint32_t permutation_stream = 0xFFFF'FFFFu;
+/// The Philox stream the permutation draws from (reserved in random.hpp:
+/// the per-sample augmentation streams must not use it).
+using ringfeed::permutation_stream;
 
-/// A uniformly random permutation of 0..n-1, a pure function of (n, seed).
-/// Fisher–Yates over image::sample_rng(sample_key{seed, 0, 0}, permutation_stream).
+/// A uniformly random permutation of 0..n-1, a pure function of (n, seed):
+/// ringfeed::shuffle over sample_rng(sample_key{seed, 0, 0}, permutation_stream).
 [[nodiscard]] std::vector<std::size_t> permutation(std::size_t n, std::uint64_t seed);
 
 /// Shard streaming (WebDataset's recipe): the order in which samples stored

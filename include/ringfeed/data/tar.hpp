@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/detail/unique_fd.hpp>
+
 namespace ringfeed::data {
 
 /// One archive member, extension headers already applied.
@@ -68,7 +70,7 @@ class tar_reader {
   // refilling it; n <= window size. Empty view at end of file.
   std::string_view window(std::uint64_t offset, std::size_t n);
 
-  int m_fd = -1;
+  ringfeed::detail::unique_fd m_fd;
   std::string m_path;
   std::uint64_t m_size = 0;
   std::uint64_t m_next = 0;  // offset of the next header

@@ -38,11 +38,16 @@
 
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/image/jpeg.hpp>
-#include <ringfeed/image/random.hpp>
 #include <ringfeed/image/resample.hpp>
 #include <ringfeed/output_spec.hpp>
+#include <ringfeed/random.hpp>
 
 namespace ringfeed::image {
+
+// The pipeline draws from ringfeed's generator (random.hpp); callers name
+// a sample as image::sample_key.
+using ringfeed::sample_key;
+using ringfeed::sample_rng;
 
 /// How faithfully to follow torchvision (see the header comment).
 enum class pipeline_mode : std::uint8_t { exact, fast };

@@ -44,6 +44,7 @@
 #include <thread>
 #include <utility>
 
+#include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/executor.hpp>
 
 struct io_uring_sqe;  // liburing stays out of the public interface
@@ -60,25 +61,20 @@ class ring_unavailable : public std::system_error {
 };
 
 /// An owned file descriptor plus the path it was opened from (for errors).
-/// The destructor closes a still-open descriptor with close(2).
+/// Move-only; the destructor closes a still-open descriptor with close(2).
 class file {
  public:
   file() noexcept = default;
   file(int fd, std::string path) noexcept : m_fd(fd), m_path(std::move(path)) {}
-  file(file&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)), m_path(std::move(o.m_path)) {}
-  file& operator=(file&& o) noexcept;
-  file(const file&) = delete;
-  file& operator=(const file&) = delete;
-  ~file();
 
-  [[nodiscard]] int fd() const noexcept { return m_fd; }
+  [[nodiscard]] int fd() const noexcept { return m_fd.get(); }
   [[nodiscard]] const std::string& path() const noexcept { return m_path; }
-  [[nodiscard]] bool is_open() const noexcept { return m_fd >= 0; }
+  [[nodiscard]] bool is_open() const noexcept { return static_cast<bool>(m_fd); }
   /// Gives up ownership: the caller must close the returned descriptor.
-  [[nodiscard]] int release() noexcept { return std::exchange(m_fd, -1); }
+  [[nodiscard]] int release() noexcept { return m_fd.release(); }
 
  private:
-  int m_fd = -1;
+  ringfeed::detail::unique_fd m_fd;
   std::string m_path;
 };
 
@@ -118,6 +114,8 @@ struct ring_stats {
 };
 
 class ring {
+  struct state;  // the ring thread's state, in ring.cpp
+
  public:
   /// Sets up the ring and starts its thread. Completed operations resume on
   /// `resume_on`, which must outlive the ring.
@@ -133,6 +131,8 @@ class ring {
   ring& operator=(const ring&) = delete;
 
   /// Base of every operation: the awaitable's state while the kernel has it.
+  /// Each kind prepares its own SQEs and applies its own completions (on
+  /// the ring thread), so adding a kind edits no central switch.
   class operation {
    public:
     operation(const operation&) = delete;
@@ -141,38 +141,65 @@ class ring {
     void await_suspend(std::coroutine_handle<> h) noexcept;
 
    protected:
-    enum class kind : std::uint8_t { openat, statx, read, close, schedule, sleep, read_file };
-    operation(ring& r, kind k) noexcept : m_ring(&r), m_kind(k) {}
-    ~operation() = default;
+    /// What one completion did to an operation.
+    enum class outcome : std::uint8_t {
+      done,     ///< finished: resume its coroutine
+      waiting,  ///< more completions of its chain are to come
+      again,    ///< submit it again (EINTR, EAGAIN, a short read)
+    };
+    /// `cqes`: completions one submission posts, 0 for an operation that
+    /// never enters the kernel (schedule). `deadline_bound`: a linked
+    /// timeout enforces ring_options::deadline on it.
+    operation(ring& r, std::uint8_t cqes, bool deadline_bound) noexcept
+        : m_ring(&r), m_cqes(cqes), m_deadline_bound(deadline_bound) {}
+    virtual ~operation() = default;  // never deleted through a base pointer; virtual for -Wnon-virtual-dtor
     /// Throws std::system_error(m_error, "<verb> '<path>'") if it failed.
     void throw_if_failed(std::string_view verb, std::string_view path) const;
 
+    // The ring thread's side (ring thread only).
+    /// Whether it can be prepared now; false holds it, and the operations
+    /// behind it, until a completion.
+    [[nodiscard]] virtual bool can_prepare(const state&) const noexcept { return true; }
+    /// Fills its SQEs, `sqe` the first: one per completion it posts, plus
+    /// the linked timeout of a deadline-bound operation (the ring made room
+    /// for all of them), and tags each with its user_data.
+    virtual void prepare(state& s, io_uring_sqe* sqe) noexcept = 0;
+    /// Applies one completion: `res` is the CQE's, `step` the low bits of
+    /// its user_data (which step of a chain). The default retries EINTR and
+    /// EAGAIN and records any other error.
+    [[nodiscard]] virtual outcome complete(state& s, std::uint64_t step, int res) noexcept;
+
     ring* m_ring;
-    kind m_kind;
     int m_error = 0;  // errno on failure
 
    private:
     friend class ring;
     work_item m_item;
     operation* m_next = nullptr;  // submission list link
+    std::uint8_t m_cqes;
+    bool m_deadline_bound;
     bool m_resume_on_ring = false;  // started on the ring thread: resume it there
   };
 
   class schedule_operation final : public operation {
    public:
-    explicit schedule_operation(ring& r) noexcept : operation(r, kind::schedule) {}
+    explicit schedule_operation(ring& r) noexcept : operation(r, 0, false) {}
     void await_resume() const noexcept {}
+
+   private:
+    void prepare(state&, io_uring_sqe*) noexcept override {}  // never called: no kernel
   };
 
   class openat_operation final : public operation {
    public:
     openat_operation(ring& r, int dirfd, std::string path, int flags, unsigned mode)
-        : operation(r, kind::openat), m_dirfd(dirfd), m_path(std::move(path)), m_flags(flags), m_mode(mode) {}
+        : operation(r, 1, true), m_dirfd(dirfd), m_path(std::move(path)), m_flags(flags), m_mode(mode) {}
     /// The opened file; throws std::system_error naming the path on failure.
     file await_resume();
 
    private:
-    friend class ring;
+    void prepare(state& s, io_uring_sqe* sqe) noexcept override;
+    outcome complete(state& s, std::uint64_t step, int res) noexcept override;
     int m_dirfd;
     std::string m_path;
     int m_flags;
@@ -183,13 +210,13 @@ class ring {
   class statx_operation final : public operation {
    public:
     statx_operation(ring& r, int dirfd, std::string path, int at_flags, std::string_view error_path)
-        : operation(r, kind::statx), m_dirfd(dirfd), m_path(std::move(path)), m_at_flags(at_flags),
+        : operation(r, 1, true), m_dirfd(dirfd), m_path(std::move(path)), m_at_flags(at_flags),
           m_error_path(error_path) {}
     /// Throws std::system_error naming the path on failure.
     file_info await_resume();
 
    private:
-    friend class ring;
+    void prepare(state& s, io_uring_sqe* sqe) noexcept override;
     int m_dirfd;
     std::string m_path;
     int m_at_flags;
@@ -201,7 +228,7 @@ class ring {
    public:
     read_operation(ring& r, int fd, std::span<std::byte> buffer, std::uint64_t offset,
                    std::string_view error_path, bool once = false) noexcept
-        : operation(r, kind::read), m_fd(fd), m_buffer(buffer), m_offset(offset), m_error_path(error_path),
+        : operation(r, 1, true), m_fd(fd), m_buffer(buffer), m_offset(offset), m_error_path(error_path),
           m_once(once) {}
     /// Bytes read: buffer.size(), or fewer only at end of file (read_at); what
     /// one read(2) gave (read_some_at). Throws std::system_error naming the
@@ -209,7 +236,8 @@ class ring {
     std::size_t await_resume();
 
    private:
-    friend class ring;
+    void prepare(state& s, io_uring_sqe* sqe) noexcept override;
+    outcome complete(state& s, std::uint64_t step, int res) noexcept override;
     int m_fd;
     std::span<std::byte> m_buffer;
     std::uint64_t m_offset;
@@ -221,7 +249,7 @@ class ring {
   class read_file_operation final : public operation {
    public:
     read_file_operation(ring& r, const std::string& path, int flags, std::span<std::byte> buffer) noexcept
-        : operation(r, kind::read_file), m_path(&path), m_flags(flags), m_buffer(buffer) {}
+        : operation(r, 3, false), m_path(&path), m_flags(flags), m_buffer(buffer) {}
     /// On a ring without linked_reads() it completes at once with EOPNOTSUPP.
     bool await_ready() noexcept;
     /// Bytes the one read gave: fewer than buffer.size() is the end of the
@@ -232,7 +260,9 @@ class ring {
     std::size_t await_resume();
 
    private:
-    friend class ring;
+    bool can_prepare(const state& s) const noexcept override;
+    void prepare(state& s, io_uring_sqe* sqe) noexcept override;
+    outcome complete(state& s, std::uint64_t step, int res) noexcept override;
     const std::string* m_path;  // the caller's, alive until resumed
     int m_flags;
     std::span<std::byte> m_buffer;
@@ -244,11 +274,12 @@ class ring {
 
   class sleep_operation final : public operation {
    public:
-    sleep_operation(ring& r, std::chrono::nanoseconds d) noexcept : operation(r, kind::sleep), m_duration(d) {}
+    sleep_operation(ring& r, std::chrono::nanoseconds d) noexcept : operation(r, 1, false), m_duration(d) {}
     void await_resume() const noexcept {}
 
    private:
-    friend class ring;
+    void prepare(state& s, io_uring_sqe* sqe) noexcept override;
+    outcome complete(state& s, std::uint64_t step, int res) noexcept override;
     std::chrono::nanoseconds m_duration;
     alignas(8) std::byte m_timespec[16];  // struct __kernel_timespec
   };
@@ -256,13 +287,13 @@ class ring {
   class close_operation final : public operation {
    public:
     close_operation(ring& r, file&& f) noexcept
-        : operation(r, kind::close), m_path(f.path()), m_fd(f.release()) {}
+        : operation(r, 1, false), m_path(f.path()), m_fd(f.release()) {}
     /// Throws std::system_error naming the path if close(2) reported an
     /// error (the descriptor is released either way).
     void await_resume();
 
    private:
-    friend class ring;
+    void prepare(state& s, io_uring_sqe* sqe) noexcept override;
     std::string m_path;
     int m_fd;
   };
@@ -336,7 +367,6 @@ class ring {
   [[nodiscard]] static std::string unavailable_reason();
 
  private:
-  struct state;
   void submit(operation& op) noexcept;
   void run();
 

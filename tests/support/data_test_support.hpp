@@ -3,16 +3,12 @@
 
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
@@ -20,6 +16,8 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
+
+#include "files.hpp"
 
 namespace ringfeed::test::data_support {
 
@@ -29,17 +27,9 @@ using ringfeed::data::dataset;
 /// Debian's interpreter (the `python3` on PATH may be another one).
 inline const char* const python = "/usr/bin/python3";
 
-inline void write_file(const fs::path& p, std::string_view content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  REQUIRE(out.good());
-}
-
-inline std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using ringfeed::test::pread_exact;
+using ringfeed::test::read_text;
+using ringfeed::test::write_file;
 
 inline std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
@@ -67,16 +57,6 @@ inline void backdate(const fs::path& root) {
     if (!it->is_symlink()) paths.push_back(it->path());
   }
   for (const auto& p : paths) fs::last_write_time(p, old);
-}
-
-inline std::string pread_exact(const std::string& path, std::uint64_t offset, std::uint64_t size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  std::string out(size, '\0');
-  const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
-  ::close(fd);
-  REQUIRE(n == static_cast<ssize_t>(size));
-  return out;
 }
 
 inline std::vector<std::pair<std::string, std::int64_t>> samples_of(const dataset& ds) {

@@ -11,8 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -20,25 +18,17 @@
 
 #include <ringfeed/image/image.hpp>
 
+#include "files.hpp"
+
 namespace ringfeed::test::image_data {
 
-/// tests/data/image in the source tree (this header sits in tests/).
-inline std::filesystem::path dir() { return std::filesystem::path(__FILE__).parent_path() / "data" / "image"; }
-
-inline std::vector<std::byte> read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + p.string());
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(chars.size());
-  std::transform(chars.begin(), chars.end(), out.begin(), [](char c) { return static_cast<std::byte>(c); });
-  return out;
+/// tests/data/image in the source tree (this header sits in tests/support/).
+inline std::filesystem::path dir() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "image";
 }
 
-inline void write_file(const std::filesystem::path& p, std::span<const std::byte> bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
+using ringfeed::test::read_file;
+using ringfeed::test::write_file;
 
 /// A binary PPM (P6, RGB) or PGM (P5, gray) with maxval 255.
 struct pnm {
