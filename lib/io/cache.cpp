@@ -1,6 +1,8 @@
 // ringfeed::io::cache — see cache.hpp.
 #include <ringfeed/io/cache.hpp>
 
+#include <ringfeed/detail/unique_fd.hpp>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -89,30 +91,7 @@ std::uint64_t load_le(const std::byte* p, int n) noexcept {
   return v;
 }
 
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : m_fd(fd) {}
-  unique_fd(unique_fd&& o) noexcept : m_fd(std::exchange(o.m_fd, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      m_fd = std::exchange(o.m_fd, -1);
-    }
-    return *this;
-  }
-  ~unique_fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return m_fd; }
-  [[nodiscard]] explicit operator bool() const noexcept { return m_fd >= 0; }
-  int release() noexcept { return std::exchange(m_fd, -1); }
-  void reset() noexcept {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = -1;
-  }
-
- private:
-  int m_fd = -1;
-};
+using ringfeed::detail::unique_fd;
 
 struct dir_closer {
   void operator()(DIR* d) const noexcept { ::closedir(d); }
@@ -458,7 +437,7 @@ void cache::put(std::string_view key, std::span<const std::byte> bytes) noexcept
     temp_file temp(s.root.get(), temp_name.data());
     std::array<iovec, 2> iov{{{head.data(), header}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}};
     if (!write_all(fd.get(), iov.data(), static_cast<int>(iov.size()))) return s.store_failed(key, "write", errno);
-    if (::close(fd.release()) != 0) return s.store_failed(key, "close", errno);
+    if (const int err = fd.close(); err != 0) return s.store_failed(key, "close", err);
 
     std::list<std::uint64_t> node{h};  // allocated before the lock, spliced in under it
     const std::time_t now = std::time(nullptr);
