@@ -23,13 +23,9 @@ class local_source final : public source {
                storage_info storage)
       : source(location, storage, depth_for(options, storage)) {
     reader_options ro;
-    ro.kind = options.kind;
+    static_cast<read_options&>(ro) = options;
     ro.depth = depth();
-    ro.pread_threads = options.pread_threads;
-    ro.direct = options.direct;
-    ro.retry = options.retry;
     ro.network = storage.device == device_class::network;  // deadlines, retries, buffered
-    ro.log = options.log;
     m_reader = reader::create(resume_on, std::move(ro));
   }
 

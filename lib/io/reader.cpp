@@ -308,6 +308,7 @@ class pread_reader final : public reader {
 }  // namespace
 
 std::unique_ptr<reader> reader::create(thread_pool& resume_on, reader_options options) {
+  if (options.depth == 0) options.depth = 64;
   const bool network = options.network;
   if (options.kind != backend::pread) {
     ring_options ro;

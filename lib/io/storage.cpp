@@ -104,53 +104,52 @@ const char* to_string(device_class c) noexcept {
 
 namespace {
 
+// What each device class recommends: depth, whether O_DIRECT pays off
+// (where the file system supports it), whether random small-file reads
+// are sane, and the advice people read.
+struct recommendation {
+  std::size_t io_depth;
+  bool direct_if_capable;
+  bool small_files_ok;
+  const char* advice;
+};
+
+recommendation recommendation_for(device_class c) noexcept {
+  switch (c) {
+    case device_class::nvme:
+      return {64, true, true, "NVMe: deep queues pay off; O_DIRECT avoids the page-cache copy."};
+    case device_class::ssd:
+      return {32, true, true, "SSD: depth 32 saturates SATA; O_DIRECT avoids the page-cache copy."};
+    case device_class::hdd:
+      return {4, false, false,
+              "HDD: random small-file reads are seek-bound (~100-200 files/s). Pack the dataset into tar shards "
+              "(`ringfeed pack SOURCE OUT`) and read them sequentially."};
+    case device_class::virtual_disk:
+      return {32, false, true,
+              "virtual disk: the host's storage is unknown from inside; measure with "
+              "`ringfeed bench --pipeline none` (buffered reads by default)."};
+    case device_class::memory:
+      return {8, false, true, "memory-backed: nothing to wait for; buffered reads, shallow queue."};
+    case device_class::network:
+      return {64, false, true,
+              "network file system: latency-bound, so keep many reads in flight; buffered reads, "
+              "and a local cache for repeated epochs."};
+    case device_class::unknown:
+      break;
+  }
+  return {32, false, true, "device not identified (overlay or FUSE?); buffered reads at depth 32."};
+}
+
 // The depth, direct I/O and advice that follow from the file system and
 // device class found.
 void recommend(storage_info& info) {
   const bool direct_capable = info.filesystem == filesystem_kind::ext4 || info.filesystem == filesystem_kind::xfs ||
                               info.filesystem == filesystem_kind::btrfs;
-  switch (info.device) {
-    case device_class::nvme:
-      info.io_depth = 64;
-      info.direct_io = direct_capable;
-      info.advice = "NVMe: deep queues pay off; O_DIRECT avoids the page-cache copy.";
-      break;
-    case device_class::ssd:
-      info.io_depth = 32;
-      info.direct_io = direct_capable;
-      info.advice = "SSD: depth 32 saturates SATA; O_DIRECT avoids the page-cache copy.";
-      break;
-    case device_class::hdd:
-      info.io_depth = 4;
-      info.direct_io = false;
-      info.small_files_ok = false;
-      info.advice =
-          "HDD: random small-file reads are seek-bound (~100-200 files/s). Pack the dataset into tar shards "
-          "(`ringfeed pack SOURCE OUT`) and read them sequentially.";
-      break;
-    case device_class::virtual_disk:
-      info.io_depth = 32;
-      info.direct_io = false;
-      info.advice = "virtual disk: the host's storage is unknown from inside; measure with "
-                    "`ringfeed bench --pipeline none` (buffered reads by default).";
-      break;
-    case device_class::memory:
-      info.io_depth = 8;
-      info.direct_io = false;
-      info.advice = "memory-backed: nothing to wait for; buffered reads, shallow queue.";
-      break;
-    case device_class::network:
-      info.io_depth = 64;
-      info.direct_io = false;
-      info.advice = "network file system: latency-bound, so keep many reads in flight; buffered reads, "
-                    "and a local cache for repeated epochs.";
-      break;
-    case device_class::unknown:
-      info.io_depth = 32;
-      info.direct_io = false;
-      info.advice = "device not identified (overlay or FUSE?); buffered reads at depth 32.";
-      break;
-  }
+  const recommendation r = recommendation_for(info.device);
+  info.io_depth = r.io_depth;
+  info.direct_io = r.direct_if_capable && direct_capable;
+  info.small_files_ok = r.small_files_ok;
+  info.advice = r.advice;
 }
 
 }  // namespace

@@ -62,22 +62,30 @@ enum class backend : std::uint8_t {
 /// std::invalid_argument naming `name` and listing the accepted names.
 [[nodiscard]] backend parse_backend(std::string_view name);
 
-struct reader_options {
+/// How local files are read: what a reader takes, and what an io::source
+/// (source.hpp) passes on to the reader of a local location.
+struct read_options {
   backend kind = backend::automatic;
-  /// Reads in flight the reader is sized for (ring entries; pread threads).
-  std::size_t depth = 64;
+  /// Reads in flight the reader is sized for (ring entries; pread threads);
+  /// 0: 64 for a reader, the storage's recommendation for a source.
+  std::size_t depth = 0;
   /// Threads doing blocking reads for backend::pread; 0: min(depth, 16).
   std::size_t pread_threads = 0;
-  /// O_DIRECT reads (bypass the page cache). Buffered where refused.
+  /// O_DIRECT reads (bypass the page cache). Buffered where refused, with
+  /// one log line.
   bool direct = false;
   /// Deadline per operation and retries of transient errors (retry.hpp);
-  /// fields left 0 take retry_policy::network() when `network` is set.
+  /// fields left 0 take the storage's defaults: none locally,
+  /// retry_policy::network() on network storage.
   retry_policy retry{};
+  /// Where one-off notices go (fallbacks, refusals). Empty: stderr.
+  log_sink log;
+};
+
+struct reader_options : read_options {
   /// The files are on a network file system: buffered reads, read until a
   /// read returns 0, deadline and retries on (see above).
   bool network = false;
-  /// Where the reader's one-off notices go (fallbacks). Empty: stderr.
-  log_sink log;
 };
 
 using reader_stats = read_counters;

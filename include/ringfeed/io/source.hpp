@@ -62,27 +62,14 @@ struct source_entry {
   std::uint64_t size = unknown_size;  ///< bytes of a file, when known
 };
 
-struct source_options {
-  /// Local files: io_uring, pread threads, or io_uring falling back to pread.
-  backend kind = backend::automatic;
-  /// Reads in flight the source is sized for; 0: the storage's
-  /// recommendation (storage_info::io_depth).
-  std::size_t depth = 0;
-  /// backend::pread threads; 0: min(depth, 16).
-  std::size_t pread_threads = 0;
-  /// O_DIRECT for local files (refused ones are read buffered, once logged).
-  bool direct = false;
-  /// Fields left 0 take the storage's defaults (retry_policy::local() or
-  /// retry_policy::network()).
-  retry_policy retry{};
+/// The local read options (reader.hpp), and a cache for network storage.
+struct source_options : read_options {
   /// A local directory caching the samples of network storage (ignored, with
   /// one log line, for local storage); empty: no cache.
   std::filesystem::path cache_dir;
   std::uint64_t cache_bytes = 10ull << 30;
   /// Bytes queued for the cache's writer thread before stores are dropped.
   std::size_t cache_queue_bytes = std::size_t{64} << 20;
-  /// Where one-off notices go (fallbacks, refusals). Empty: stderr.
-  log_sink log;
 };
 
 /// Counters, named alike for every storage; a consistent snapshot only
