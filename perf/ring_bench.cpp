@@ -117,7 +117,7 @@ void read_small_files(benchmark::State& state, std::size_t workers, std::size_t 
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(corpus.count()));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(corpus.total_bytes()));
   state.counters["enter_per_file"] = static_cast<double>(after.enter_calls - before.enter_calls) / files;
-  state.counters["retry_per_file"] = static_cast<double>(after.retried - before.retried) / files;
+  state.counters["retry_per_file"] = static_cast<double>(after.retries - before.retries) / files;
 }
 
 void register_all() {

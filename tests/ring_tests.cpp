@@ -203,7 +203,7 @@ TEST_CASE("short reads are continued until the buffer is full", "[ring]") {
   writer.join();
   REQUIRE(n == data.size());  // stopped at end of stream, not at the first piece
   REQUIRE(std::memcmp(buf.data(), data.data(), data.size()) == 0);
-  REQUIRE(r.stats().retried > 0);
+  REQUIRE(r.stats().retries > 0);
 }
 
 TEST_CASE("the destructor lets operations in flight finish and resume", "[ring]") {

@@ -137,9 +137,9 @@ struct ring::state {
 
   std::atomic<std::uint64_t> submitted{0};
   std::atomic<std::uint64_t> completed{0};
-  std::atomic<std::uint64_t> retried{0};
+  std::atomic<std::uint64_t> retries{0};
   std::atomic<std::uint64_t> enter_calls{0};
-  std::atomic<std::uint64_t> timed_out{0};
+  std::atomic<std::uint64_t> timeouts{0};
 
   // Linked timeouts: the kernel reads the timespec when it takes the SQE.
   bool has_deadline = false;
@@ -251,8 +251,8 @@ std::string ring::unavailable_reason() {
 ring_stats ring::stats() const noexcept {
   const state& s = *m_state;
   return {s.submitted.load(std::memory_order_relaxed), s.completed.load(std::memory_order_relaxed),
-          s.retried.load(std::memory_order_relaxed), s.enter_calls.load(std::memory_order_relaxed),
-          s.timed_out.load(std::memory_order_relaxed)};
+          s.retries.load(std::memory_order_relaxed), s.enter_calls.load(std::memory_order_relaxed),
+          s.timeouts.load(std::memory_order_relaxed)};
 }
 
 // --- submission (any thread) --------------------------------------------------------
@@ -478,7 +478,7 @@ void ring::state::tag(io_uring_sqe* sqe, operation& op) noexcept {
 void ring::state::fail(operation& op, int res) noexcept {
   // With a deadline, ECANCELED means the linked timeout fired first.
   op.m_error = res == -ECANCELED && has_deadline ? ETIMEDOUT : -res;
-  if (op.m_error == ETIMEDOUT && res == -ECANCELED) timed_out.fetch_add(1, std::memory_order_relaxed);
+  if (op.m_error == ETIMEDOUT && res == -ECANCELED) timeouts.fetch_add(1, std::memory_order_relaxed);
 }
 
 // 1. Take everything submitted since the last round, oldest first.
@@ -589,7 +589,7 @@ void ring::state::reap() noexcept {
       case operation::outcome::waiting:
         continue;
       case operation::outcome::again:
-        retried.fetch_add(1, std::memory_order_relaxed);
+        retries.fetch_add(1, std::memory_order_relaxed);
         pending.push_back(op);
         continue;
       case operation::outcome::done:

@@ -108,9 +108,9 @@ struct ring_options {
 struct ring_stats {
   std::uint64_t submitted = 0;      // SQEs handed to the kernel (retries included)
   std::uint64_t completed = 0;      // operations finished and posted
-  std::uint64_t retried = 0;        // resubmissions: EINTR, EAGAIN, short reads
+  std::uint64_t retries = 0;        // resubmissions: EINTR, EAGAIN, short reads
   std::uint64_t enter_calls = 0;    // io_uring_submit / submit_and_wait calls
-  std::uint64_t timed_out = 0;      // operations cancelled by ring_options::deadline
+  std::uint64_t timeouts = 0;      // operations cancelled by ring_options::deadline
 };
 
 class ring {
