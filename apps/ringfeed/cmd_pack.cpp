@@ -10,7 +10,8 @@
 // decimal text), key = i zero-padded to 8 digits. Headers carry no owner,
 // time or host, so one (source, seed, shard size) always gives the same
 // bytes. Each shard is written as `shard-NNNNNN.tar.tmp`, fsync'ed and
-// renamed, so no torn shard ever has a final name.
+// renamed, so no torn shard ever has a final name (data::tar_shard_writer,
+// ringfeed/data/tar.hpp).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,7 +22,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -36,6 +36,7 @@
 
 #include <ringfeed/async_scope.hpp>
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/data/tar.hpp>
 #include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/random.hpp>
 #include <ringfeed/io/source.hpp>
@@ -50,10 +51,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::size_t block = 512;
 constexpr std::size_t samples_per_chunk = 64;  // read ahead of the writer, in samples
-constexpr std::size_t flush_bytes = 8u << 20;  // write(2) granularity
-constexpr std::uint64_t max_member_size = std::uint64_t{1} << 33;  // 11 octal digits
 constexpr const char* classes_name = "classes.txt";
 
 struct pack_options {
@@ -188,142 +186,15 @@ class chunk_reader {
 
 // --- writing shards ------------------------------------------------------
 
-// `value` as `digits` octal digits and a NUL, into field[0, digits + 1).
-void put_octal(char* field, std::size_t digits, std::uint64_t value) {
-  for (std::size_t k = digits; k-- > 0; value >>= 3) field[k] = static_cast<char>('0' + (value & 7));
-  field[digits] = '\0';
+// Sample `key` as its two members, `<key>.<suffix>` (its bytes) and
+// `<key>.cls` (its label as decimal text), kept in one shard.
+void add_sample(data::tar_shard_writer& writer, std::string_view key, std::string_view suffix,
+                std::span<const char> bytes, std::int64_t label) {
+  const std::string image_name = std::string(key) + "." + std::string(suffix);
+  const std::string label_name = std::string(key) + ".cls";
+  const std::string label_text = std::to_string(label);
+  writer.add({{image_name, bytes}, {label_name, label_text}});
 }
-
-// A POSIX ustar header for a regular file: mode 0644, uid/gid 0, mtime 0,
-// no owner names, so the archive depends on the names and bytes only.
-void put_header(char* h, std::string_view name, std::uint64_t size) {
-  std::memset(h, 0, block);
-  std::memcpy(h, name.data(), name.size());  // callers keep names < 100 chars
-  put_octal(h + 100, 7, 0644);                // mode
-  put_octal(h + 108, 7, 0);                   // uid
-  put_octal(h + 116, 7, 0);                   // gid
-  put_octal(h + 124, 11, size);               // size
-  put_octal(h + 136, 11, 0);                  // mtime
-  h[156] = '0';                               // typeflag: regular file
-  std::memcpy(h + 257, "ustar", 6);           // magic, NUL included
-  std::memcpy(h + 263, "00", 2);              // version
-  put_octal(h + 329, 7, 0);                   // devmajor
-  put_octal(h + 337, 7, 0);                   // devminor
-  std::memset(h + 148, ' ', 8);               // checksum: summed as spaces
-  unsigned sum = 0;
-  for (std::size_t k = 0; k < block; ++k) sum += static_cast<unsigned char>(h[k]);
-  put_octal(h + 148, 6, sum);  // six digits, NUL, and the space already there
-}
-
-// Writes numbered shards into `dir`. A shard is closed before it would pass
-// `limit` bytes, unless it holds no sample yet. Until finish(), the current
-// shard exists only as `<name>.tmp`; the destructor removes that tmp file,
-// and abandon() also removes the shards finished so far.
-class shard_writer {
- public:
-  shard_writer(fs::path dir, std::uint64_t limit) : m_dir(std::move(dir)), m_limit(limit) {}
-  shard_writer(const shard_writer&) = delete;
-  shard_writer& operator=(const shard_writer&) = delete;
-  ~shard_writer() {
-    if (m_fd.get() >= 0) {
-      m_fd.reset();
-      ::unlink(tmp_path().c_str());
-    }
-  }
-
-  void add(std::string_view key, std::string_view suffix, std::span<const char> bytes, std::int64_t label) {
-    const std::string label_text = std::to_string(label);
-    const std::uint64_t footprint = 3 * block + padded(bytes.size());
-    if (m_fd.get() >= 0 && m_shard_samples > 0 && m_shard_bytes + footprint + 2 * block > m_limit) close_shard();
-    if (m_fd.get() < 0) open_shard();
-    append_member(std::string(key) + "." + std::string(suffix), bytes);
-    append_member(std::string(key) + ".cls", label_text);
-    ++m_shard_samples;
-  }
-
-  /// Ends and renames the current shard.
-  void finish() {
-    if (m_fd.get() >= 0) close_shard();
-  }
-
-  /// After a failure: removes the tmp file and every shard this writer made.
-  void abandon() noexcept {
-    if (m_fd.get() >= 0) {
-      m_fd.reset();
-      ::unlink(tmp_path().c_str());
-    }
-    for (const auto& p : m_done) ::unlink(p.c_str());
-  }
-
-  [[nodiscard]] std::size_t shards() const noexcept { return m_done.size(); }
-  /// Bytes of all shards so far, the current one included.
-  [[nodiscard]] std::uint64_t bytes() const noexcept { return m_total; }
-
-  /// The name of shard `index`.
-  static std::string shard_name(std::size_t index) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "shard-%06zu.tar", index);
-    return buf;
-  }
-
- private:
-  static std::uint64_t padded(std::uint64_t n) { return (n + block - 1) / block * block; }
-
-  [[nodiscard]] fs::path final_path() const { return m_dir / shard_name(m_done.size()); }
-  [[nodiscard]] fs::path tmp_path() const { return m_dir / (shard_name(m_done.size()) + ".tmp"); }
-
-  void open_shard() {
-    const fs::path tmp = tmp_path();
-    m_fd = unique_fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (m_fd.get() < 0) throw std::runtime_error("cannot create " + in_quotes(tmp) + ": " + errno_text(errno));
-    m_shard_bytes = 0;
-    m_shard_samples = 0;
-  }
-
-  void append_member(std::string_view name, std::span<const char> data) {
-    const std::size_t at = m_buffer.size();
-    m_buffer.resize(at + block + padded(data.size()));  // zero-fills the padding
-    put_header(m_buffer.data() + at, name, data.size());
-    std::copy(data.begin(), data.end(), m_buffer.begin() + static_cast<std::ptrdiff_t>(at + block));
-    m_shard_bytes += block + padded(data.size());
-    m_total += block + padded(data.size());
-    if (m_buffer.size() >= flush_bytes) flush();
-  }
-
-  void flush() {
-    write_all(m_fd.get(), m_buffer, tmp_path());
-    m_buffer.clear();
-  }
-
-  void close_shard() {
-    m_buffer.resize(m_buffer.size() + 2 * block);  // end of archive
-    m_shard_bytes += 2 * block;
-    m_total += 2 * block;
-    flush();
-    const fs::path tmp = tmp_path();
-    if (::fsync(m_fd.get()) != 0) throw std::runtime_error("cannot sync " + in_quotes(tmp) + ": " + errno_text(errno));
-    if (const int err = m_fd.close(); err != 0) {
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + in_quotes(tmp) + ": " + errno_text(err));
-    }
-    const fs::path final = final_path();
-    if (::rename(tmp.c_str(), final.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot rename " + in_quotes(tmp) + " to " + in_quotes(final) + ": " + errno_text(err));
-    }
-    m_done.push_back(final);
-  }
-
-  fs::path m_dir;
-  std::uint64_t m_limit;
-  unique_fd m_fd;
-  std::vector<char> m_buffer;
-  std::vector<fs::path> m_done;  // finished shards, in order
-  std::uint64_t m_shard_bytes = 0;
-  std::size_t m_shard_samples = 0;
-  std::uint64_t m_total = 0;
-};
 
 // --- the output directory ----------------------------------------------------
 
@@ -470,7 +341,7 @@ int run_pack(const pack_options& opt) {
   const fs::path out(opt.out);
   prepare_output(out, ds);
 
-  shard_writer writer(out, opt.shard_mb << 20);
+  data::tar_shard_writer writer(out, opt.shard_mb << 20);
   std::atomic<std::size_t> done{0};  // progress only: relaxed
   std::atomic<std::uint64_t> written{0};
   progress_line bar(
@@ -501,13 +372,13 @@ int run_pack(const pack_options& opt) {
       if (next_count != 0) reader.start(next_first, next_count, slots[current ^ 1]);
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t position = first + k, i = order[position];
-        if (slots[current][k].size() >= max_member_size) {
+        if (slots[current][k].size() > data::tar_shard_writer::max_member_size) {
           throw std::runtime_error("cannot pack " + in_quotes(ds.describe(i)) + ": it holds " +
                                    std::to_string(slots[current][k].size()) +
                                    " bytes, and a ustar member less than 8 GiB");
         }
         std::snprintf(key, sizeof key, "%08zu", position);
-        writer.add(key, suffixes[i], slots[current][k], ds.label(i));
+        add_sample(writer, key, suffixes[i], slots[current][k], ds.label(i));
         written.store(writer.bytes(), std::memory_order_relaxed);
         done.store(position + 1, std::memory_order_relaxed);
       }

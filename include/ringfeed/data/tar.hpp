@@ -1,5 +1,6 @@
 // ringfeed::data::tar_reader — walks the members of a tar archive without
-// reading their data, for building shard indexes.
+// reading their data, for building shard indexes; tar_shard_writer — writes
+// numbered ustar shards (what `ringfeed pack` makes).
 //
 // Understands ustar (name + prefix), GNU (`././@LongLink` long names, type
 // 'L'; long link names 'K' skipped; base-256 sizes) and pax (type 'x'
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -78,6 +80,84 @@ class tar_reader {
   std::vector<std::pair<std::string, std::string>> m_global_pax;  // 'g' records so far
   std::string m_buffer;                 // read-ahead window
   std::uint64_t m_buffer_offset = 0;    // file offset of m_buffer[0]
+};
+
+/// One regular file to write as a tar member.
+struct tar_file {
+  std::string_view name;        ///< 1 to 100 bytes, no NUL (a plain ustar name field)
+  std::span<const char> data;   ///< the member's bytes, at most tar_shard_writer::max_member_size
+};
+
+/// Writes tar shards `<prefix>000000.tar`, `<prefix>000001.tar`, … into a
+/// directory: POSIX ustar, regular files of mode 0644, uid/gid 0, mtime 0
+/// and no owner names, so the bytes depend on the names and data only.
+/// Members go in groups (a WebDataset sample: `<key>.jpg` + `<key>.cls`)
+/// that never straddle two shards; a shard is closed before a group would
+/// take it past `shard_limit` bytes (end-of-archive blocks included), unless
+/// it holds no group yet.
+///
+/// Until it is closed a shard exists only as `<name>.tmp`; closing writes the
+/// end-of-archive blocks, fsyncs, and renames it to its final name, so no
+/// torn shard ever has one. Data are written in chunks of a few MiB.
+///
+/// Not thread-safe; not copyable or movable (owns a file descriptor and the
+/// tmp file). The destructor removes a tmp file still open (its shard is
+/// lost), never the finished shards. After an exception from add() or
+/// finish() the writer is only good for abandon() or destruction.
+class tar_shard_writer {
+ public:
+  /// The largest member ustar's 11 octal digits can carry (8 GiB - 1).
+  static constexpr std::uint64_t max_member_size = (std::uint64_t{1} << 33) - 1;
+
+  /// Writes into `dir`, which must exist; nothing is created before the
+  /// first add(). Existing files of the same names are replaced.
+  tar_shard_writer(std::filesystem::path dir, std::uint64_t shard_limit, std::string prefix = "shard-");
+  ~tar_shard_writer();
+  tar_shard_writer(const tar_shard_writer&) = delete;
+  tar_shard_writer& operator=(const tar_shard_writer&) = delete;
+
+  /// Appends `group`'s members, in order, to the current shard, first
+  /// closing it if the group would take it past the limit. Throws
+  /// std::invalid_argument (nothing written) for a bad name or a member
+  /// over max_member_size, std::system_error naming the file when it cannot
+  /// be created or written.
+  void add(std::span<const tar_file> group);
+  void add(std::initializer_list<tar_file> group) { add(std::span<const tar_file>(group.begin(), group.size())); }
+
+  /// Closes (ends, fsyncs, renames) the current shard and fsyncs the
+  /// directory, so that the finished shards' names are durable too.
+  /// add() after finish() starts the next shard.
+  void finish();
+
+  /// After a failure: removes the tmp file and every shard this writer
+  /// finished.
+  void abandon() noexcept;
+
+  /// The finished shards, in order.
+  [[nodiscard]] const std::vector<std::filesystem::path>& paths() const noexcept { return m_done; }
+  [[nodiscard]] std::size_t shards() const noexcept { return m_done.size(); }
+  /// Bytes of all shards so far, the open one included.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return m_total; }
+  /// The file name of shard `index`: `<prefix>NNNNNN.tar`.
+  [[nodiscard]] std::string shard_name(std::size_t index) const;
+
+ private:
+  [[nodiscard]] std::filesystem::path final_path() const;
+  [[nodiscard]] std::filesystem::path tmp_path() const;
+  void open_shard();
+  void append(const tar_file& f);
+  void flush();
+  void close_shard();
+
+  std::filesystem::path m_dir;
+  std::uint64_t m_limit;
+  std::string m_prefix;
+  int m_fd = -1;
+  std::vector<char> m_buffer;                  // written at flush()
+  std::vector<std::filesystem::path> m_done;   // finished shards, in order
+  std::uint64_t m_shard_bytes = 0;
+  std::size_t m_shard_groups = 0;
+  std::uint64_t m_total = 0;
 };
 
 /// WebDataset's split of a member name (webdataset.tariterators.base_plus_ext,
