@@ -77,7 +77,8 @@ struct loader_options {
   /// io::nfs_url for exports deeper than one component), listed and read
   /// through libnfs (io/nfs.hpp) without a kernel mount: io_deadline and
   /// io_retries apply to each NFS operation, io_depth files are in flight
-  /// on the one connection.
+  /// on the one connection; or an LMDB database, `lmdb:///path` or a
+  /// directory holding data.mdb. Every source is read through io::source.
   std::string source;
   data::dataset_options dataset{};
   /// The transforms. Its output size must be fixed (end with a crop or an
@@ -110,10 +111,9 @@ struct loader_options {
   /// read once per epoch gains nothing from it). Buffered where the file
   /// system refuses it, with one log line; never on network file systems.
   bool direct = false;
-  /// Network file systems (detected from the source, e.g. a kernel NFS
-  /// mount): per-read deadline and retries of transient errors. 0: the
-  /// reader's defaults there (30 s, 3 retries); locally neither is used
-  /// unless set here.
+  /// Deadline per read and retries of transient errors (io/retry.hpp).
+  /// 0: the storage's defaults, retry_policy::network() on network storage
+  /// (nfs://, kernel NFS and CIFS mounts) and none locally.
   std::chrono::milliseconds io_deadline{0};
   unsigned io_retries = 0;
 
