@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -24,7 +25,25 @@ namespace ringfeed::image::detail {
 
 /// Whole-image PNG decode to RGB as Pillow's convert("RGB"). Throws
 /// image_error naming `name` with libspng's reason.
-image_info png_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out);
+image_info png_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                      std::uint64_t max_pixels);
+
+/// Throws image_error naming `name` when width × height is over
+/// `max_pixels` (a decompression bomb) or either side is not positive.
+void check_pixel_limit(std::string_view name, std::int64_t width, std::int64_t height, std::uint64_t max_pixels);
+
+// --- formats other than JPEG (codecs.cpp dispatches to them) ---------------
+// Each decodes the whole image to RGB exactly as Pillow 9.4's
+// Image.open(f).convert("RGB") does, and throws image_error naming `name`
+// and the reason for anything it cannot decode; none crashes on bad input.
+
+/// The format the magic bytes name, JPEG included; nullopt if none.
+[[nodiscard]] std::optional<image_format> sniff_format(std::span<const std::byte> bytes) noexcept;
+/// Header facts of a non-JPEG image. Throws image_error.
+[[nodiscard]] image_info read_info_other(image_format format, std::span<const std::byte> bytes, std::string_view name);
+/// Whole-image decode of a non-JPEG image to RGB. Throws image_error.
+image_info decode_other(image_format format, std::span<const std::byte> bytes, std::string_view name,
+                        image_buffer& out, std::uint64_t max_pixels);
 
 /// Human name of a format we recognise but do not decode ("GIF", "BMP",
 /// ...), or empty.

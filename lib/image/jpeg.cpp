@@ -185,11 +185,7 @@ struct decoder::impl {
 };
 
 std::optional<image_format> detect_format(std::span<const std::byte> bytes) noexcept {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  if (bytes.size() >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return image_format::jpeg;
-  static constexpr std::uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (bytes.size() >= 8 && std::memcmp(p, png_magic, 8) == 0) return image_format::png;
-  return std::nullopt;
+  return detail::sniff_format(bytes);
 }
 
 namespace {
@@ -210,7 +206,7 @@ decoder& decoder::operator=(decoder&&) noexcept = default;
 image_info decoder::read_info(std::span<const std::byte> bytes, std::string_view name) {
   const auto format = detect_format(bytes);
   if (!format) throw_unrecognised(bytes, name);
-  if (*format == image_format::png) return detail::png_read_info(bytes, name);
+  if (*format != image_format::jpeg) return detail::read_info_other(*format, bytes, name);
   impl& d = *m_impl;
   d.run_guarded(name, false, [&] { d.start(bytes); });
   image_info info = d.info_from_header();
@@ -226,11 +222,17 @@ image_info decoder::decode(std::span<const std::byte> bytes, std::string_view na
   image_info info;
   impl& d = *m_impl;
   image_buffer& decoded = options.apply_exif_orientation ? d.oriented : out;
-  if (*format == image_format::png) {
-    info = detail::png_decode(bytes, name, decoded);
+  if (*format != image_format::jpeg) {
+    info = detail::decode_other(*format, bytes, name, decoded, options.max_pixels);
   } else {
     d.run_guarded(name, options.fail_on_any_warning, [&] { d.start(bytes); });
     info = d.info_from_header();
+    try {
+      detail::check_pixel_limit(name, info.width, info.height, options.max_pixels);
+    } catch (...) {
+      jpeg_abort_decompress(&d.cinfo);
+      throw;
+    }
     d.choose_color_space(name);
     const bool cmyk = d.cinfo.out_color_space == JCS_CMYK;
     image_buffer& target = cmyk ? d.cmyk : decoded;
@@ -262,8 +264,8 @@ scaled_result decoder::decode_scaled(std::span<const std::byte> bytes, std::stri
     throw std::invalid_argument("decode_scaled: scale_denom must be 1, 2, 4 or 8");
   const auto format = detect_format(bytes);
   if (!format) throw_unrecognised(bytes, name);
-  if (*format == image_format::png) {
-    const image_info info = detail::png_decode(bytes, name, out);
+  if (*format != image_format::jpeg) {
+    const image_info info = detail::decode_other(*format, bytes, name, out, default_max_pixels);
     return {1, {info.width, info.height}, {0, 0, info.height, info.width}};
   }
   impl& d = *m_impl;
@@ -272,6 +274,12 @@ scaled_result decoder::decode_scaled(std::span<const std::byte> bytes, std::stri
     d.cinfo.scale_num = 1;
     d.cinfo.scale_denom = static_cast<unsigned>(denom);
   });
+  try {
+    detail::check_pixel_limit(name, d.cinfo.image_width, d.cinfo.image_height, default_max_pixels);
+  } catch (...) {
+    jpeg_abort_decompress(&d.cinfo);
+    throw;
+  }
   d.choose_color_space(name);
   const bool cmyk = d.cinfo.out_color_space == JCS_CMYK;
   // jpeg_start_decompress computes the scaled size; for progressive files it

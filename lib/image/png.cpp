@@ -79,10 +79,12 @@ image_info png_read_info(std::span<const std::byte> bytes, std::string_view name
   return info;
 }
 
-image_info png_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out) {
+image_info png_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                      std::uint64_t max_pixels) {
   spng_ihdr ihdr{};
   const ctx_ptr ctx = open(bytes, name, ihdr);
   image_info info = info_of(ihdr);
+  check_pixel_limit(name, info.width, info.height, max_pixels);
   out.reset(info.width, info.height, 3);
   const std::size_t pixels = static_cast<std::size_t>(info.width) * static_cast<std::size_t>(info.height);
 

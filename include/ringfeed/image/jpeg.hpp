@@ -31,8 +31,13 @@
 
 namespace ringfeed::image {
 
-/// What the magic bytes say.
-enum class image_format : std::uint8_t { jpeg, png };
+/// What the magic bytes say (whatever the file's extension).
+enum class image_format : std::uint8_t { jpeg, png, webp, tiff, bmp, pnm };
+
+/// Decodes refused before any pixel memory is allocated: more pixels than
+/// this (Pillow's DecompressionBombError limit, 2 × 89,478,485) is a
+/// decompression bomb, not an image. decode_options::max_pixels changes it.
+inline constexpr std::uint64_t default_max_pixels = 178'956'970;
 
 /// JPEG chroma subsampling of a YCbCr/YCCK file (`none` for grayscale,
 /// RGB or CMYK components stored at full resolution, and for PNG).
@@ -67,6 +72,9 @@ struct decode_options {
   /// marker", unknown JFIF revision, bogus ICC) are not, as in Pillow. True
   /// makes every warning an error.
   bool fail_on_any_warning = false;
+  /// Images with more pixels than this are refused, naming the file and the
+  /// size its header declares, before memory is allocated.
+  std::uint64_t max_pixels = default_max_pixels;
 };
 
 /// A reduced decode: DCT-domain scale and a region of the scaled image.
