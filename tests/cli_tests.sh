@@ -73,6 +73,16 @@ fi
 check "export train is identical whatever the threads" diff -r "$work/t1" "$work/t2"
 check "another epoch gives other samples" bash -c "! diff -rq '$work/t1' '$work/t3' >/dev/null"
 
+# export --on-error: fail (the default) stops naming the bad file; skip
+# writes the rest and lists what it left out, with the reason.
+out="$("$cli" export "$work/c" --out "$work/exp-fail" 2>&1)"; rc=$?
+check "export stops at a corrupt file by default, naming it" test "$rc" -eq 1 -a -n "$(grep -F zz_bad.jpg <<<"$out")"
+out="$("$cli" export "$work/c" --out "$work/exp-skip" --on-error skip 2>&1)"; rc=$?
+check "export --on-error skip writes every good sample" \
+  test "$rc" -eq 0 -a "$(ls "$work/exp-skip" | grep -c '\.ppm$')" -eq 30
+check "export --on-error skip lists the skipped file and why in skipped.tsv" \
+  test "$(grep -c zz_bad.jpg "$work/exp-skip/skipped.tsv")" -eq 1 -a "$(wc -l < "$work/exp-skip/skipped.tsv")" -eq 2
+
 # bench on a missing path: a clear error naming it, non-zero exit, no hang.
 out="$(timeout 30 "$cli" bench "$work/missing" 2>&1)"; rc=$?
 check "bench on a missing dataset fails" test "$rc" -eq 1

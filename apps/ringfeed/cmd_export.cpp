@@ -29,6 +29,7 @@ struct export_options {
   std::size_t threads = 0;
   int size = 224;
   std::string io = "auto";
+  std::string on_error = "fail";
 };
 
 void write_ppm(const fs::path& path, const std::uint8_t* rgb, std::int64_t height, std::int64_t width) {
@@ -51,7 +52,7 @@ int run_export(const export_options& opt) {
   o.threads = opt.threads;
   o.io = io::parse_backend(opt.io);
   o.batch_size = 32;
-  o.on_error = error_policy::fail;
+  o.on_error = parse_error_policy(opt.on_error);
   o.resume = loader_state{opt.seed, opt.epoch, 0, 0, 1};
   o.sampler.rank = 0;
   o.sampler.world_size = 1;
@@ -70,9 +71,22 @@ int run_export(const export_options& opt) {
     }
     if (opt.count != 0 && position == opt.count) break;
   }
+  // --on-error skip: the files left out and why, beside the images, so one
+  // command audits a dataset.
+  const loader_stats st = l.stats();
+  if (o.on_error == error_policy::skip) {
+    const fs::path list = fs::path(opt.out) / "skipped.tsv";
+    std::ofstream f(list, std::ios::trunc);
+    f << "path\treason\n";
+    for (const auto& k : st.skipped) f << k.path << '\t' << k.reason << '\n';
+    if (!f) throw std::runtime_error("cannot write '" + list.string() + "'");
+  }
   std::printf("export: %zu samples of epoch %llu (%s, %s mode, seed %llu, read with %s) -> %s\n", position,
               static_cast<unsigned long long>(opt.epoch), opt.pipeline.c_str(), opt.exact ? "exact" : "fast",
-              static_cast<unsigned long long>(opt.seed), l.stats().backend.c_str(), opt.out.c_str());
+              static_cast<unsigned long long>(opt.seed), st.backend.c_str(), opt.out.c_str());
+  if (o.on_error == error_policy::skip)
+    std::printf("export: %zu file(s) skipped, listed with the reasons in %s\n", st.skipped.size(),
+                (fs::path(opt.out) / "skipped.tsv").c_str());
   return 0;
 }
 
@@ -92,6 +106,10 @@ void register_export(CLI::App& app) {
   cmd->add_option("--threads", opt->threads, "decode threads (0 = one per core)");
   cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   add_io_option(cmd, opt->io);
+  cmd->add_option("--on-error", opt->on_error,
+                  "fail (default): stop at the first file that cannot be read or decoded, naming it; skip: leave "
+                  "it out and list it with the reason in OUT/skipped.tsv")
+      ->check(accepted_by(parse_error_policy));
   cmd->callback([opt] {
     const int rc = run_export(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);
