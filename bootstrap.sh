@@ -24,6 +24,7 @@ packages=(
   catch2 libbenchmark-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev
   libnfs-dev                            # nfs:// sources
+  libwebp-dev                           # WebP decoding (libwebp + libwebpdemux, as Pillow uses)
   nfs-ganesha nfs-ganesha-vfs rpcbind   # a real NFS server on 127.0.0.1 for nfs_tests
   libfuse3-dev                          # flaky_fs_tests: a FUSE mount that fails reads on demand
   liblmdb-dev libmsgpuck-dev            # lmdb:// sources; msgpuck decodes their msgpack records (msgpack-c's

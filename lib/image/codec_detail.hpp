@@ -28,6 +28,14 @@ namespace ringfeed::image::detail {
 image_info png_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
                       std::uint64_t max_pixels);
 
+/// WebP header facts (canvas size, alpha, EXIF orientation). Throws image_error.
+[[nodiscard]] image_info webp_read_info(std::span<const std::byte> bytes, std::string_view name);
+
+/// WebP decode to RGB as Pillow's convert("RGB"): lossy, lossless, alpha
+/// (dropped) and the first frame of an animation. Throws image_error.
+image_info webp_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                       std::uint64_t max_pixels);
+
 /// Throws image_error naming `name` when width × height is over
 /// `max_pixels` (a decompression bomb) or either side is not positive.
 void check_pixel_limit(std::string_view name, std::int64_t width, std::int64_t height, std::uint64_t max_pixels);

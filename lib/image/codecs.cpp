@@ -14,6 +14,7 @@ std::optional<image_format> sniff_format(std::span<const std::byte> bytes) noexc
   if (n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return image_format::jpeg;
   static constexpr std::uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (n >= 8 && std::memcmp(p, png_magic, 8) == 0) return image_format::png;
+  if (n >= 12 && std::memcmp(p, "RIFF", 4) == 0 && std::memcmp(p + 8, "WEBP", 4) == 0) return image_format::webp;
   return std::nullopt;
 }
 
@@ -33,6 +34,8 @@ image_info read_info_other(image_format format, std::span<const std::byte> bytes
   switch (format) {
     case image_format::png:
       return png_read_info(bytes, name);
+    case image_format::webp:
+      return webp_read_info(bytes, name);
     default:
       break;
   }
@@ -44,6 +47,8 @@ image_info decode_other(image_format format, std::span<const std::byte> bytes, s
   switch (format) {
     case image_format::png:
       return png_decode(bytes, name, out, max_pixels);
+    case image_format::webp:
+      return webp_decode(bytes, name, out, max_pixels);
     default:
       break;
   }

@@ -96,10 +96,11 @@ struct scaled_result {
   crop_box held;
 };
 
-/// Decodes JPEG and PNG bytes to RGB. Holds one libjpeg decompressor that is
-/// reused across images and reusable scratch: after warm-up, JPEG decoding
-/// allocates only inside libjpeg (its per-image pools); each PNG creates one
-/// libspng context. Move-only. Not thread-safe: one per worker thread.
+/// Decodes JPEG, PNG and WebP bytes to RGB. Holds one libjpeg decompressor
+/// that is reused across images and reusable scratch: after warm-up, JPEG
+/// decoding allocates only inside libjpeg (its per-image pools); each PNG
+/// creates one libspng context, each WebP one libwebp WebPAnimDecoder (two
+/// RGBA canvases). Move-only. Not thread-safe: one per worker thread.
 class decoder {
  public:
   decoder();
@@ -121,7 +122,7 @@ class decoder {
 
   /// Reduced decode to RGB for fast mode: DCT-domain scaling by
   /// 1/`scale_denom` and only the rows and columns around `region`. EXIF
-  /// orientation is not applied. PNG decodes whole at scale 1. Throws
+  /// orientation is not applied. PNG and WebP decode whole at scale 1. Throws
   /// image_error naming `name`; std::invalid_argument for a bad request.
   scaled_result decode_scaled(std::span<const std::byte> bytes, std::string_view name,
                               const scaled_request& request, image_buffer& out);
@@ -131,7 +132,7 @@ class decoder {
   std::unique_ptr<impl> m_impl;
 };
 
-/// The format the magic bytes announce, or nullopt (not JPEG or PNG).
+/// The format the magic bytes announce, or nullopt (not JPEG, PNG or WebP).
 [[nodiscard]] std::optional<image_format> detect_format(std::span<const std::byte> bytes) noexcept;
 
 /// Size libjpeg gives a dimension decoded at 1/`denom`: ceil(size / denom).
