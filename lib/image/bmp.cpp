@@ -3,7 +3,7 @@
 // 24-bit, 32-bit (alpha or X dropped), bottom-up and top-down rows, with
 // Pillow's quirks (gray-ramp palettes read as its "1"/"L" modes, short
 // palettes, the bfOffBits fix-up, the last row without its padding).
-// RLE4/RLE8 are refused.
+// RLE4/RLE8 as Pillow's own (Python) RLE decoder.
 // A small bounds-checked reader rather than stb_image: stb is not pixel-exact
 // with Pillow on 16-bit data (it widens 5-bit channels by bit replication,
 // 16 -> 132, where Pillow computes 16*255/31 = 131) nor on Pillow's palette
@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "image/codec_detail.hpp"
 
@@ -20,6 +21,8 @@ namespace ringfeed::image::detail {
 namespace {
 
 constexpr std::uint32_t bi_rgb = 0;
+constexpr std::uint32_t bi_rle8 = 1;
+constexpr std::uint32_t bi_rle4 = 2;
 constexpr std::uint32_t bi_bitfields = 3;
 
 struct bmp_header {
@@ -84,12 +87,14 @@ bmp_header parse(std::span<const std::byte> bytes, std::string_view name) {
       for (int i = 0; i < 3; ++i) h.masks[i] = u32(p + after + 4 * i);
       after += 12;
     }
+  } else if (h.compression == bi_rle8 || h.compression == bi_rle4) {
+    if (h.bits > 8) fail(name, "RLE compression on a " + std::to_string(h.bits) + "-bit image");
   } else if (h.compression != bi_rgb) {
-    fail(name, "unsupported compression " + std::to_string(h.compression) + " (RLE is not supported)");
+    fail(name, "unsupported compression " + std::to_string(h.compression));
   }
   switch (h.bits) {
     case 1: case 4: case 8: {
-      if (h.compression != bi_rgb) fail(name, "bit fields on a palette image");
+      if (h.compression == bi_bitfields) fail(name, "bit fields on a palette image");
       if (h.colors == 0) h.colors = std::size_t{1} << h.bits;
       if (h.colors > 65536) fail(name, "palette of " + std::to_string(h.colors) + " colours");
       // Pillow reads what there is of the palette; a short one is no error.
@@ -149,6 +154,83 @@ image_info info_of(const bmp_header& h) {
   return info;
 }
 
+// Pillow 9.4's BmpRleDecoder, step for step (its quirks included: an
+// absolute RLE4 run of n pixels reads n / 2 bytes, runs are clipped to the
+// row only in encoded mode, the delta escape reads two bytes and then two
+// more, word alignment is by file offset), then its raw "P"/"L" unpack of
+// the index stream, which must cover the image.
+void decode_rle(const bmp_header& h, std::span<const std::byte> bytes, std::string_view name,
+                const std::array<std::uint8_t, 256 * 3>& pal, image_buffer& out) {
+  // Pillow's mode "1" (a black-and-white palette) has no "P" unpacker.
+  if (h.kind == bmp_header::unpack::bilevel) fail(name, "RLE on a black-and-white palette image");
+  const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const std::size_t n = bytes.size();
+  const bool rle4 = h.compression == bi_rle4;
+  const std::size_t xsize = static_cast<std::size_t>(h.width);
+  const std::size_t total = xsize * static_cast<std::size_t>(h.height);
+  std::vector<std::uint8_t> idx(total);
+  std::size_t len = 0;  // what Pillow's `data` would hold (may pass `total`)
+  const auto push = [&](std::uint8_t v) {
+    if (len < total) idx[len] = v;
+    ++len;
+  };
+  std::size_t pos = h.data_at;
+  std::size_t x = 0;
+  while (len < total) {
+    if (pos + 2 > n) break;
+    const std::uint8_t count = p[pos];
+    const std::uint8_t byte = p[pos + 1];
+    pos += 2;
+    if (count != 0) {  // encoded run
+      const std::size_t run = x + count > xsize ? (x < xsize ? xsize - x : 0) : count;
+      for (std::size_t i = 0; i < run && len < total; ++i)
+        push(rle4 ? static_cast<std::uint8_t>(i % 2 == 0 ? byte >> 4 : byte & 0x0F) : byte);
+      x += run;
+    } else if (byte == 0) {  // end of line
+      while (len % xsize != 0) push(0);
+      x = 0;
+    } else if (byte == 1) {  // end of bitmap
+      break;
+    } else if (byte == 2) {  // delta
+      if (pos + 2 > n) break;
+      pos += 2;
+      if (pos + 2 > n) fail(name, "truncated RLE delta");
+      const std::size_t right = p[pos];
+      const std::size_t up = p[pos + 1];
+      pos += 2;
+      const std::size_t end = len + right + up * xsize;
+      while (len < end && len < total) push(0);
+      len = end;
+      x = len % xsize;
+    } else {  // absolute run
+      const std::size_t want = rle4 ? byte / 2u : byte;
+      const std::size_t got = std::min(want, n - pos);
+      for (std::size_t i = 0; i < got; ++i) {
+        const std::uint8_t b = p[pos + i];
+        if (rle4) {
+          push(static_cast<std::uint8_t>(b >> 4));
+          push(static_cast<std::uint8_t>(b & 0x0F));
+        } else {
+          push(b);
+        }
+      }
+      pos += got;
+      if (got < want) break;
+      x += byte;
+      if (pos % 2 != 0) ++pos;
+    }
+  }
+  if (len < total) fail(name, "not enough image data");
+  out.reset(static_cast<int>(h.width), static_cast<int>(h.height), 3);
+  const mutable_image_view v = out.view();
+  const std::size_t rows = static_cast<std::size_t>(h.height);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::uint8_t* src = idx.data() + r * xsize;
+    std::uint8_t* o = v.row(static_cast<int>(h.top_down ? r : rows - 1 - r));
+    for (std::size_t i = 0; i < xsize; ++i) std::memcpy(o + 3 * i, pal.data() + 3 * src[i], 3);
+  }
+}
+
 }  // namespace
 
 image_info bmp_read_info(std::span<const std::byte> bytes, std::string_view name) {
@@ -164,17 +246,7 @@ image_info bmp_decode(std::span<const std::byte> bytes, std::string_view name, i
   const std::size_t w = static_cast<std::size_t>(h.width);
   const std::size_t rows = static_cast<std::size_t>(h.height);
   const std::size_t stride = ((w * static_cast<std::size_t>(h.bits) + 31) >> 3) & ~std::size_t{3};
-  // The bits per pixel Pillow unpacks at (its "1" and "L" modes ignore
-  // `bits`): a row of them must fit in the stride.
   using unpack = bmp_header::unpack;
-  const int ubits = h.kind == unpack::bilevel ? 1 : h.kind == unpack::gray ? 8 : h.bits;
-  const std::size_t row_bytes = (w * static_cast<std::size_t>(ubits) + 7) / 8;
-  if (row_bytes > stride) fail(name, "rows too short for the pixel mode");
-  // Like Pillow's raw decoder, every row but the last needs its padding.
-  if (h.data_at > bytes.size() || bytes.size() - h.data_at < row_bytes ||
-      (bytes.size() - h.data_at - row_bytes) / stride < rows - 1)
-    fail(name, "image file is truncated");
-
   // Palette: Pillow starts from a gray ramp and overwrites the entries the
   // file holds, so out-of-range indices read as (i, i, i). Its gray modes
   // are that ramp (bilevel: 0 and 255).
@@ -189,6 +261,21 @@ image_info bmp_decode(std::span<const std::byte> bytes, std::string_view name, i
       pal[3 * i + 2] = e[0];
     }
   }
+
+  if (h.compression == bi_rle8 || h.compression == bi_rle4) {
+    decode_rle(h, bytes, name, pal, out);
+    return info;
+  }
+
+  // The bits per pixel Pillow unpacks at (its "1" and "L" modes ignore
+  // `bits`): a row of them must fit in the stride.
+  const int ubits = h.kind == unpack::bilevel ? 1 : h.kind == unpack::gray ? 8 : h.bits;
+  const std::size_t row_bytes = (w * static_cast<std::size_t>(ubits) + 7) / 8;
+  if (row_bytes > stride) fail(name, "rows too short for the pixel mode");
+  // Like Pillow's raw decoder, every row but the last needs its padding.
+  if (h.data_at > bytes.size() || bytes.size() - h.data_at < row_bytes ||
+      (bytes.size() - h.data_at - row_bytes) / stride < rows - 1)
+    fail(name, "image file is truncated");
 
   out.reset(info.width, info.height, 3);
   const mutable_image_view v = out.view();

@@ -189,3 +189,55 @@ emit("plain_bilevel_packed.pbm", b"P1 9 5\n# no spaces\n" + b"".join(b"%d" % v f
 emit("bilevel_odd.pbm", b"P4\n# odd width\n13 6\n" + rand_bytes(2 * 6))
 # Pillow 9.4 repeats a final token that has no whitespace after it.
 emit("plain_gray_unterminated.pgm", b"P2\n5 3\n255\n1 2 3 40")
+
+
+# --- BMP RLE8 / RLE4 (Pillow cannot write them) ------------------------------
+def rle_bmp(w, h, bits, compression, stream, palette):
+    pal = b"".join(bytes((b, g, r, 0)) for r, g, b in palette)
+    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, bits, compression, len(stream), 0, 0, len(palette), 0)
+    offset = 14 + 40 + len(pal)
+    return b"BM" + struct.pack("<IHHI", offset + len(stream), 0, 0, offset) + info + pal + stream
+
+
+def rle8_stream(w, h):
+    out = bytearray()
+    for _ in range(h):
+        x = 0
+        while x < w:
+            if rng.random() < 0.5:
+                n = rng.randrange(1, min(w - x, 9) + 1)
+                out += bytes((n, rng.randrange(256)))
+            else:
+                n = rng.randrange(3, 12)
+                n = min(n, w - x)
+                if n < 3:
+                    out += bytes((n, rng.randrange(256)))
+                else:
+                    out += bytes((0, n)) + rand_bytes(n) + (b"\0" if n % 2 else b"")
+            x += n
+        out += b"\0\0"
+    return bytes(out + b"\0\1")
+
+
+def rle4_stream(w, h):
+    out = bytearray()
+    for _ in range(h):
+        x = 0
+        while x < w:
+            if rng.random() < 0.5 or w - x < 4:
+                n = rng.randrange(1, min(w - x, 9) + 1)
+                out += bytes((n, rng.randrange(256)))
+            else:
+                n = 2 * rng.randrange(2, (w - x) // 2 + 1)
+                body = rand_bytes(n // 2)
+                out += bytes((0, n)) + body + (b"\0" if len(body) % 2 else b"")
+            x += n
+        out += b"\0\0"
+    return bytes(out + b"\0\1")
+
+
+emit("rle8.bmp", rle_bmp(23, 9, 8, 1, rle8_stream(23, 9), rand_palette(256)))
+emit("rle4.bmp", rle_bmp(22, 9, 4, 2, rle4_stream(22, 9), rand_palette(16)))
+# Delta escapes and short rows (zero-filled by end-of-line).
+emit("rle8_delta.bmp", rle_bmp(16, 6, 8, 1, bytes((3, 7, 0, 0, 0, 2, 0, 0, 5, 1, 2, 9, 0, 0, 4, 200, 0, 0,
+                                                    16, 3, 0, 0, 16, 4, 0, 0, 0, 1)), rand_palette(256)))
