@@ -208,3 +208,21 @@ TEST_CASE("a BMP or PNM header declaring 30000x30000 is refused as a decompressi
     CHECK(out.width() == 0);
   }
 }
+
+TEST_CASE("reduced decode of BMP and PNM crops the full decode", "[image][decode][fast]") {
+  img::decoder d;
+  img::image_buffer full;
+  img::image_buffer part;
+  for (const char* name : {"rgb24.bmp", "rle4.bmp", "rgb.ppm", "plain_gray16.pgm"}) {
+    INFO(name);
+    const auto bytes = data::read_file(generated() / name);
+    (void)d.decode(bytes, name, full);
+    img::scaled_request req;
+    req.region = {2, 3, 5, 7};
+    const img::scaled_result got = d.decode_scaled(bytes, name, req, part);
+    const auto want = data::packed(full.view().crop(req.region));
+    const auto have = data::packed(part.view().crop(
+        {req.region.top - got.held.top, req.region.left - got.held.left, req.region.height, req.region.width}));
+    CHECK(have == want);
+  }
+}
