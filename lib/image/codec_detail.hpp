@@ -36,6 +36,16 @@ image_info png_decode(std::span<const std::byte> bytes, std::string_view name, i
 image_info webp_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
                        std::uint64_t max_pixels);
 
+/// BMP (1/4/8/16/24/32-bit, uncompressed or BI_BITFIELDS; bmp.cpp).
+[[nodiscard]] image_info bmp_read_info(std::span<const std::byte> bytes, std::string_view name);
+image_info bmp_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                      std::uint64_t max_pixels);
+
+/// PBM/PGM/PPM, P1-P6, 8- and 16-bit (pnm.cpp).
+[[nodiscard]] image_info pnm_read_info(std::span<const std::byte> bytes, std::string_view name);
+image_info pnm_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                      std::uint64_t max_pixels);
+
 /// Throws image_error naming `name` when width × height is over
 /// `max_pixels` (a decompression bomb) or either side is not positive.
 void check_pixel_limit(std::string_view name, std::int64_t width, std::int64_t height, std::uint64_t max_pixels);

@@ -15,6 +15,8 @@ std::optional<image_format> sniff_format(std::span<const std::byte> bytes) noexc
   static constexpr std::uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (n >= 8 && std::memcmp(p, png_magic, 8) == 0) return image_format::png;
   if (n >= 12 && std::memcmp(p, "RIFF", 4) == 0 && std::memcmp(p + 8, "WEBP", 4) == 0) return image_format::webp;
+  if (n >= 2 && p[0] == 'B' && p[1] == 'M') return image_format::bmp;
+  if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6') return image_format::pnm;
   return std::nullopt;
 }
 
@@ -36,6 +38,10 @@ image_info read_info_other(image_format format, std::span<const std::byte> bytes
       return png_read_info(bytes, name);
     case image_format::webp:
       return webp_read_info(bytes, name);
+    case image_format::bmp:
+      return bmp_read_info(bytes, name);
+    case image_format::pnm:
+      return pnm_read_info(bytes, name);
     default:
       break;
   }
@@ -49,6 +55,10 @@ image_info decode_other(image_format format, std::span<const std::byte> bytes, s
       return png_decode(bytes, name, out, max_pixels);
     case image_format::webp:
       return webp_decode(bytes, name, out, max_pixels);
+    case image_format::bmp:
+      return bmp_decode(bytes, name, out, max_pixels);
+    case image_format::pnm:
+      return pnm_decode(bytes, name, out, max_pixels);
     default:
       break;
   }

@@ -193,7 +193,8 @@ namespace {
   if (bytes.empty()) throw image_error(name, "empty file");
   const std::string_view foreign = detail::foreign_format_name(bytes);
   if (!foreign.empty())
-    throw image_error(name, "unsupported image format (" + std::string(foreign) + "); JPEG, PNG and WebP are supported");
+    throw image_error(name, "unsupported image format (" + std::string(foreign) +
+                                "); JPEG, PNG, WebP, BMP and PNM are supported");
   throw image_error(name, "not a JPEG or PNG file (unrecognised leading bytes)");
 }
 }  // namespace

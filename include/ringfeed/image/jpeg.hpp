@@ -96,11 +96,12 @@ struct scaled_result {
   crop_box held;
 };
 
-/// Decodes JPEG, PNG and WebP bytes to RGB. Holds one libjpeg decompressor
-/// that is reused across images and reusable scratch: after warm-up, JPEG
-/// decoding allocates only inside libjpeg (its per-image pools); each PNG
-/// creates one libspng context, each WebP one libwebp WebPAnimDecoder (two
-/// RGBA canvases). Move-only. Not thread-safe: one per worker thread.
+/// Decodes JPEG, PNG, WebP, BMP and PNM (PBM/PGM/PPM) bytes to RGB. Holds
+/// one libjpeg decompressor that is reused across images and reusable
+/// scratch: after warm-up, JPEG decoding allocates only inside libjpeg (its
+/// per-image pools); each PNG creates one libspng context, each WebP one
+/// libwebp WebPAnimDecoder (two RGBA canvases). Move-only. Not thread-safe:
+/// one per worker thread.
 class decoder {
  public:
   decoder();
@@ -132,7 +133,7 @@ class decoder {
   std::unique_ptr<impl> m_impl;
 };
 
-/// The format the magic bytes announce, or nullopt (not JPEG, PNG or WebP).
+/// The format the magic bytes announce, or nullopt (not JPEG, PNG, WebP, BMP or PNM).
 [[nodiscard]] std::optional<image_format> detect_format(std::span<const std::byte> bytes) noexcept;
 
 /// Size libjpeg gives a dimension decoded at 1/`denom`: ceil(size / denom).

@@ -21,7 +21,7 @@ def read_files(paths, io_depth=0, direct=False):
 
 
 def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>"):
-    """Decodes one encoded image (JPEG or PNG bytes, or any bytes-like object)
+    """Decodes one encoded image (JPEG, PNG, BMP or PNM bytes; any bytes-like object)
     into a uint8 HWC torch.Tensor, with the GIL released.
 
     pipeline=None: the whole image, equal to PIL.Image.open(f).convert("RGB").
