@@ -1,6 +1,6 @@
 // Which decoder reads which format: the magic bytes decide, whatever the
 // extension. JPEG is jpeg.cpp's own; every other format is one file here
-// (png.cpp, ...) behind read_info_other / decode_other.
+// (png.cpp, tiff.cpp, ...) behind read_info_other / decode_other.
 #include <cstring>
 #include <string>
 
@@ -14,6 +14,9 @@ std::optional<image_format> sniff_format(std::span<const std::byte> bytes) noexc
   if (n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return image_format::jpeg;
   static constexpr std::uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (n >= 8 && std::memcmp(p, png_magic, 8) == 0) return image_format::png;
+  if (n >= 4 && ((p[0] == 'I' && p[1] == 'I' && p[2] == 42 && p[3] == 0) ||
+                 (p[0] == 'M' && p[1] == 'M' && p[2] == 0 && p[3] == 42)))
+    return image_format::tiff;
   return std::nullopt;
 }
 
@@ -33,6 +36,8 @@ image_info read_info_other(image_format format, std::span<const std::byte> bytes
   switch (format) {
     case image_format::png:
       return png_read_info(bytes, name);
+    case image_format::tiff:
+      return tiff_read_info(bytes, name);
     default:
       break;
   }
@@ -44,6 +49,8 @@ image_info decode_other(image_format format, std::span<const std::byte> bytes, s
   switch (format) {
     case image_format::png:
       return png_decode(bytes, name, out, max_pixels);
+    case image_format::tiff:
+      return tiff_decode(bytes, name, out, max_pixels);
     default:
       break;
   }

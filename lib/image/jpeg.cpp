@@ -193,8 +193,9 @@ namespace {
   if (bytes.empty()) throw image_error(name, "empty file");
   const std::string_view foreign = detail::foreign_format_name(bytes);
   if (!foreign.empty())
-    throw image_error(name, "unsupported image format (" + std::string(foreign) + "); JPEG and PNG are supported");
-  throw image_error(name, "not a JPEG or PNG file (unrecognised leading bytes)");
+    throw image_error(name,
+                      "unsupported image format (" + std::string(foreign) + "); JPEG, PNG and TIFF are supported");
+  throw image_error(name, "not a JPEG, PNG or TIFF file (unrecognised leading bytes)");
 }
 }  // namespace
 
