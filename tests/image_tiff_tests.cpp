@@ -132,9 +132,16 @@ TEST_CASE("TIFF header facts and refusals name the file", "[image][tiff][errors]
   auto lab = data::read_file(g.file("rgb16"));
   patch16(lab, 10 + 4 * 12 + 8, 8);
   CHECK(error_of(lab, "lab.tif").find("unsupported") != std::string::npos);
-  // The decoder is still good for the next file.
+  // The decoder is still good for the next file; fast mode decodes TIFF
+  // whole at scale 1.
   (void)d.decode(rgb, "rgb.tif", out);
   const auto expected = data::read_file(g.dir.path() / "rgb_raw.rgb");
+  CHECK(data::compare(data::packed(out.view()), data::as_u8(expected)).differing == 0);
+  img::scaled_request request;
+  request.scale_denom = 4;
+  request.region = {0, 0, 23, 37};
+  const img::scaled_result scaled = d.decode_scaled(rgb, "rgb.tif", request, out);
+  CHECK(scaled.scale_denom == 1);
   CHECK(data::compare(data::packed(out.view()), data::as_u8(expected)).differing == 0);
 }
 
