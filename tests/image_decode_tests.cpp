@@ -141,7 +141,7 @@ TEST_CASE("broken files fail with an error naming the file and the reason", "[im
   CHECK(error_of(d, bad / "truncated_progressive.jpg").find("Premature end of JPEG file") != std::string::npos);
   CHECK(error_of(d, bad / "corrupt.jpg").find("Corrupt JPEG data") != std::string::npos);
   CHECK(error_of(d, bad / "empty.jpg") == "empty file");
-  CHECK(error_of(d, bad / "text.jpg").find("not a JPEG or PNG") != std::string::npos);
+  CHECK(error_of(d, bad / "text.jpg").find("not an image ringfeed decodes") != std::string::npos);
   CHECK(error_of(d, bad / "gif.jpg").find("GIF") != std::string::npos);
   CHECK(error_of(d, bad / "header_only.jpg").find("JPEG") != std::string::npos);
   CHECK(error_of(d, bad / "truncated.png").find("PNG") != std::string::npos);

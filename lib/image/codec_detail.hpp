@@ -46,6 +46,16 @@ image_info bmp_decode(std::span<const std::byte> bytes, std::string_view name, i
 image_info pnm_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
                       std::uint64_t max_pixels);
 
+
+/// TIFF header facts of the first page (IFD0). Throws image_error.
+[[nodiscard]] image_info tiff_read_info(std::span<const std::byte> bytes, std::string_view name);
+
+/// Whole-image decode of a TIFF's first page to RGB as Pillow's
+/// convert("RGB"). Throws image_error naming `name` with libtiff's reason,
+/// or the layout Pillow would not convert either.
+image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                       std::uint64_t max_pixels);
+
 /// Throws image_error naming `name` when width × height is over
 /// `max_pixels` (a decompression bomb) or either side is not positive.
 void check_pixel_limit(std::string_view name, std::int64_t width, std::int64_t height, std::uint64_t max_pixels);

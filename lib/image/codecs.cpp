@@ -1,6 +1,6 @@
 // Which decoder reads which format: the magic bytes decide, whatever the
 // extension. JPEG is jpeg.cpp's own; every other format is one file here
-// (png.cpp, ...) behind read_info_other / decode_other.
+// (png.cpp, tiff.cpp, ...) behind read_info_other / decode_other.
 #include <cstring>
 #include <string>
 
@@ -17,6 +17,9 @@ std::optional<image_format> sniff_format(std::span<const std::byte> bytes) noexc
   if (n >= 12 && std::memcmp(p, "RIFF", 4) == 0 && std::memcmp(p + 8, "WEBP", 4) == 0) return image_format::webp;
   if (n >= 2 && p[0] == 'B' && p[1] == 'M') return image_format::bmp;
   if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6') return image_format::pnm;
+  if (n >= 4 && ((p[0] == 'I' && p[1] == 'I' && p[2] == 42 && p[3] == 0) ||
+                 (p[0] == 'M' && p[1] == 'M' && p[2] == 0 && p[3] == 42)))
+    return image_format::tiff;
   return std::nullopt;
 }
 
@@ -42,6 +45,8 @@ image_info read_info_other(image_format format, std::span<const std::byte> bytes
       return bmp_read_info(bytes, name);
     case image_format::pnm:
       return pnm_read_info(bytes, name);
+    case image_format::tiff:
+      return tiff_read_info(bytes, name);
     default:
       break;
   }
@@ -59,6 +64,8 @@ image_info decode_other(image_format format, std::span<const std::byte> bytes, s
       return bmp_decode(bytes, name, out, max_pixels);
     case image_format::pnm:
       return pnm_decode(bytes, name, out, max_pixels);
+    case image_format::tiff:
+      return tiff_decode(bytes, name, out, max_pixels);
     default:
       break;
   }

@@ -194,8 +194,9 @@ namespace {
   const std::string_view foreign = detail::foreign_format_name(bytes);
   if (!foreign.empty())
     throw image_error(name, "unsupported image format (" + std::string(foreign) +
-                                "); JPEG, PNG, WebP, BMP and PNM are supported");
-  throw image_error(name, "not a JPEG or PNG file (unrecognised leading bytes)");
+                                "); JPEG, PNG, WebP, TIFF, BMP and PBM/PGM/PPM are supported");
+  throw image_error(name, "not an image ringfeed decodes (JPEG, PNG, WebP, TIFF, BMP, PBM/PGM/PPM): unrecognised "
+                          "leading bytes");
 }
 }  // namespace
 

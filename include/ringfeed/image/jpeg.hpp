@@ -1,5 +1,5 @@
-// ringfeed::image::decoder — JPEG (libjpeg-turbo) and PNG (libspng) bytes
-// to RGB pixels, matching Pillow's `Image.open(f).convert("RGB")`.
+// ringfeed::image::decoder — JPEG (libjpeg-turbo), PNG (libspng) and TIFF
+// (libtiff) bytes to RGB pixels, matching Pillow's `Image.open(f).convert("RGB")`.
 //
 // Exact decodes use libjpeg-turbo's libjpeg API with the defaults Pillow uses
 // (ISLOW DCT, fancy upsampling), so pixels equal Pillow's bit for bit:
@@ -9,6 +9,8 @@
 // has a PNG named .JPEG). PNG: palette, gray (1–16 bit), 16-bit and alpha are
 // converted as Pillow converts them (alpha dropped; 16-bit RGB keeps the
 // high byte; 16-bit gray is clipped at 255, Pillow's "I" → "RGB" rule).
+// TIFF: the first page, by the same rules, CMYK by Pillow's formula; layouts
+// Pillow cannot convert are refused.
 //
 // Fast decodes (decode_scaled) use DCT-domain scaling (1/2, 1/4, 1/8) and
 // region-of-interest decoding (jpeg_crop_scanline / jpeg_skip_scanlines):
@@ -87,7 +89,7 @@ struct scaled_request {
 
 /// What decode_scaled() wrote into its buffer.
 struct scaled_result {
-  int scale_denom = 1;  ///< the scale used (PNG: always 1)
+  int scale_denom = 1;  ///< the scale used (PNG, TIFF: always 1)
   size2 scaled_size;    ///< size of the whole scaled image
   /// The rectangle of the scaled image that the buffer holds (buffer pixel
   /// (0, 0) is scaled pixel (held.left, held.top)). It contains the
@@ -96,12 +98,12 @@ struct scaled_result {
   crop_box held;
 };
 
-/// Decodes JPEG, PNG, WebP, BMP and PNM (PBM/PGM/PPM) bytes to RGB. Holds
-/// one libjpeg decompressor that is reused across images and reusable
+/// Decodes JPEG, PNG, WebP, TIFF, BMP and PNM (PBM/PGM/PPM) bytes to RGB.
+/// Holds one libjpeg decompressor that is reused across images and reusable
 /// scratch: after warm-up, JPEG decoding allocates only inside libjpeg (its
 /// per-image pools); each PNG creates one libspng context, each WebP one
-/// libwebp WebPAnimDecoder (two RGBA canvases). Move-only. Not thread-safe:
-/// one per worker thread.
+/// libwebp WebPAnimDecoder (two RGBA canvases), each TIFF one libtiff
+/// handle. Move-only. Not thread-safe: one per worker thread.
 class decoder {
  public:
   decoder();
@@ -111,7 +113,8 @@ class decoder {
   decoder(const decoder&) = delete;
   decoder& operator=(const decoder&) = delete;
 
-  /// Reads the header only (JPEG markers up to the first scan; PNG IHDR).
+  /// Reads the header only (JPEG markers up to the first scan; PNG IHDR;
+  /// TIFF's first IFD).
   /// Throws image_error naming `name` for empty, foreign or corrupt headers.
   [[nodiscard]] image_info read_info(std::span<const std::byte> bytes, std::string_view name);
 
@@ -123,7 +126,7 @@ class decoder {
 
   /// Reduced decode to RGB for fast mode: DCT-domain scaling by
   /// 1/`scale_denom` and only the rows and columns around `region`. EXIF
-  /// orientation is not applied. PNG and WebP decode whole at scale 1. Throws
+  /// orientation is not applied. Formats other than JPEG decode whole at scale 1. Throws
   /// image_error naming `name`; std::invalid_argument for a bad request.
   scaled_result decode_scaled(std::span<const std::byte> bytes, std::string_view name,
                               const scaled_request& request, image_buffer& out);

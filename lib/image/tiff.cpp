@@ -1,0 +1,391 @@
+// TIFF through libtiff, read from memory, converted to RGB the way Pillow
+// 9.4's TiffImagePlugin and convert("RGB") do it. Only the first page
+// (IFD) of a multi-page file is decoded, as Image.open does.
+//
+// libtiff's messages go to per-open handlers (TIFFClientOpenExt with
+// TIFFOpenOptions, libtiff >= 4.5) that collect them into the image_error:
+// no process-wide handler is touched, nothing is printed, and decodes on
+// several threads do not share state.
+#include <tiffio.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "image/codec_detail.hpp"
+
+namespace ringfeed::image::detail {
+namespace {
+
+// The largest single allocation libtiff may make for one file (strip or tile
+// buffers, tag arrays): far beyond a strip of any image under the default
+// pixel limit, and well short of exhausting memory on a corrupt byte count.
+constexpr tmsize_t max_single_alloc = tmsize_t{1} << 30;
+
+// What libtiff reads from: the caller's bytes, and the first error it reported.
+struct memory_file {
+  const std::uint8_t* data = nullptr;
+  std::uint64_t size = 0;
+  std::uint64_t pos = 0;
+  std::string error;
+};
+
+tmsize_t read_proc(thandle_t h, void* buf, tmsize_t n) {
+  auto* f = static_cast<memory_file*>(h);
+  if (n <= 0 || f->pos >= f->size) return 0;
+  const auto count = std::min<std::uint64_t>(static_cast<std::uint64_t>(n), f->size - f->pos);
+  std::memcpy(buf, f->data + f->pos, count);
+  f->pos += count;
+  return static_cast<tmsize_t>(count);
+}
+
+tmsize_t write_proc(thandle_t, void*, tmsize_t) { return -1; }
+
+toff_t seek_proc(thandle_t h, toff_t off, int whence) {
+  auto* f = static_cast<memory_file*>(h);
+  std::uint64_t base = 0;
+  if (whence == SEEK_CUR) base = f->pos;
+  else if (whence == SEEK_END) base = f->size;
+  else if (whence != SEEK_SET) return static_cast<toff_t>(-1);
+  // libtiff passes offsets as unsigned; a backward SEEK_CUR wraps around.
+  const std::uint64_t target = base + off;
+  f->pos = target;
+  return target;
+}
+
+int close_proc(thandle_t) { return 0; }
+toff_t size_proc(thandle_t h) { return static_cast<memory_file*>(h)->size; }
+
+int map_proc(thandle_t h, void** base, toff_t* size) {
+  auto* f = static_cast<memory_file*>(h);
+  // Opened read-only: libtiff reads the mapping and never writes it.
+  *base = const_cast<std::uint8_t*>(f->data);
+  *size = f->size;
+  return 1;
+}
+void unmap_proc(thandle_t, void*, toff_t) {}
+
+int error_handler(TIFF*, void* user, const char* module, const char* fmt, va_list ap) {
+  auto* f = static_cast<memory_file*>(user);
+  if (f->error.empty()) {
+    char msg[512];
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    if (module != nullptr && *module != '\0') {
+      f->error = module;
+      f->error += ": ";
+    }
+    f->error += msg;
+  }
+  return 1;  // handled: libtiff's global handler (stderr) is not called
+}
+
+int warning_handler(TIFF*, void*, const char*, const char*, va_list) { return 1; }
+
+struct options_deleter {
+  void operator()(TIFFOpenOptions* o) const noexcept { TIFFOpenOptionsFree(o); }
+};
+struct tiff_deleter {
+  void operator()(TIFF* t) const noexcept { TIFFClose(t); }
+};
+using tiff_ptr = std::unique_ptr<TIFF, tiff_deleter>;
+
+[[noreturn]] void fail(std::string_view name, const memory_file& f, std::string_view what) {
+  std::string reason = "TIFF: ";
+  reason += what;
+  if (!f.error.empty()) {
+    reason += ": ";
+    reason += f.error;
+  }
+  throw image_error(name, reason);
+}
+
+tiff_ptr open(memory_file& f, std::span<const std::byte> bytes, std::string_view name) {
+  f.data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  f.size = bytes.size();
+  const std::unique_ptr<TIFFOpenOptions, options_deleter> opts(TIFFOpenOptionsAlloc());
+  if (!opts) throw image_error(name, "TIFF: out of memory creating libtiff options");
+  TIFFOpenOptionsSetErrorHandlerExtR(opts.get(), error_handler, &f);
+  TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), warning_handler, &f);
+  TIFFOpenOptionsSetMaxSingleMemAlloc(opts.get(), max_single_alloc);
+  const std::string tiff_name(name);
+  tiff_ptr tif(TIFFClientOpenExt(tiff_name.c_str(), "rm", &f, read_proc, write_proc, seek_proc, close_proc,
+                                 size_proc, map_proc, unmap_proc, opts.get()));
+  if (!tif) fail(name, f, "cannot open");
+  return tif;
+}
+
+// The header facts of the current directory, Pillow's way of naming them.
+struct layout {
+  std::uint32_t width = 0, height = 0;
+  std::uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
+  std::uint16_t planar = PLANARCONFIG_CONTIG, compression = COMPRESSION_NONE, orientation = ORIENTATION_TOPLEFT;
+};
+
+layout layout_of(TIFF* tif, const memory_file& f, std::string_view name) {
+  layout l;
+  if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &l.width) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &l.height))
+    fail(name, f, "no image size");
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &l.bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &l.samples);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &l.format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &l.planar);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &l.compression);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &l.orientation);
+  if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &l.photometric))
+    l.photometric = l.samples >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
+  return l;
+}
+
+image_info info_of(const layout& l) {
+  image_info info;
+  info.format = image_format::tiff;
+  // Sizes beyond int are refused by check_pixel_limit (as non-positive).
+  info.width = l.width > 0x7fffffffu ? -1 : static_cast<int>(l.width);
+  info.height = l.height > 0x7fffffffu ? -1 : static_cast<int>(l.height);
+  info.components = l.samples;
+  info.bit_depth = l.bits;
+  info.orientation = l.orientation >= 1 && l.orientation <= 8 ? l.orientation : 1;
+  return info;
+}
+
+// How the samples of a pixel become RGB.
+enum class kind { gray, gray_inverted, palette, rgb, cmyk };
+
+struct plan {
+  kind k = kind::gray;
+  int color_samples = 1;  // samples that carry colour; the rest (alpha) are dropped
+};
+
+[[noreturn]] void unsupported(std::string_view name, const layout& l, std::string_view what) {
+  throw image_error(name, "TIFF: unsupported " + std::string(what) + " (photometric " +
+                              std::to_string(l.photometric) + ", " + std::to_string(l.samples) + " samples of " +
+                              std::to_string(l.bits) + " bits, sample format " + std::to_string(l.format) +
+                              ", compression " + std::to_string(l.compression) + ")");
+}
+
+// Only the variants Pillow 9.4 opens (TiffImagePlugin.OPEN_INFO) and
+// converts to RGB; the rest are refused.
+plan plan_of(const layout& l, std::string_view name) {
+  const bool uint = l.format == SAMPLEFORMAT_UINT;
+  const bool flt = l.format == SAMPLEFORMAT_IEEEFP;
+  if (flt && !(l.bits == 32 && l.samples == 1 && l.photometric <= PHOTOMETRIC_MINISBLACK))
+    unsupported(name, l, "floating-point layout");
+  if (!uint && !flt) unsupported(name, l, "sample format");
+  switch (l.photometric) {
+    case PHOTOMETRIC_MINISWHITE:
+    case PHOTOMETRIC_MINISBLACK: {
+      if (l.samples != 1 && l.samples != 2) unsupported(name, l, "gray layout");
+      const bool white = l.photometric == PHOTOMETRIC_MINISWHITE;
+      if (l.samples == 2 && l.bits != 8) unsupported(name, l, "gray + alpha depth");
+      if (l.samples == 1 && flt && white) unsupported(name, l, "inverted float gray");
+      if (l.samples == 1 && !flt && l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8 && l.bits != 16)
+        unsupported(name, l, "gray depth");
+      if (white && l.bits == 16) unsupported(name, l, "inverted 16-bit gray");
+      return {white ? kind::gray_inverted : kind::gray, 1};
+    }
+    case PHOTOMETRIC_PALETTE:
+      if (l.samples != 1 || (l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8))
+        unsupported(name, l, "palette layout");
+      return {kind::palette, 1};
+    case PHOTOMETRIC_RGB:
+    case PHOTOMETRIC_YCBCR:  // JPEG-compressed only, read as RGB (see decode)
+      if (l.photometric == PHOTOMETRIC_YCBCR && l.compression != COMPRESSION_JPEG)
+        unsupported(name, l, "YCbCr without JPEG compression");
+      if (l.samples < 3 || l.samples > 4 || (l.bits != 8 && l.bits != 16)) unsupported(name, l, "RGB layout");
+      if (l.photometric == PHOTOMETRIC_YCBCR && (l.bits != 8 || l.samples != 3))
+        unsupported(name, l, "YCbCr layout");
+      return {kind::rgb, 3};
+    case PHOTOMETRIC_SEPARATED:
+      if (l.samples != 4 || l.bits != 8) unsupported(name, l, "CMYK layout");
+      return {kind::cmyk, 4};
+    default:
+      unsupported(name, l, "photometric interpretation");
+  }
+}
+
+// Reads sample plane `sample` (all samples when contiguous) of the whole
+// image into `dst`, `row_bytes` per row, through strips or tiles.
+void read_plane(TIFF* tif, memory_file& f, std::string_view name, const layout& l, std::uint16_t sample,
+                std::size_t row_bytes, std::uint8_t* dst) {
+  if (TIFFIsTiled(tif)) {
+    std::uint32_t tw = 0, th = 0;
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    const tmsize_t tile_row = TIFFTileRowSize(tif);
+    const tmsize_t tile_size = TIFFTileSize(tif);
+    if (tw == 0 || th == 0 || tile_row <= 0 || tile_size <= 0 ||
+        static_cast<std::uint64_t>(tile_row) * th > static_cast<std::uint64_t>(tile_size))
+      fail(name, f, "bad tile layout");
+    // Bytes per pixel of one plane row: row_bytes / width, exact for the
+    // whole-byte depths tiles are read at here.
+    const std::size_t px_bits = row_bytes * 8 / l.width;
+    if (px_bits % 8 != 0 || row_bytes * 8 != px_bits * l.width) fail(name, f, "tiles of sub-byte samples");
+    const std::size_t px = px_bits / 8;
+    if (static_cast<std::uint64_t>(tile_row) != static_cast<std::uint64_t>(tw) * px) fail(name, f, "bad tile row size");
+    std::vector<std::uint8_t> tile(static_cast<std::size_t>(tile_size));
+    for (std::uint32_t y = 0; y < l.height; y += th) {
+      for (std::uint32_t x = 0; x < l.width; x += tw) {
+        const ttile_t t = TIFFComputeTile(tif, x, y, 0, sample);
+        if (TIFFReadEncodedTile(tif, t, tile.data(), tile_size) < 0) fail(name, f, "reading a tile");
+        const std::uint32_t w = std::min(tw, l.width - x);
+        const std::uint32_t h = std::min(th, l.height - y);
+        for (std::uint32_t r = 0; r < h; ++r)
+          std::memcpy(dst + (static_cast<std::size_t>(y) + r) * row_bytes + x * px,
+                      tile.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(tile_row), w * px);
+      }
+    }
+    return;
+  }
+  std::uint32_t rows_per_strip = 0;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
+  rows_per_strip = std::clamp<std::uint32_t>(rows_per_strip, 1, l.height);
+  for (std::uint32_t y = 0; y < l.height; y += rows_per_strip) {
+    const std::uint32_t h = std::min(rows_per_strip, l.height - y);
+    const tstrip_t s = TIFFComputeStrip(tif, y, sample);
+    const auto want = static_cast<tmsize_t>(static_cast<std::size_t>(h) * row_bytes);
+    // A short strip (a truncated file) is an error, as in Pillow.
+    const tmsize_t got = TIFFReadEncodedStrip(tif, s, dst + static_cast<std::size_t>(y) * row_bytes, want);
+    if (got < 0) fail(name, f, "reading a strip");
+    if (got < want) fail(name, f, "a strip is shorter than its rows");
+  }
+}
+
+// Sample i (of `bits` bits) of a row.
+inline unsigned sub_byte(const std::uint8_t* row, std::size_t i, int bits) {
+  const std::size_t bit = i * static_cast<std::size_t>(bits);
+  const unsigned shift = 8u - static_cast<unsigned>(bits) - static_cast<unsigned>(bit % 8);
+  return (row[bit / 8] >> shift) & ((1u << bits) - 1u);
+}
+
+// Pillow's L;1 / L;2 / L;4 unpackers scale by replicating the bits.
+inline std::uint8_t scale_to_8(unsigned v, int bits) {
+  switch (bits) {
+    case 1: return v ? 255 : 0;
+    case 2: return static_cast<std::uint8_t>(v * 0x55);
+    case 4: return static_cast<std::uint8_t>(v * 0x11);
+    default: return static_cast<std::uint8_t>(v);
+  }
+}
+
+inline std::uint8_t muldiv255(int a, int b) {
+  const int t = a * b + 128;
+  return static_cast<std::uint8_t>(((t >> 8) + t) >> 8);
+}
+
+}  // namespace
+
+image_info tiff_read_info(std::span<const std::byte> bytes, std::string_view name) {
+  memory_file f;
+  const tiff_ptr tif = open(f, bytes, name);
+  return info_of(layout_of(tif.get(), f, name));
+}
+
+image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, image_buffer& out,
+                       std::uint64_t max_pixels) {
+  memory_file f;
+  const tiff_ptr tif = open(f, bytes, name);
+  TIFF* t = tif.get();
+  const layout l = layout_of(t, f, name);
+  const image_info info = info_of(l);
+  check_pixel_limit(name, info.width, info.height, max_pixels);
+  const plan p = plan_of(l, name);
+  if (l.compression != COMPRESSION_NONE && !TIFFIsCODECConfigured(l.compression))
+    unsupported(name, l, "compression (not built into libtiff)");
+  if (l.compression == COMPRESSION_JPEG && l.photometric == PHOTOMETRIC_YCBCR) {
+    // libjpeg converts YCbCr to RGB, as Pillow's libtiff decoder asks.
+    if (!TIFFSetField(t, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) fail(name, f, "JPEG color mode");
+  }
+
+  const std::size_t w = l.width, h = l.height;
+  const bool separate = l.planar == PLANARCONFIG_SEPARATE && l.samples > 1;
+  const std::size_t planes = separate ? l.samples : 1;
+  const std::size_t plane_samples = separate ? 1 : l.samples;
+  const std::size_t row_bytes = (w * plane_samples * l.bits + 7) / 8;
+  // Contiguous raw samples, plane after plane when separate.
+  std::vector<std::uint8_t> raw(row_bytes * h * planes);
+  for (std::size_t s = 0; s < planes; ++s)
+    read_plane(t, f, name, l, static_cast<std::uint16_t>(s), row_bytes, raw.data() + s * row_bytes * h);
+
+  std::vector<std::uint8_t> palette;
+  if (p.k == kind::palette) {
+    std::uint16_t *r = nullptr, *g = nullptr, *b = nullptr;
+    if (!TIFFGetField(t, TIFFTAG_COLORMAP, &r, &g, &b) || !r || !g || !b) fail(name, f, "palette without colormap");
+    const std::size_t n = std::size_t{1} << l.bits;
+    palette.resize(n * 3);
+    for (std::size_t i = 0; i < n; ++i) {
+      // Pillow keeps the high byte of each 16-bit colormap entry.
+      palette[3 * i] = static_cast<std::uint8_t>(r[i] >> 8);
+      palette[3 * i + 1] = static_cast<std::uint8_t>(g[i] >> 8);
+      palette[3 * i + 2] = static_cast<std::uint8_t>(b[i] >> 8);
+    }
+  }
+
+  out.reset(info.width, info.height, 3);
+  // Sample c of pixel x on row y, as an 8/16/32-bit raw value.
+  const std::size_t plane_size = row_bytes * h;
+  const auto sample16 = [&](std::size_t y, std::size_t x, std::size_t c) {
+    std::uint16_t v;
+    const std::uint8_t* src = separate ? raw.data() + c * plane_size + y * row_bytes + 2 * x
+                                       : raw.data() + y * row_bytes + 2 * (x * l.samples + c);
+    std::memcpy(&v, src, 2);  // host order: libtiff swabs on read
+    return v;
+  };
+  const auto sample8 = [&](std::size_t y, std::size_t x, std::size_t c) {
+    return separate ? raw[c * plane_size + y * row_bytes + x] : raw[y * row_bytes + x * l.samples + c];
+  };
+  for (std::size_t y = 0; y < h; ++y) {
+    std::uint8_t* o = out.data() + y * w * 3;
+    const std::uint8_t* row = raw.data() + y * row_bytes;
+    for (std::size_t x = 0; x < w; ++x, o += 3) {
+      std::uint8_t rgb[3];
+      switch (p.k) {
+        case kind::gray:
+        case kind::gray_inverted: {
+          std::uint8_t g;
+          if (l.format == SAMPLEFORMAT_IEEEFP) {
+            // Mode "F": convert("RGB") truncates toward zero and clips.
+            float v;
+            std::memcpy(&v, row + 4 * x, 4);
+            g = !(v > 0.0f) ? 0 : v >= 255.0f ? 255 : static_cast<std::uint8_t>(v);
+          } else if (l.bits == 16) {
+            // Mode "I;16": convert("RGB") clips at 255 (Convert.c i2rgb).
+            g = static_cast<std::uint8_t>(std::min<std::uint16_t>(sample16(y, x, 0), 255));
+          } else if (l.bits == 8) {
+            g = sample8(y, x, 0);
+          } else {
+            g = scale_to_8(sub_byte(row, x, l.bits), l.bits);
+          }
+          if (p.k == kind::gray_inverted) g = static_cast<std::uint8_t>(255 - g);
+          rgb[0] = rgb[1] = rgb[2] = g;
+          break;
+        }
+        case kind::palette: {
+          const unsigned i = l.bits == 8 ? row[x] : sub_byte(row, x, l.bits);
+          std::memcpy(rgb, &palette[3 * i], 3);
+          break;
+        }
+        case kind::rgb:
+          for (std::size_t c = 0; c < 3; ++c)
+            // 16-bit: Pillow's RGB;16L / RGB;16B unpackers keep the high byte.
+            rgb[c] = l.bits == 16 ? static_cast<std::uint8_t>(sample16(y, x, c) >> 8) : sample8(y, x, c);
+          break;
+        case kind::cmyk: {
+          // Pillow 9.4 Convert.c cmyk2rgb: (255 - k) scaled down by each ink.
+          const int nk = 255 - sample8(y, x, 3);
+          for (std::size_t c = 0; c < 3; ++c)
+            rgb[c] = static_cast<std::uint8_t>(std::clamp(nk - muldiv255(sample8(y, x, c), nk), 0, 255));
+          break;
+        }
+      }
+      std::memcpy(o, rgb, 3);
+    }
+  }
+  return info;
+}
+
+}  // namespace ringfeed::image::detail

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Writes TIFF variants with Pillow into OUT, each NAME.tif with NAME.rgb:
+Pillow's Image.open(f).convert("RGB") as raw bytes; OUT/manifest lists
+"NAME WIDTH HEIGHT" per file. Used by tests/image_tiff_tests.cpp."""
+import os
+import sys
+
+import numpy as np
+from PIL import Image
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+W, H = 37, 23
+yy, xx = np.mgrid[0:H, 0:W]
+rng = np.random.default_rng(1234)
+rgb = np.stack([(xx * 7) % 256, (yy * 11) % 256, (xx * yy) % 256], axis=-1).astype(np.uint8)
+rgb[5:9, 5:20] = rng.integers(0, 256, (4, 15, 3), dtype=np.uint8)
+gray = ((xx * 5 + yy * 3) % 256).astype(np.uint8)
+alpha = ((xx * 13) % 256).astype(np.uint8)
+
+cases = {}
+base = Image.fromarray(rgb, "RGB")
+for comp in ["raw", "tiff_lzw", "tiff_adobe_deflate", "packbits"]:
+    cases["rgb_" + comp] = (base, dict(compression=comp))
+cases["rgb_jpeg"] = (base, dict(compression="jpeg", quality=90))
+cases["rgba"] = (Image.fromarray(np.dstack([rgb, alpha]), "RGBA"), dict(compression="tiff_lzw"))
+cases["gray"] = (Image.fromarray(gray, "L"), dict(compression="tiff_adobe_deflate"))
+cases["gray_jpeg"] = (Image.fromarray(gray, "L"), dict(compression="jpeg"))
+g16 = (xx * 1789 + yy * 97).astype(np.uint16)
+g16[0, :10] = [0, 1, 100, 254, 255, 256, 1000, 65534, 65535, 300]
+cases["gray16"] = (Image.fromarray(g16, "I;16"), dict())
+cases["bilevel"] = (Image.fromarray(gray > 100).convert("1"), dict())
+cases["bilevel_g4"] = (Image.fromarray(gray > 100).convert("1"), dict(compression="group4"))
+cases["palette"] = (base.quantize(50), dict(compression="tiff_lzw"))
+cmyk = np.stack([rgb[..., 0], rgb[..., 1], rgb[..., 2], gray], axis=-1)
+cases["cmyk"] = (Image.fromarray(cmyk, "CMYK"), dict())
+cases["la"] = (Image.fromarray(np.dstack([gray, alpha]), "LA"), dict())
+
+with open(os.path.join(out, "manifest"), "w") as m:
+    for name, (im, kw) in cases.items():
+        p = os.path.join(out, name + ".tif")
+        im.save(p, **kw)
+        with Image.open(p) as r:
+            c = r.convert("RGB")
+        with open(os.path.join(out, name + ".rgb"), "wb") as f:
+            f.write(c.tobytes())
+        m.write(f"{name} {c.width} {c.height}\n")
+
+    # Three pages: only the first is decoded.
+    pages = [base, base.transpose(Image.FLIP_LEFT_RIGHT), Image.fromarray(gray, "L").convert("RGB")]
+    p = os.path.join(out, "multipage.tif")
+    pages[0].save(p, save_all=True, append_images=pages[1:])
+    with Image.open(p) as r:
+        assert r.n_frames == 3
+        c = r.convert("RGB")
+    with open(os.path.join(out, "multipage.rgb"), "wb") as f:
+        f.write(c.tobytes())
+    m.write(f"multipage {c.width} {c.height}\n")
+
+# Pillow 9.4 cannot write 16-bit RGB or float samples: written by hand
+# (little-endian, one uncompressed strip). BitsPerSample is the third IFD
+# entry, PhotometricInterpretation the fifth: image_tiff_tests.cpp patches them.
+def write_raw_tiff(path, width, height, bps, spp, fmt, photometric, data):
+    import struct
+    entries = [
+        (256, 4, 1, width), (257, 4, 1, height), (258, 3, 1, bps), (259, 3, 1, 1),
+        (262, 3, 1, photometric), (273, 4, 1, 0), (277, 3, 1, spp), (278, 4, 1, height),
+        (279, 4, 1, len(data)), (284, 3, 1, 1), (339, 3, 1, fmt)]
+    ifd_off = 8
+    n = len(entries)
+    extra_off = ifd_off + 2 + 12 * n + 4
+    extra = b""
+    fixed = []
+    for tag, typ, cnt, val in entries:
+        if tag in (258, 339) and spp > 1:
+            arr = struct.pack("<" + "H" * spp, *([val] * spp))
+            if len(arr) <= 4:
+                fixed.append((tag, typ, spp, arr.ljust(4, b"\0")))
+            else:
+                fixed.append((tag, typ, spp, struct.pack("<I", extra_off + len(extra))))
+                extra += arr
+            continue
+        fixed.append((tag, typ, cnt, val))
+    data_off = extra_off + len(extra)
+    body = struct.pack("<2sHI", b"II", 42, ifd_off) + struct.pack("<H", n)
+    for tag, typ, cnt, val in fixed:
+        if tag == 273:
+            val = data_off
+        if isinstance(val, bytes):
+            body += struct.pack("<HHI", tag, typ, cnt) + val
+        elif typ == 3:
+            body += struct.pack("<HHIHH", tag, typ, cnt, val, 0)
+        else:
+            body += struct.pack("<HHII", tag, typ, cnt, val)
+    body += struct.pack("<I", 0) + extra + data
+    with open(path, "wb") as f:
+        f.write(body)
+
+write_raw_tiff(os.path.join(out, "rgb16.tif"), W, H, 16, 3, 1, 2,
+               (np.dstack([g16, g16 // 3, 65535 - g16]).astype("<u2")).tobytes())
+write_raw_tiff(os.path.join(out, "float32.tif"), W, H, 32, 1, 3, 1,
+               (gray.astype("<f4") / 255).tobytes())
+# Layouts Pillow does not write, made from rgb_raw.tif by libtiff's tiffcp:
+# tiles, separate planes, JPEG in YCbCr (subsampled 2x2).
+import subprocess
+for name, args in [("rgb_tiled", ["-t", "-w", "16", "-l", "16", "-c", "lzw"]),
+                   ("rgb_planar", ["-p", "separate"]),
+                   ("rgb_ycbcr_jpeg", ["-c", "jpeg:90", "-r", "16"])]:
+    subprocess.run(["tiffcp"] + args + [os.path.join(out, "rgb_raw.tif"), os.path.join(out, name + ".tif")],
+                   check=True)
+subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", os.path.join(out, "rgb16.tif"),
+                os.path.join(out, "rgb16_tiled.tif")], check=True)
+
+for name in ["rgb16", "float32", "rgb_tiled", "rgb_planar", "rgb_ycbcr_jpeg", "rgb16_tiled"]:
+    p = os.path.join(out, name + ".tif")
+    try:
+        with Image.open(p) as r:
+            c = r.convert("RGB")
+    except Exception as e:  # Pillow cannot read it: we must refuse it too
+        print(name, "pillow fails:", e, file=sys.stderr)
+        continue
+    with open(os.path.join(out, name + ".rgb"), "wb") as f:
+        f.write(c.tobytes())
+    with open(os.path.join(out, "manifest"), "a") as m:
+        m.write(f"{name} {c.width} {c.height}\n")
