@@ -21,7 +21,8 @@ def read_files(paths, io_depth=0, direct=False):
 
 
 def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>"):
-    """Decodes one encoded image (JPEG, PNG, BMP or PNM bytes; any bytes-like object)
+    """Decodes one encoded image (JPEG, PNG, WebP, TIFF, BMP or PBM/PGM/PPM bytes;
+    any bytes-like object)
     into a uint8 HWC torch.Tensor, with the GIL released.
 
     pipeline=None: the whole image, equal to PIL.Image.open(f).convert("RGB").
