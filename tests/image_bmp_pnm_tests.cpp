@@ -57,24 +57,6 @@ std::vector<std::string> cases() {
 
 // Decodes, and read_info's, `bytes`: either succeeds or throws image_error
 // naming the file. Returns whether decode succeeded.
-bool decode_or_clean_error(img::decoder& d, const std::vector<std::byte>& bytes, const std::string& name) {
-  img::image_buffer out;
-  try {
-    (void)d.read_info(bytes, name);
-  } catch (const img::image_error& e) {
-    CHECK(e.name() == name);
-  }
-  try {
-    const img::image_info info = d.decode(bytes, name, out);
-    CHECK(out.width() == info.width);
-    CHECK(out.height() == info.height);
-    return true;
-  } catch (const img::image_error& e) {
-    CHECK(e.name() == name);
-    CHECK(std::string(e.what()).find(name) != std::string::npos);
-    return false;
-  }
-}
 
 }  // namespace
 
@@ -140,7 +122,7 @@ TEST_CASE("truncated and bit-flipped BMP/PNM files decode or fail naming the fil
     INFO(seed);
     const auto good = data::read_file(generated() / seed);
     const std::string name = std::string("mangled/") + seed;
-    REQUIRE(decode_or_clean_error(d, good, name));
+    REQUIRE(data::decode_or_image_error(d, good, name));
     // Every length through the headers and a spread over the rest.
     std::vector<std::size_t> lengths;
     for (std::size_t n = 0; n < std::min<std::size_t>(good.size(), 80); n += 3) lengths.push_back(n);
@@ -150,7 +132,7 @@ TEST_CASE("truncated and bit-flipped BMP/PNM files decode or fail naming the fil
     for (std::size_t n : lengths) {
       INFO("truncated to " << n);
       const std::vector<std::byte> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
-      truncated_ok += decode_or_clean_error(d, cut, name) ? 1 : 0;
+      truncated_ok += data::decode_or_image_error(d, cut, name) ? 1 : 0;
     }
     // Binary data cut short is an error (plain PBM may lose only its
     // trailing newline, RLE its end-of-bitmap escape). Plain PGM/PPM cut inside a token decode: Pillow 9.4
@@ -166,7 +148,7 @@ TEST_CASE("truncated and bit-flipped BMP/PNM files decode or fail naming the fil
       INFO("bit " << bit << " of byte " << at);
       auto flipped = good;
       flipped[at] ^= static_cast<std::byte>(1u << bit);
-      (void)decode_or_clean_error(d, flipped, name);
+      (void)data::decode_or_image_error(d, flipped, name);
     }
   }
   // The decoder still decodes a good file afterwards.

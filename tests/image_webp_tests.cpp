@@ -67,25 +67,6 @@ std::vector<std::byte> reference_file(const std::string& name) {
 // Decodes (and reads the header of) `bytes`: either succeeds or throws
 // image_error naming `name`; anything else fails the test. Returns whether
 // the decode succeeded.
-bool decode_or_image_error(img::decoder& d, std::span<const std::byte> bytes, const std::string& name) {
-  img::image_buffer out;
-  try {
-    (void)d.read_info(bytes, name);
-  } catch (const img::image_error& e) {
-    CHECK(e.name() == name);
-    CHECK(std::string(e.what()).find(name) != std::string::npos);
-  }
-  try {
-    const img::image_info info = d.decode(bytes, name, out);
-    CHECK(out.width() == info.width);
-    CHECK(out.height() == info.height);
-    return true;
-  } catch (const img::image_error& e) {
-    CHECK(e.name() == name);
-    CHECK(std::string(e.what()).find(name) != std::string::npos);
-    return false;
-  }
-}
 
 }  // namespace
 
@@ -123,7 +104,7 @@ TEST_CASE("WebP: truncated and bit-flipped files fail cleanly", "[image][webp][r
     const auto good = reference_file(base);
     const std::string name = "/data/" + base + "-damaged.webp";
     INFO(base);
-    REQUIRE(decode_or_image_error(d, good, name));
+    REQUIRE(data::decode_or_image_error(d, good, name));
 
     // Every truncation at ~40 lengths: the headers' edges and spread through.
     std::vector<std::size_t> lengths = {0, 1, 4, 8, 11, 12, 15, 16, 20, 24, 29, 30, 32, 40};
@@ -132,7 +113,7 @@ TEST_CASE("WebP: truncated and bit-flipped files fail cleanly", "[image][webp][r
     int failed = 0;
     for (const std::size_t n : lengths) {
       INFO("length " << n);
-      if (!decode_or_image_error(d, std::span(good).first(n), name)) ++failed;
+      if (!data::decode_or_image_error(d, std::span(good).first(n), name)) ++failed;
     }
     CHECK(failed >= static_cast<int>(lengths.size()) - 2);  // a truncated WebP never decodes
 
@@ -144,7 +125,7 @@ TEST_CASE("WebP: truncated and bit-flipped files fail cleanly", "[image][webp][r
       const std::size_t at = static_cast<std::size_t>(r % bad.size());
       bad[at] ^= static_cast<std::byte>(1u << ((r >> 32) % 8));
       INFO("bit " << ((r >> 32) % 8) << " of byte " << at);
-      (void)decode_or_image_error(d, bad, name);
+      (void)data::decode_or_image_error(d, bad, name);
     }
   }
 }

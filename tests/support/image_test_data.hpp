@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include <ringfeed/image/image.hpp>
+#include <ringfeed/image/jpeg.hpp>
 
 #include "files.hpp"
 
@@ -124,6 +127,32 @@ inline double psnr(std::span<const std::uint8_t> a, std::span<const std::uint8_t
 
 inline std::span<const std::uint8_t> as_u8(std::span<const std::byte> b) {
   return {reinterpret_cast<const std::uint8_t*>(b.data()), b.size()};
+}
+
+/// Fuzz-style robustness check of one input: read_info and decode either
+/// succeed (with a buffer of the size the header gives) or throw
+/// image_error naming `name`; anything else escapes and fails the test.
+/// True when the decode succeeded.
+inline bool decode_or_image_error(ringfeed::image::decoder& d, std::span<const std::byte> bytes,
+                                  const std::string& name) {
+  namespace img = ringfeed::image;
+  img::image_buffer out;
+  try {
+    (void)d.read_info(bytes, name);
+  } catch (const img::image_error& e) {
+    CHECK(e.name() == name);
+    CHECK(std::string(e.what()).find(name) != std::string::npos);
+  }
+  try {
+    const img::image_info info = d.decode(bytes, name, out);
+    CHECK(out.width() == info.width);
+    CHECK(out.height() == info.height);
+    return true;
+  } catch (const img::image_error& e) {
+    CHECK(e.name() == name);
+    CHECK(std::string(e.what()).find(name) != std::string::npos);
+    return false;
+  }
 }
 
 }  // namespace ringfeed::test::image_data
