@@ -23,6 +23,7 @@ struct rf_options {
   std::string pipeline = "train";
   int size = 224;
   bool exact = false;
+  std::uint64_t max_pixels = ringfeed::image::default_max_pixels;
   std::optional<bool> shuffle;  // unset: the preset's choice
 
   rf_options() { base.device = -1; }  // the C API's default: host batches
@@ -139,6 +140,7 @@ const option_key option_keys[] = {
     // 32768 keeps val's size * 256 / 224 far from int overflow.
     {"size", [](rf_options& o, std::string_view v) { o.size = parse_int(v, 1, 32768); }},
     {"exact", [](rf_options& o, std::string_view v) { o.exact = parse_bool(v); }},
+    {"max_pixels", [](rf_options& o, std::string_view v) { o.max_pixels = parse_uint(v, 1, max_u64); }},
     {"output", [](rf_options& o, std::string_view v) { o.base.output = ringfeed::parse_output(v); }},
     {"batch_size", [](rf_options& o, std::string_view v) { o.base.batch_size = parse_size(v, 1); }},
     {"shuffle", [](rf_options& o, std::string_view v) { o.shuffle = parse_bool(v); }},
@@ -164,7 +166,7 @@ const option_key option_keys[] = {
 // CLI and the Python binding), then an explicit shuffle over the preset's.
 ringfeed::loader_options resolve(const rf_options& o) {
   ringfeed::loader_options out = o.base;
-  ringfeed::apply_preset(out, o.pipeline, o.size, o.exact);
+  ringfeed::apply_preset(out, o.pipeline, o.size, o.exact, o.max_pixels);
   if (o.shuffle) out.sampler.shuffle = *o.shuffle;
   return out;
 }

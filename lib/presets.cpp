@@ -12,9 +12,10 @@ enum class preset : unsigned char { train, val };
 constexpr detail::named<preset> preset_names[] = {{"train", preset::train}, {"val", preset::val}};
 }  // namespace
 
-void apply_preset(loader_options& o, std::string_view name, int size, bool exact) {
+void apply_preset(loader_options& o, std::string_view name, int size, bool exact, std::uint64_t max_pixels) {
   const preset p = detail::parse_name("pipeline", name, preset_names);
   if (size < 1) throw std::invalid_argument("size must be at least 1, not " + std::to_string(size));
+  if (max_pixels == 0) throw std::invalid_argument("max_pixels must be at least 1");
   const auto mode = exact ? image::pipeline_mode::exact : image::pipeline_mode::fast;
   if (p == preset::train) {
     o.pipeline = image::pipeline::train(size, mode);
@@ -23,6 +24,9 @@ void apply_preset(loader_options& o, std::string_view name, int size, bool exact
     o.pipeline = image::pipeline::val(size * 256 / 224, size, mode);
     o.sampler.shuffle = false;
   }
+  image::decode_options decoding = o.pipeline.decoding();
+  decoding.max_pixels = max_pixels;
+  o.pipeline.set_decode_options(decoding);
 }
 
 }  // namespace ringfeed

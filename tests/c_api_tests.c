@@ -128,6 +128,9 @@ static void check_options(void) {
         "unknown key refused, error names it");
   check(rf_options_set(o, "batch_size", "zero") != 0 && contains(rf_last_error(), "batch_size"),
         "bad batch_size refused, error names the key");
+  check(rf_options_set(o, "max_pixels", "0") != 0 && contains(rf_last_error(), "max_pixels") &&
+            rf_options_set(o, "max_pixels", "1000000") == 0,
+        "max_pixels must be positive");
   check(rf_options_set(o, "pipeline", "none") != 0 && contains(rf_last_error(), "pipeline"),
         "pipeline=none refused");
   check(rf_options_set(o, "device", "-2") != 0 && rf_options_set(o, "shuffle", "maybe") != 0 &&

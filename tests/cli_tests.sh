@@ -83,6 +83,19 @@ check "export --on-error skip writes every good sample" \
 check "export --on-error skip lists the skipped file and why in skipped.tsv" \
   test "$(grep -c zz_bad.jpg "$work/exp-skip/skipped.tsv")" -eq 1 -a "$(wc -l < "$work/exp-skip/skipped.tsv")" -eq 2
 
+# --max-pixels: an image over the limit is refused before it is decoded,
+# named, and the limit is said; 0 is not a limit.
+out="$("$cli" export "$work/a/train" --out "$work/exp-px" --max-pixels 1 2>&1)"; rc=$?
+check "export --max-pixels 1 refuses the first image, naming it and the limit" \
+  test "$rc" -eq 1 -a -n "$(grep -F "$work/a/train/" <<<"$out" | grep -F 'more than the limit of 1 ')"
+out="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --max-pixels 1 --on-error fail 2>&1)"; rc=$?
+check "bench --max-pixels 1 fails naming the limit" test "$rc" -eq 1 -a -n "$(grep -F 'limit of 1 ' <<<"$out")"
+out="$("$cli" export "$work/a/train" --out "$work/exp-px2" --max-pixels 100000000 2>&1)"; rc=$?
+check "export under a large --max-pixels writes every image" \
+  test "$rc" -eq 0 -a "$(ls "$work/exp-px2" | grep -c '\.ppm$')" -eq 30
+out="$("$cli" export "$work/a/train" --out "$work/exp-px3" --max-pixels 0 2>&1)"; rc=$?
+check "--max-pixels 0 is refused" test "$rc" -ne 0 -a -n "$(grep -F -- --max-pixels <<<"$out")"
+
 # bench on a missing path: a clear error naming it, non-zero exit, no hang.
 out="$(timeout 30 "$cli" bench "$work/missing" 2>&1)"; rc=$?
 check "bench on a missing dataset fails" test "$rc" -eq 1

@@ -347,6 +347,25 @@ TEST_CASE("apply checks the destination and names bad files", "[image][transform
   (void)p.apply(ws, bytes, "r.jpg", {}, dst);
 }
 
+TEST_CASE("a pipeline refuses an image over its max_pixels in every mode", "[image][transforms]") {
+  const auto bytes = photo("rocket.jpg");  // 427x640 = 273280 pixels
+  img::pipeline_workspace ws;
+  for (const auto mode : {img::pipeline_mode::exact, img::pipeline_mode::fast}) {
+    for (img::pipeline p : {img::pipeline::val(64, 56, mode), img::pipeline::train(56, mode)}) {
+      std::vector<std::byte> dst(p.fixed_shape()->bytes());
+      img::decode_options limit;
+      limit.max_pixels = 273280;  // exactly the image: allowed
+      p.set_decode_options(limit);
+      (void)p.apply(ws, bytes, "r.jpg", {}, dst);
+      limit.max_pixels = 273279;
+      p.set_decode_options(limit);
+      CHECK_THROWS_WITH(p.apply(ws, bytes, "/d/r.jpg", {}, dst),
+                        Catch::Contains("/d/r.jpg") && Catch::Contains("273280 pixels") &&
+                            Catch::Contains("limit of 273279") && Catch::Contains("max_pixels"));
+    }
+  }
+}
+
 TEST_CASE("center crop larger than the image pads with zeros", "[image][transforms]") {
   const auto bytes = photo("chelsea.jpg");  // 451 x 300
   img::pipeline_workspace ws;

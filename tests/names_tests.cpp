@@ -89,4 +89,9 @@ TEST_CASE("pipeline preset names: train, val", "[names]") {
   CHECK(o.sampler.shuffle);
   CHECK(invalid_argument_of([&] { ringfeed::apply_preset(o, "none", 64, false); }) ==
         R"(pipeline must be "train" or "val", not "none")");
+  CHECK(o.pipeline.decoding().max_pixels == ringfeed::image::default_max_pixels);
+  ringfeed::apply_preset(o, "val", 64, false, 1000);
+  CHECK(o.pipeline.decoding().max_pixels == 1000);
+  CHECK(invalid_argument_of([&] { ringfeed::apply_preset(o, "val", 64, false, 0); }) ==
+        "max_pixels must be at least 1");
 }

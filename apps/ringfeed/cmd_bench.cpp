@@ -47,6 +47,7 @@ struct bench_options {
   std::size_t batch = 64;
   int size = 224;
   bool exact = false;
+  std::uint64_t max_pixels = image::default_max_pixels;
   std::string output = "float32";
   int device = 0;
   std::size_t threads = 0;
@@ -266,7 +267,7 @@ int run_loader_bench(const bench_options& opt) {
   if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
   loader_options o;
   o.source = opt.source;
-  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
+  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
   o.direct = opt.direct;
   o.output = parse_output(opt.output);
   o.batch_size = opt.batch;
@@ -396,6 +397,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--batch", opt->batch, "images per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
+  add_max_pixels_option(cmd, opt->max_pixels);
   cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");

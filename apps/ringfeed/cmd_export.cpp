@@ -23,6 +23,7 @@ struct export_options {
   std::string out;
   std::string pipeline = "val";
   bool exact = false;
+  std::uint64_t max_pixels = image::default_max_pixels;
   std::size_t count = 0;  // 0: the whole epoch
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
@@ -46,7 +47,7 @@ int run_export(const export_options& opt) {
 
   loader_options o;
   o.source = opt.source;
-  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed);
+  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
   o.output = output_spec::uint8_nhwc();
   o.device = -1;
   o.threads = opt.threads;
@@ -100,6 +101,7 @@ void register_export(CLI::App& app) {
   cmd->add_option("--pipeline", opt->pipeline, "train (shuffled, augmented) or val (ImageFolder order)")
       ->check(CLI::IsMember({"train", "val"}));
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
+  add_max_pixels_option(cmd, opt->max_pixels);
   cmd->add_option("--count", opt->count, "samples to write (0: the whole epoch)");
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
   cmd->add_option("--epoch", opt->epoch, "which epoch's order and augmentation");

@@ -25,8 +25,10 @@ void register_pack(CLI::App& app);
 
 /// The train and val presets of `bench` and `export`, on `o`: train is
 /// RandomResizedCrop(size) + flip, shuffled; val is torchvision's recipe,
-/// Resize(size*256/224) + CenterCrop(size), in dataset order.
-void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed);
+/// Resize(size*256/224) + CenterCrop(size), in dataset order. Images over
+/// `max_pixels` are refused (decode_options::max_pixels).
+void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed,
+                  std::uint64_t max_pixels);
 
 /// A CLI11 check accepting exactly the names the library's `parse` accepts
 /// (parse_output, io::parse_backend, parse_error_policy): its error names
@@ -48,6 +50,9 @@ CLI::Validator accepted_by(Parse parse) {
 /// `--io auto|uring|pread` on `cmd`, stored in `target` (default "auto":
 /// io_uring, else pread threads with one log line saying why).
 CLI::Option* add_io_option(CLI::App* cmd, std::string& target);
+
+/// `--max-pixels N` on `cmd` (default image::default_max_pixels, Pillow's).
+CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target);
 
 /// Redraws one status line on stderr every 100 ms from `render` (called on
 /// the drawing thread), while enabled; stop() (or the destructor) ends it and

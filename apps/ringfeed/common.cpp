@@ -6,9 +6,10 @@
 
 namespace ringfeed::cli {
 
-void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed) {
+void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed,
+                  std::uint64_t max_pixels) {
   if (size < 1) throw std::runtime_error("--size must be at least 1");
-  ringfeed::apply_preset(o, pipeline, size, exact);
+  ringfeed::apply_preset(o, pipeline, size, exact, max_pixels);
   o.sampler.seed = seed;
 }
 
@@ -18,6 +19,15 @@ CLI::Option* add_io_option(CLI::App* cmd, std::string& target) {
                    "local reads: auto (io_uring, else pread threads with one log line), uring (io_uring or fail), "
                    "pread (a pool of threads doing blocking reads)")
       ->check(accepted_by(io::parse_backend));
+}
+
+CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {
+  return cmd
+      ->add_option("--max-pixels", target,
+                   "refuse images whose header declares more pixels than this, before allocating "
+                   "(a decompression bomb); Pillow's limit is the default")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 progress_line::progress_line(std::function<std::string()> render, bool enabled) : m_render(std::move(render)) {

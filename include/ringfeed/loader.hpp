@@ -173,8 +173,11 @@ struct loader_options {
 /// "train" is RandomResizedCrop(size) + flip + Normalize, shuffled; "val" is
 /// torchvision's recipe, Resize(size*256/224) + CenterCrop(size) +
 /// Normalize, in dataset order. `exact`: torchvision-identical pixels (else
-/// fast mode). Throws std::invalid_argument for another name or size < 1.
-void apply_preset(loader_options& o, std::string_view name, int size, bool exact);
+/// fast mode). `max_pixels`: images whose header declares more pixels are
+/// refused before any memory is allocated (decode_options::max_pixels).
+/// Throws std::invalid_argument for another name, size < 1 or max_pixels 0.
+void apply_preset(loader_options& o, std::string_view name, int size, bool exact,
+                  std::uint64_t max_pixels = image::default_max_pixels);
 
 namespace detail {
 struct loader_core;

@@ -103,6 +103,8 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *                 CenterCrop(size), in dataset order
  *  size           output side in pixels (>= 1)                  224
  *  exact          bit-exact torchvision transforms (else fast)  false
+ *  max_pixels     refuse images declaring more pixels, before   178956970
+ *                 allocating (a decompression bomb)
  *  output         float32 | float16 (normalized NCHW) | uint8   float32
  *                 (NHWC)
  *  batch_size     samples per batch (>= 1)                      256

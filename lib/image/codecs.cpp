@@ -32,7 +32,7 @@ void check_pixel_limit(std::string_view name, std::int64_t width, std::int64_t h
     throw image_error(name, "the header declares " + std::to_string(width) + "x" + std::to_string(height) + " = " +
                                 std::to_string(pixels) + " pixels, more than the limit of " +
                                 std::to_string(max_pixels) +
-                                " (a decompression bomb?); raise decode_options::max_pixels to read it");
+                                " (a decompression bomb?); raise max_pixels to read it");
 }
 
 image_info read_info_other(image_format format, std::span<const std::byte> bytes, std::string_view name) {

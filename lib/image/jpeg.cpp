@@ -267,7 +267,7 @@ scaled_result decoder::decode_scaled(std::span<const std::byte> bytes, std::stri
   const auto format = detect_format(bytes);
   if (!format) throw_unrecognised(bytes, name);
   if (*format != image_format::jpeg) {
-    const image_info info = detail::decode_other(*format, bytes, name, out, default_max_pixels);
+    const image_info info = detail::decode_other(*format, bytes, name, out, request.max_pixels);
     return {1, {info.width, info.height}, {0, 0, info.height, info.width}};
   }
   impl& d = *m_impl;
@@ -277,7 +277,7 @@ scaled_result decoder::decode_scaled(std::span<const std::byte> bytes, std::stri
     d.cinfo.scale_denom = static_cast<unsigned>(denom);
   });
   try {
-    detail::check_pixel_limit(name, d.cinfo.image_width, d.cinfo.image_height, default_max_pixels);
+    detail::check_pixel_limit(name, d.cinfo.image_width, d.cinfo.image_height, request.max_pixels);
   } catch (...) {
     jpeg_abort_decompress(&d.cinfo);
     throw;

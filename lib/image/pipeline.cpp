@@ -128,6 +128,7 @@ struct run_context {
     scaled_request req;
     req.scale_denom = denom;
     req.fail_on_any_warning = recipe.decoding().fail_on_any_warning;
+    req.max_pixels = recipe.decoding().max_pixels;
     if (denom == 1) {
       // Exact mode's arithmetic on the crop, reading only the pixels the
       // window needs: the result equals exact mode's.

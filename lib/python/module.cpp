@@ -13,6 +13,7 @@
 PYBIND11_MODULE(_ringfeed, m) {
   m.doc() = "ringfeed's C++ core; use the ringfeed package";
   m.attr("__version__") = RINGFEED_VERSION;
+  m.attr("DEFAULT_MAX_PIXELS") = ringfeed::image::default_max_pixels;
   ringfeed::python::bind_loader(m);
   ringfeed::python::bind_blocks(m);
 }

@@ -117,7 +117,7 @@ py::list read_files(const std::vector<std::string>& paths, std::size_t io_depth,
 }
 
 py::capsule decode(const py::buffer& data, const std::string& preset, int size, bool exact, std::uint64_t seed,
-                   std::uint64_t epoch, std::uint64_t index, const std::string& name) {
+                   std::uint64_t epoch, std::uint64_t index, const std::string& name, std::uint64_t max_pixels) {
   const py::buffer_info in = data.request();
   if (in.ndim > 1 && !PyBuffer_IsContiguous(in.view(), 'C'))
     throw std::invalid_argument("decode: data must be contiguous bytes");
@@ -130,7 +130,9 @@ py::capsule decode(const py::buffer& data, const std::string& preset, int size, 
     if (preset.empty()) {  // the whole image, as PIL's Image.open(f).convert("RGB")
       thread_local image::decoder dec;
       image::image_buffer rgb;
-      dec.decode(bytes, name, rgb);
+      image::decode_options options;
+      options.max_pixels = max_pixels;
+      dec.decode(bytes, name, rgb, options);
       height = rgb.height();
       width = rgb.width();
       pixels.resize(static_cast<std::size_t>(height * width * 3));
@@ -139,7 +141,7 @@ py::capsule decode(const py::buffer& data, const std::string& preset, int size, 
                     static_cast<std::size_t>(width * 3));
     } else {
       loader_options o;
-      apply_preset(o, preset, size, exact);
+      apply_preset(o, preset, size, exact, max_pixels);
       const image::output_shape shape = *o.pipeline.fixed_shape();  // uint8 HWC: presets end with a crop
       height = shape.height;
       width = shape.width;
@@ -184,7 +186,8 @@ void bind_blocks(py::module_& m) {
       });
   m.def("read_files", &read_files, py::arg("paths"), py::arg("io_depth") = 0, py::arg("direct") = false);
   m.def("_decode", &decode, py::arg("data"), py::arg("pipeline"), py::arg("size"), py::arg("exact"),
-        py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("name"));
+        py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("name"),
+        py::arg("max_pixels"));
   m.def("_scan_image_folder", &scan_image_folder, py::arg("root"), py::arg("include_hidden"));
 }
 

@@ -16,7 +16,8 @@ loader_options loader_options_from(const py::dict& d) {
   // Checked and converted in ringfeed/loader.py: here only translated.
   loader_options o;
   o.source = d["source"].cast<std::string>();
-  apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>());
+  apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>(),
+               d["max_pixels"].cast<std::uint64_t>());
   o.output = parse_output(d["output"].cast<std::string>());
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();

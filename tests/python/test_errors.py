@@ -36,6 +36,8 @@ BATCH_BYTES = BS * 3 * 224 * 224 * 4
     (dict(io="aio"), "io"),
     (dict(shuffle="yes"), "shuffle"),
     (dict(seed=-1), "seed"),
+    (dict(max_pixels=0), "max_pixels"),
+    (dict(max_pixels=1.5), "max_pixels"),
 ])
 def test_bad_option_is_value_error_naming_it(val_dir, options, name):
     with pytest.raises(ValueError) as info:
@@ -119,3 +121,38 @@ def test_corrupt_file_fails_naming_it(corrupt_copy, val_dir, kind):
     assert len(delivered) == BAD_INDEX // BS, f"{len(delivered)} batches before the error, expected {BAD_INDEX // BS}"
     for (x, y), (rx, ry) in zip(delivered, reference):
         assert torch.equal(x, rx) and torch.equal(y, ry), "a batch before the bad file differs"
+
+
+def _jpeg_of(width, height):
+    import io
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 90)).save(buf, format="JPEG")
+    return buf.getvalue()
+
+
+def test_max_pixels_refuses_a_bigger_image(corrupt_copy, val_dir):
+    from PIL import Image
+    largest = max(w * h for w, h in (Image.open(p).size for p, _ in ImageFolder(val_dir).samples))
+    side = int(largest ** 0.5) * 2
+    root, big = corrupt_copy(BAD_INDEX, _jpeg_of(side, side), "big")
+    limit = side * side - 1
+    for pipeline, exact in (("val", True), ("val", False), ("train", False)):
+        loader = ringfeed.Loader(root, batch_size=BS, pipeline=pipeline, exact=exact, output="uint8", size=64,
+                                 threads=2, on_error="skip", max_pixels=limit)
+        epoch_batches(loader)
+        skipped = loader.stats()["skipped"]
+        assert [os.path.basename(s["path"]) for s in skipped] == [os.path.basename(big)], skipped
+        assert f"more than the limit of {limit}" in skipped[0]["reason"], skipped
+    # At the default limit, or one pixel more, it is read.
+    for max_pixels in (side * side, ringfeed.loader.DEFAULT_MAX_PIXELS):
+        loader = ringfeed.Loader(root, batch_size=BS, pipeline="val", output="uint8", size=64, threads=2,
+                                 on_error="skip", max_pixels=max_pixels)
+        epoch_batches(loader)
+        assert loader.stats()["skipped"] == []
+    data = _jpeg_of(300, 200)
+    assert tuple(ringfeed.decode(data, max_pixels=60000).shape) == (200, 300, 3)
+    with pytest.raises(RuntimeError, match="big.jpg.*60000 pixels, more than the limit of 59999"):
+        ringfeed.decode(data, name="big.jpg", max_pixels=59999)
+    with pytest.raises(ValueError, match="max_pixels"):
+        ringfeed.decode(data, max_pixels=0)

@@ -85,6 +85,7 @@ struct scaled_request {
   /// Region of the *scaled* image that must be exact; empty = whole image.
   crop_box region{};
   bool fail_on_any_warning = false;  ///< as decode_options
+  std::uint64_t max_pixels = default_max_pixels;  ///< as decode_options
 };
 
 /// What decode_scaled() wrote into its buffer.

@@ -20,7 +20,8 @@ def read_files(paths, io_depth=0, direct=False):
     return _ringfeed.read_files([os.fsdecode(p) for p in paths], io_depth, direct)
 
 
-def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>"):
+def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>",
+           max_pixels=_ringfeed.DEFAULT_MAX_PIXELS):
     """Decodes one encoded image (JPEG, PNG, WebP, TIFF, BMP or PBM/PGM/PPM bytes;
     any bytes-like object)
     into a uint8 HWC torch.Tensor, with the GIL released.
@@ -29,6 +30,8 @@ def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0,
     "train" / "val": the loader's transform for that sample, with the random
     choices ringfeed.Loader makes for sample `index` of `epoch` under `seed`
     (the same pixels as a Loader(output="uint8") batch slot).
+    An image whose header declares more than `max_pixels` pixels (default
+    Pillow's limit, 178,956,970) is refused before memory is allocated.
     Errors (ValueError for a bad option, RuntimeError for a bad image) name
     `name` and the reason."""
     if pipeline not in (None, "train", "val"):
@@ -36,9 +39,12 @@ def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0,
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise ValueError(f"size must be a positive int, not {size!r}")
     for option, value in (("seed", seed), ("epoch", epoch), ("index", index)):
-        if not isinstance(value, int) or value < 0:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{option} must be a non-negative int, not {value!r}")
-    capsule = _ringfeed._decode(data, pipeline or "", size, bool(exact), seed, epoch, index, str(name))
+    if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels < 1:
+        raise ValueError(f"max_pixels must be a positive int, not {max_pixels!r}")
+    capsule = _ringfeed._decode(data, pipeline or "", size, bool(exact), seed, epoch, index, str(name),
+                                max_pixels)
     return _from_dlpack(capsule)
 
 

@@ -16,6 +16,7 @@ from . import _ringfeed
 __all__ = ["Loader", "Batch"]
 
 _OUTPUTS = {"float32": 4, "float16": 2, "uint8": 1}
+DEFAULT_MAX_PIXELS = _ringfeed.DEFAULT_MAX_PIXELS  # Pillow's decompression-bomb limit
 
 
 class Batch(NamedTuple):
@@ -122,13 +123,18 @@ class Loader:
     holds every buffer but the one being filled, further batches are handed
     out as copies (one RuntimeWarning says so), and memory_budget bounds only
     the loader's own buffers. Tensors stay valid after close().
+
+    Files whose header declares more than `max_pixels` pixels (default
+    Pillow's limit) are refused before memory is allocated: skipped or
+    failed as `on_error` says.
     """
 
     def __init__(self, source, batch_size=256, pipeline="train", size=224, exact=False,
                  output="float32", device=None, shuffle=None, seed=0, drop_last=False,
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
-                 *, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False):
+                 *, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
+                 max_pixels=DEFAULT_MAX_PIXELS):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -144,6 +150,7 @@ class Loader:
         io_depth = _int_option("io_depth", io_depth)
         prefetch_batches = _int_option("prefetch_batches", prefetch_batches)
         device_buffers = _int_option("device_buffers", device_buffers, 1)
+        max_pixels = _int_option("max_pixels", max_pixels, 1)
         if shuffle is None:
             shuffle = pipeline == "train"
         for name, value in (("shuffle", shuffle), ("exact", exact), ("drop_last", drop_last),
@@ -181,7 +188,7 @@ class Loader:
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
-            include_hidden=include_hidden, resume=None)
+            include_hidden=include_hidden, max_pixels=max_pixels, resume=None)
         self._device = device_index
         self._lock = threading.Lock()
         self._core = None
