@@ -210,12 +210,12 @@ std::optional<tar_member> tar_reader::next() {
         pos += length;
       }
       auto merge = [](std::vector<std::pair<std::string, std::string>>& into, const auto& from) {
-        for (const auto& [key, value] : from) {
-          auto it = std::find_if(into.begin(), into.end(), [&](const auto& kv) { return kv.first == key; });
+        for (const auto& record : from) {  // not a structured binding: clang 14 cannot capture one
+          auto it = std::find_if(into.begin(), into.end(), [&](const auto& kv) { return kv.first == record.first; });
           if (it != into.end()) {
-            it->second = value;
+            it->second = record.second;
           } else {
-            into.emplace_back(key, value);
+            into.push_back(record);
           }
         }
       };
