@@ -2,7 +2,8 @@
 # ringfeed bootstrap: install what is missing (Debian 12), build, and run.
 #
 #   ./bootstrap.sh demo   install, build Release, generate a sample dataset, run `ringfeed bench` on it
-#   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python), ASan+UBSan, and TSan
+#   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python), ASan+UBSan, TSan,
+#                         and the libFuzzer targets (corpus replay, then 30 s of fuzzing each)
 #   ./bootstrap.sh deps   only install the Debian packages the build needs
 #
 # demo and test also install the Python package for Debian's /usr/bin/python3
@@ -35,6 +36,7 @@ packages=(
   fio gnuplot-nox                       # perf/run and perf/compare_fio.sh: the device's limit, plots
   python3 tar  # tests build tar shards with GNU tar and Python's tarfile
   python3-torchvision python3-pil python3-numpy  # torchvision parity tests; the DataLoader baseline in perf/
+  clang libclang-rt-14-dev              # the libFuzzer targets in tests/fuzz (the fuzz preset)
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pip libdlpack-dev  # the Python module (zero-copy tensors through DLPack) and its tests
 )
 
@@ -108,8 +110,10 @@ cmd_test() {
   run_tests asan
   configure_and_build tsan
   run_tests tsan
+  configure_and_build fuzz
+  run_tests fuzz
   echo
-  echo "ringfeed tests (default + asan + tsan):"
+  echo "ringfeed tests (default + asan + tsan + fuzz):"
   echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
   [ "$failed" -eq 0 ]
 }
