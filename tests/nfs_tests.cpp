@@ -107,6 +107,12 @@ TEST_CASE("nfs_url splits server, port, export and path", "[nfs][url]") {
   CHECK(c.path.empty());
   CHECK(nfs_url::parse("nfs://s/a/b//").export_path == "/a/b");
   CHECK(nfs_url::parse(nfs_url::parse("nfs://s/a/b//").str()).export_path == "/a/b");
+  // A path holding `//` keeps the export's boundary when printed (found by fuzz_nfs_url).
+  const nfs_url d = nfs_url::parse("nfs://s/e//a//b.jpg");
+  CHECK(d.export_path == "/e");
+  CHECK(d.path == "/a//b.jpg");
+  CHECK(d.str() == "nfs://s/e//a//b.jpg");
+  CHECK(nfs_url::parse(d.str()).export_path == "/e");
 
   for (const char* bad : {"http://s/e/f", "nfs://", "nfs:///export/f", "nfs://s", "nfs://s/", "nfs://s//f",
                           "nfs://s:0/e", "nfs://s:70000/e", "nfs://s:x/e", "nfs://s/e?uid=0", "nfs://[::1/e"}) {

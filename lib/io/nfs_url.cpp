@@ -95,10 +95,12 @@ nfs_url nfs_url::parse(std::string_view url) {
 
 std::string nfs_url::str() const {
   std::string out = "nfs://" + host_part(server, port) + export_path;
-  // An export deeper than one component needs the `//` to be read back.
+  // parse() ends the export at the first `//`: an export deeper than one
+  // component needs one to be read back, and so does a path holding one
+  // (else the export would end there).
   const bool deep = export_path.find('/', 1) != std::string::npos;
   if (path.empty() || path == "/") return deep ? out + "//" : out;
-  if (deep) out += '/';
+  if (deep || path.find("//") != std::string::npos) out += '/';
   if (path.front() != '/') out += '/';
   out += path;
   return out;
