@@ -425,6 +425,10 @@ TEST_CASE("manifest: TSV without a header", "[manifest]") {
   const fs::path txt = tmp.path() / "val.list";
   write_file(txt, "file\tclass\nx.jpg\t1\n");
   CHECK(samples_of(read_manifest(txt)) == sample_list{{"x.jpg", 1}});
+  // The largest label counts its classes without overflow (found by fuzz_manifest).
+  const fs::path big = tmp.path() / "big.csv";
+  write_file(big, "a.jpg,9223372036854775807\n");
+  CHECK(read_manifest(big).num_classes() == std::size_t{9223372036854775807} + 1);
 }
 
 TEST_CASE("manifest: errors name the file and the line", "[manifest]") {

@@ -90,7 +90,8 @@ dataset::dataset(detail::dataset_contents contents) : m_c(std::move(contents)) {
   } else {
     std::int64_t max = -1;
     for (const std::int64_t l : m_c.labels) max = std::max(max, l);
-    m_num_classes = static_cast<std::size_t>(max + 1);
+    // In size_t: a label of INT64_MAX (found by fuzz_manifest) must not overflow.
+    m_num_classes = max < 0 ? 0 : static_cast<std::size_t>(max) + 1;
   }
 }
 
