@@ -28,6 +28,7 @@
 #include <ringfeed/thread_pool.hpp>
 
 #include "delay_link.hpp"
+#include "nfs_loader.hpp"
 #include "nfs_server.hpp"
 #include "test_support.hpp"
 
@@ -115,7 +116,8 @@ TEST_CASE("nfs_url splits server, port, export and path", "[nfs][url]") {
   CHECK(nfs_url::parse(d.str()).export_path == "/e");
 
   for (const char* bad : {"http://s/e/f", "nfs://", "nfs:///export/f", "nfs://s", "nfs://s/", "nfs://s//f",
-                          "nfs://s:0/e", "nfs://s:70000/e", "nfs://s:x/e", "nfs://s/e?uid=0", "nfs://[::1/e"}) {
+                          "nfs://s:0/e", "nfs://s:70000/e", "nfs://s:x/e", "nfs://s/e?uid=0", "nfs://[::1/e",
+                          "nfs://[[f1]:9/x", "nfs://a]b/e"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(nfs_url::parse(bad), std::invalid_argument);
     CHECK_THROWS_WITH(nfs_url::parse(bad), Catch::Contains(bad));
@@ -263,52 +265,6 @@ TEST_CASE("a missing file or export is an error naming its nfs:// URL", "[nfs]")
 }
 
 // --- the loader on nfs:// ------------------------------------------------------------------------
-
-namespace {
-
-ringfeed::loader_options loader_options_for(const std::string& source) {
-  ringfeed::loader_options o;
-  o.source = source;
-  o.dataset.use_cache = false;
-  o.pipeline = ringfeed::image::pipeline::train(32, ringfeed::image::pipeline_mode::fast);
-  o.output = ringfeed::output_spec::uint8_nhwc();
-  o.batch_size = 5;
-  o.threads = 2;
-  o.io_depth = 8;
-  o.device = -1;
-  o.sampler.seed = 11;
-  o.on_error = ringfeed::error_policy::fail;
-  o.log = [](std::string_view) {};
-  return o;
-}
-
-struct epoch_bytes {
-  std::vector<std::size_t> indices;
-  std::vector<std::int64_t> labels;
-  std::vector<std::uint8_t> pixels;
-  friend bool operator==(const epoch_bytes&, const epoch_bytes&) = default;
-};
-
-epoch_bytes drain(ringfeed::loader& l, std::uint64_t epoch) {
-  epoch_bytes out;
-  for (ringfeed::batch& b : l.epoch(epoch)) {
-    out.indices.insert(out.indices.end(), b.indices().begin(), b.indices().end());
-    out.labels.insert(out.labels.end(), b.labels().begin(), b.labels().end());
-    const auto* p = static_cast<const std::uint8_t*>(b.images().data);
-    out.pixels.insert(out.pixels.end(), p, p + b.images().bytes());
-  }
-  return out;
-}
-
-ringfeed::io::cache_options cache_at(const fs::path& dir) {
-  ringfeed::io::cache_options co;
-  co.dir = dir;
-  return co;
-}
-
-const std::string imgs_url = std::string("nfs://") + host + export_name + "/imgs";
-
-}  // namespace
 
 TEST_CASE("a loader reads an ImageFolder from nfs:// exactly as from the directory itself", "[nfs][loader]") {
   ringfeed::test::watchdog dog("nfs loader", 120s);

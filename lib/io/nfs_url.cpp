@@ -71,6 +71,7 @@ nfs_url nfs_url::parse(std::string_view url) {
     }
   }
   if (out.server.empty()) throw fail("no server");
+  if (out.server.find_first_of("[]") != std::string::npos) throw fail("'[' or ']' inside the server address");
   if (!port_text.empty()) {
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
