@@ -247,9 +247,12 @@ struct cache::state {
     // exchange: exactly one thread logs, whichever fails first.
     if (error_logged.exchange(true, std::memory_order_relaxed)) return;
     try {
-      log("cache: cannot store '" + std::string(key) + "' in '" + options.dir.string() + "' (" + step + ": " +
-          std::system_category().message(err) +
-          "); reads go on uncached, further failures are only counted (stats().errors)");
+      const std::string dir = "'" + options.dir.string() + "'";
+      const std::string what = err == ENOSPC || err == EDQUOT
+                                   ? "the file system of " + dir + " is full"
+                                   : "cannot store '" + std::string(key) + "' in " + dir;
+      log("cache: " + what + " (" + step + ": " + std::system_category().message(err) +
+          "); reads go on from the source, uncached; further failures are only counted (stats().errors)");
     } catch (...) {  // logging must not fail a read
     }
   }
