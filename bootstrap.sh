@@ -22,7 +22,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   liburing-dev libboost1.81-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev
-  libtiff-dev libtiff-tools             # TIFF decoding (>= 4.5: per-open error handlers); image_tiff_tests
+  libtiff-dev libtiff-tools             # TIFF decoding (>= 4.5: per-open error handlers); make_tiff.py
                                         # makes tiled, planar and YCbCr-JPEG files with tiffcp
   catch2 libbenchmark-dev libtbb-dev
   libcli11-dev nlohmann-json3-dev

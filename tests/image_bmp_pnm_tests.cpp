@@ -1,10 +1,12 @@
 // BMP and PNM (PBM/PGM/PPM) decoding: Pillow 9.4's convert("RGB") pixels bit
-// for bit on every variant (files written at test time by
-// tests/data/make_bmp_pnm.py with Pillow, or by hand where Pillow cannot
-// write them: 4/16-bit, bit fields, top-down, OS/2, RLE, plain and 16-bit
-// PNM), header facts, and robustness: truncated and bit-flipped
-// files either decode or throw image_error naming the file, and a header
-// declaring 30000x30000 is refused before any allocation.
+// for bit on every variant committed in tests/data/image/bmp_pnm/ against
+// the committed goldens (make_bmp_pnm.py: files from Pillow's writers, or by
+// hand where Pillow cannot write them: 4/16-bit, bit fields, top-down, OS/2,
+// RLE, plain and 16-bit PNM), re-checked against the live Pillow where a
+// python with it is at hand; header facts, and robustness: truncated and
+// bit-flipped files either decode or throw image_error naming the file, and
+// a header declaring 30000x30000 is refused before any allocation. Nothing
+// here needs Python.
 #include <catch2/catch.hpp>
 
 #include <ringfeed/image/jpeg.hpp>
@@ -15,62 +17,38 @@
 #include <string>
 #include <vector>
 
-#include "data_test_support.hpp"
+#include "golden_set.hpp"
 #include "image_test_data.hpp"
 #include "test_support.hpp"
 
 namespace img = ringfeed::image;
 namespace data = ringfeed::test::image_data;
 namespace fs = std::filesystem;
-using ringfeed::test::temp_dir;
-using ringfeed::test::data_support::python;
-using ringfeed::test::data_support::quoted;
-using ringfeed::test::data_support::run;
 
 namespace {
 
-ringfeed::test::skip_if_unavailable skip{[]() -> std::string {
-  if (run(std::string(python) + " -c 'import PIL' >/dev/null 2>&1") == 0) return "";
-  return std::string(python) + " cannot import PIL (apt-get install python3-pil): the test files are written with it";
-}};
-
-// The generated files, made once per process.
-const fs::path& generated() {
-  static temp_dir tmp;
-  static const fs::path dir = [] {
-    const fs::path d = tmp.path() / "bmp_pnm";
-    const int rc = run(std::string(python) + " " + quoted(RINGFEED_TEST_MAKE_BMP_PNM) + " " + quoted(d) +
-                       " >/dev/null");
-    if (rc != 0) throw std::runtime_error("make_bmp_pnm.py failed");
-    return d;
-  }();
-  return dir;
+const data::golden_set& files() {
+  static const data::golden_set set("bmp_pnm");
+  return set;
 }
 
-std::vector<std::string> cases() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(generated()))
-    if (e.path().extension() != ".expected") names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// Decodes, and read_info's, `bytes`: either succeeds or throws image_error
-// naming the file. Returns whether decode succeeded.
+std::vector<std::byte> input(const std::string& name) { return files().input(name); }
 
 }  // namespace
 
 TEST_CASE("BMP and PNM decode equals Pillow's convert('RGB') on every variant", "[image][decode][bmp][pnm]") {
+  const auto& set = files();
+  CHECK(set.inconsistencies() == std::vector<std::string>{});
   img::decoder d;
   img::image_buffer out;
-  const auto names = cases();
+  const auto& names = set.names();
   REQUIRE(names.size() >= 45);
   int bmp = 0;
   int pnm = 0;
   for (const std::string& name : names) {
     INFO(name);
-    const auto bytes = data::read_file(generated() / name);
-    const data::pnm expected = data::read_pnm(generated() / (name + ".expected"));
+    const auto bytes = set.input(name);
+    const data::pnm expected = set.golden(name);
     const img::image_info info = d.decode(bytes, name, out);
     REQUIRE(out.channels() == 3);
     REQUIRE(out.width() == expected.width);
@@ -89,9 +67,39 @@ TEST_CASE("BMP and PNM decode equals Pillow's convert('RGB') on every variant", 
   CHECK(pnm >= 20);
 }
 
+TEST_CASE("the BMP and PNM goldens are the live Pillow's convert('RGB') of the committed files",
+          "[image][decode][bmp][pnm][pillow]") {
+  data::check_goldens_against_live_pillow("bmp_pnm");
+}
+
+TEST_CASE("a golden folder that drifts from its manifest or from Pillow is caught", "[image][decode][pillow]") {
+  const ringfeed::test::temp_dir tmp;
+  const fs::path copy = tmp.path() / "bmp_pnm";
+  fs::copy(files().path(), copy);
+  // A stray file and a missing golden: the manifest no longer describes the folder.
+  data::write_file(copy / "stray.bmp", std::string_view("BM"));
+  fs::rename(copy / "gray.pgm.ppm", tmp.path() / "gray.pgm.ppm");
+  CHECK(data::golden_set(copy).inconsistencies() == std::vector<std::string>{"stray.bmp", "missing gray.pgm.ppm"});
+  fs::remove(copy / "stray.bmp");
+  fs::rename(tmp.path() / "gray.pgm.ppm", copy / "gray.pgm.ppm");
+  // One sample of one golden changed: the live Pillow check names that file.
+  auto golden = data::read_file(copy / "rgb24.bmp.ppm");
+  golden.back() ^= std::byte{1};
+  data::write_file(copy / "rgb24.bmp.ppm", golden);
+  const data::golden_set stale(copy);
+  CHECK(stale.inconsistencies().empty());
+  const data::live_pillow_result r = data::live_pillow_mismatches(stale);
+  if (!r.ran) {
+    WARN("live Pillow part not run: " << r.why_not);
+    return;
+  }
+  REQUIRE(r.mismatches.size() == 1);
+  CHECK(r.mismatches[0].rfind("rgb24.bmp: 1 samples differ", 0) == 0);
+}
+
 TEST_CASE("BMP and PNM header facts", "[image][decode][bmp][pnm]") {
   img::decoder d;
-  const auto info = [&](const char* name) { return d.read_info(data::read_file(generated() / name), name); };
+  const auto info = [&](const char* name) { return d.read_info(input(name), name); };
   CHECK(info("pal4_odd.bmp").width == 13);
   CHECK(info("pal4_odd.bmp").height == 7);
   CHECK(info("pal4_odd.bmp").components == 1);
@@ -120,7 +128,7 @@ TEST_CASE("truncated and bit-flipped BMP/PNM files decode or fail naming the fil
   };
   for (const char* seed : seeds) {
     INFO(seed);
-    const auto good = data::read_file(generated() / seed);
+    const auto good = input(seed);
     const std::string name = std::string("mangled/") + seed;
     REQUIRE(data::decode_or_image_error(d, good, name));
     // Every length through the headers and a spread over the rest.
@@ -153,9 +161,9 @@ TEST_CASE("truncated and bit-flipped BMP/PNM files decode or fail naming the fil
   }
   // The decoder still decodes a good file afterwards.
   img::image_buffer out;
-  const auto bytes = data::read_file(generated() / "rgb24.bmp");
+  const auto bytes = input("rgb24.bmp");
   (void)d.decode(bytes, "rgb24.bmp", out);
-  CHECK(data::packed(out.view()) == data::read_pnm(generated() / "rgb24.bmp.expected").pixels);
+  CHECK(data::packed(out.view()) == files().golden("rgb24.bmp").pixels);
 }
 
 TEST_CASE("a BMP or PNM header declaring 30000x30000 is refused as a decompression bomb",
@@ -197,7 +205,7 @@ TEST_CASE("reduced decode of BMP and PNM crops the full decode", "[image][decode
   img::image_buffer part;
   for (const char* name : {"rgb24.bmp", "rle4.bmp", "rgb.ppm", "plain_gray16.pgm"}) {
     INFO(name);
-    const auto bytes = data::read_file(generated() / name);
+    const auto bytes = input(name);
     (void)d.decode(bytes, name, full);
     img::scaled_request req;
     req.region = {2, 3, 5, 7};

@@ -1,107 +1,77 @@
 // TIFF decoding: Pillow's Image.open(f).convert("RGB") bit for bit on every
-// variant make_tiff.py writes (run at test time by Debian's python3 with
-// Pillow 9.4), the first page of a multi-page file, refusals that name the
-// file, a decompression bomb refused before allocating, and robustness
-// against truncation and bit flips (CI runs this under ASan).
+// variant committed in tests/data/image/tiff/ (make_tiff.py, Debian 12's
+// Pillow 9.4) against the committed goldens, re-checked against the live
+// Pillow where a python with it is at hand; the first page of a multi-page
+// file, refusals that name the file, a decompression bomb refused before
+// allocating, and robustness against truncation and bit flips (CI runs this
+// under ASan). Nothing here needs Python.
 #include <catch2/catch.hpp>
 
 #include <ringfeed/image/jpeg.hpp>
 
+#include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include "data_test_support.hpp"
+#include "golden_set.hpp"
 #include "image_test_data.hpp"
-#include "test_support.hpp"
 
-namespace fs = std::filesystem;
 namespace img = ringfeed::image;
 namespace data = ringfeed::test::image_data;
-using ringfeed::test::data_support::python;
-using ringfeed::test::data_support::quoted;
-using ringfeed::test::data_support::run;
 
 namespace {
 
-ringfeed::test::skip_if_unavailable skip{[]() -> std::string {
-  if (run(std::string(python) + " -c 'import PIL, numpy' >/dev/null 2>&1") == 0) return "";
-  return std::string(python) +
-         " cannot import PIL and numpy (apt-get install python3-pil python3-numpy): the TIFF files and their "
-         "expected pixels are written with them";
-}};
-
-struct case_t {
-  std::string name;
-  int width = 0;
-  int height = 0;
-};
-
-// The files of make_tiff.py, written once per process.
-struct generated {
-  ringfeed::test::temp_dir dir;
-  std::vector<case_t> cases;
-
-  generated() {
-    const fs::path script = RINGFEED_TEST_MAKE_TIFF;
-    if (run(std::string(python) + " " + quoted(script) + " " + quoted(dir.path()) + " 2>/dev/null") != 0)
-      throw std::runtime_error("make_tiff.py failed");
-    std::ifstream manifest(dir.path() / "manifest");
-    case_t c;
-    while (manifest >> c.name >> c.width >> c.height) cases.push_back(c);
-  }
-  [[nodiscard]] fs::path file(const std::string& name) const { return dir.path() / (name + ".tif"); }
-};
-
-const generated& files() {
-  static const generated g;
-  return g;
+const data::golden_set& files() {
+  static const data::golden_set set("tiff");
+  return set;
 }
 
 }  // namespace
 
 TEST_CASE("TIFF decode equals Pillow's convert('RGB') on every variant", "[image][tiff]") {
   const auto& g = files();
-  std::vector<std::string> names;
-  for (const auto& c : g.cases) names.push_back(c.name);
+  CHECK(g.inconsistencies() == std::vector<std::string>{});
+  const auto& names = g.names();
   // Every variant the brief names is there (Pillow read each one back).
   for (const char* want : {"rgb_raw", "rgb_tiff_lzw", "rgb_tiff_adobe_deflate", "rgb_packbits", "rgb_jpeg", "rgba",
                            "gray", "gray_jpeg", "gray16", "bilevel", "bilevel_g4", "palette", "cmyk", "la",
                            "multipage", "rgb16", "float32", "rgb_tiled", "rgb_planar", "rgb_ycbcr_jpeg",
                            "rgb16_tiled"}) {
     INFO(want);
-    CHECK(std::find(names.begin(), names.end(), want) != names.end());
+    CHECK(std::find(names.begin(), names.end(), std::string(want) + ".tif") != names.end());
   }
   img::decoder d;
   img::image_buffer out;
-  for (const auto& c : g.cases) {
-    INFO(c.name);
-    const auto bytes = data::read_file(g.file(c.name));
+  for (const auto& name : names) {
+    INFO(name);
+    const auto bytes = g.input(name);
+    const data::pnm expected = g.golden(name);
     REQUIRE(img::detect_format(bytes) == img::image_format::tiff);
-    const img::image_info info = d.read_info(bytes, c.name);
+    const img::image_info info = d.read_info(bytes, name);
     CHECK(info.format == img::image_format::tiff);
-    CHECK(info.width == c.width);
-    CHECK(info.height == c.height);
-    (void)d.decode(bytes, c.name, out);
+    CHECK(info.width == expected.width);
+    CHECK(info.height == expected.height);
+    (void)d.decode(bytes, name, out);
     REQUIRE(out.channels() == 3);
-    REQUIRE(out.width() == c.width);
-    REQUIRE(out.height() == c.height);
-    const auto expected = data::read_file(g.dir.path() / (c.name + ".rgb"));
-    const auto got = data::packed(out.view());
-    const auto stats = data::compare(got, data::as_u8(expected));
+    REQUIRE(out.width() == expected.width);
+    REQUIRE(out.height() == expected.height);
+    const auto stats = data::compare(data::packed(out.view()), expected.pixels);
     CHECK(stats.differing == 0);
     CHECK(stats.max_abs == 0);
   }
 }
 
+TEST_CASE("the TIFF goldens are the live Pillow's convert('RGB') of the committed files", "[image][tiff][pillow]") {
+  data::check_goldens_against_live_pillow("tiff");
+}
+
 TEST_CASE("TIFF header facts and refusals name the file", "[image][tiff][errors]") {
   const auto& g = files();
   img::decoder d;
-  CHECK(d.read_info(data::read_file(g.file("gray16")), "g").bit_depth == 16);
-  CHECK(d.read_info(data::read_file(g.file("rgba")), "r").components == 4);
-  CHECK(d.read_info(data::read_file(g.file("cmyk")), "c").components == 4);
+  CHECK(d.read_info(g.input("gray16.tif"), "g").bit_depth == 16);
+  CHECK(d.read_info(g.input("rgba.tif"), "r").components == 4);
+  CHECK(d.read_info(g.input("cmyk.tif"), "c").components == 4);
 
   img::image_buffer out;
   const auto error_of = [&](const std::vector<std::byte>& bytes, const std::string& name) {
@@ -115,39 +85,40 @@ TEST_CASE("TIFF header facts and refusals name the file", "[image][tiff][errors]
     return std::string();
   };
   // Only the header: libtiff's reason, not a crash or stderr noise.
-  auto rgb = data::read_file(g.file("rgb_raw"));
+  auto rgb = g.input("rgb_raw.tif");
   const std::vector<std::byte> header(rgb.begin(), rgb.begin() + 8);
   CHECK(error_of(header, "header.tif").find("TIFF") != std::string::npos);
   // 64-bit float samples: Pillow has no mode for them; neither do we.
-  auto f64 = data::read_file(g.file("float32"));
+  auto f64 = g.input("float32.tif");
   const auto patch16 = [](std::vector<std::byte>& b, std::size_t at, std::uint16_t v) {
     b[at] = static_cast<std::byte>(v & 0xff);
     b[at + 1] = static_cast<std::byte>(v >> 8);
   };
-  // make_tiff.py writes IFD entries from offset 10 in a fixed order:
-  // BitsPerSample is the third (offset 10 + 2*12 + 8 for its value).
+  // make_tiff.py writes the IFD entries of the hand-made float32.tif and
+  // rgb16.tif from offset 10 in a fixed order: BitsPerSample is the third
+  // (offset 10 + 2*12 + 8 for its value).
   patch16(f64, 10 + 2 * 12 + 8, 64);
   CHECK(error_of(f64, "f64.tif").find("unsupported") != std::string::npos);
   // A photometric interpretation Pillow does not open (CIELab = 8).
-  auto lab = data::read_file(g.file("rgb16"));
+  auto lab = g.input("rgb16.tif");
   patch16(lab, 10 + 4 * 12 + 8, 8);
   CHECK(error_of(lab, "lab.tif").find("unsupported") != std::string::npos);
   // The decoder is still good for the next file; fast mode decodes TIFF
   // whole at scale 1.
   (void)d.decode(rgb, "rgb.tif", out);
-  const auto expected = data::read_file(g.dir.path() / "rgb_raw.rgb");
-  CHECK(data::compare(data::packed(out.view()), data::as_u8(expected)).differing == 0);
+  const auto expected = g.golden("rgb_raw.tif").pixels;
+  CHECK(data::compare(data::packed(out.view()), expected).differing == 0);
   img::scaled_request request;
   request.scale_denom = 4;
   request.region = {0, 0, 23, 37};
   const img::scaled_result scaled = d.decode_scaled(rgb, "rgb.tif", request, out);
   CHECK(scaled.scale_denom == 1);
-  CHECK(data::compare(data::packed(out.view()), data::as_u8(expected)).differing == 0);
+  CHECK(data::compare(data::packed(out.view()), expected).differing == 0);
 }
 
 TEST_CASE("a TIFF declaring 30000x30000 is refused before allocating", "[image][tiff][errors]") {
   const auto& g = files();
-  auto bytes = data::read_file(g.file("float32"));
+  auto bytes = g.input("float32.tif");
   // ImageWidth and ImageLength (LONG) are the first two IFD entries.
   const auto patch32 = [&](std::size_t at, std::uint32_t v) {
     for (int i = 0; i < 4; ++i) bytes[at + static_cast<std::size_t>(i)] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
@@ -181,7 +152,7 @@ TEST_CASE("truncated and bit-flipped TIFFs decode or throw image_error, never cr
   };
   for (const char* variant : {"rgb_tiff_lzw", "palette"}) {
     INFO(variant);
-    const auto good = data::read_file(g.file(variant));
+    const auto good = g.input(std::string(variant) + ".tif");
     for (std::size_t i = 0; i < 40; ++i) {
       const std::size_t len = good.size() * i / 40;
       try_decode(std::vector<std::byte>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len)),

@@ -1,85 +1,51 @@
 // WebP: Pillow's pixels bit for bit (lossy, lossless, alpha, grayscale
-// source, the first frame of an animation) on files Debian's python3 writes
-// at test time (Pillow 9.4 decodes with the same libwebp); truncated and
-// bit-flipped files fail with image_error naming the file, never a crash;
-// a header declaring a bomb is refused before anything is allocated.
-// Skipped (exit 77, with the reason) where that Pillow lacks WebP.
+// source, the first frame of an animation) on the committed files of
+// tests/data/image/webp/ against their committed goldens (make_webp.py;
+// Debian 12's Pillow 9.4 decodes with the same libwebp 1.2.4). Where a
+// python with that Pillow is at hand it re-decodes the files to catch a
+// stale golden. Truncated and bit-flipped files fail with image_error naming
+// the file, never a crash; a header declaring a bomb is refused before
+// anything is allocated. Nothing here needs Python.
 #include <catch2/catch.hpp>
 
 #include <ringfeed/image/jpeg.hpp>
 #include <ringfeed/random.hpp>
 
-#include <cstdlib>
-#include <fstream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "golden_set.hpp"
 #include "image_test_data.hpp"
-#include "test_support.hpp"
 
 namespace img = ringfeed::image;
 namespace data = ringfeed::test::image_data;
 
 namespace {
 
-std::string python() {
-  const char* p = std::getenv("RINGFEED_TEST_PYTHON");
-  return p != nullptr && *p != '\0' ? p : "/usr/bin/python3";
+const data::golden_set& files() {
+  static const data::golden_set set("webp");
+  return set;
 }
-
-std::string missing_webp() {
-  const std::string cmd = python() +
-                          " -c 'import sys, numpy; from PIL import features; "
-                          "sys.exit(0 if features.check(\"webp\") and features.check(\"webp_anim\") else 1)'"
-                          " >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) == 0) return "";
-  return python() + " lacks numpy or Pillow with WebP (and WebP animation) support (apt-get install -y "
-                    "python3-pil python3-numpy, or set RINGFEED_TEST_PYTHON); the WebP tests need it to "
-                    "write their files and Pillow's decode of them";
-}
-
-ringfeed::test::skip_if_unavailable skip{missing_webp};
-
-// The reference files, written once per process.
-const std::filesystem::path& reference_dir() {
-  static ringfeed::test::temp_dir tmp;
-  static const bool made = [] {
-    const std::string cmd =
-        python() + " " + (data::dir() / "webp_reference.py").string() + " " + tmp.path().string();
-    return std::system(cmd.c_str()) == 0;
-  }();
-  if (!made) throw std::runtime_error("webp_reference.py failed");
-  return tmp.path();
-}
-
-std::vector<std::string> reference_names() {
-  std::ifstream manifest(reference_dir() / "manifest.txt");
-  std::vector<std::string> names;
-  for (std::string line; std::getline(manifest, line);)
-    if (!line.empty()) names.push_back(line);
-  return names;
-}
-
-std::vector<std::byte> reference_file(const std::string& name) {
-  return data::read_file(reference_dir() / (name + ".webp"));
-}
-
-// Decodes (and reads the header of) `bytes`: either succeeds or throws
-// image_error naming `name`; anything else fails the test. Returns whether
-// the decode succeeded.
 
 }  // namespace
 
 TEST_CASE("WebP decode equals Pillow's Image.open(f).convert('RGB')", "[image][webp]") {
+  const auto& set = files();
+  CHECK(set.inconsistencies() == std::vector<std::string>{});
+  for (const char* want : {"lossy.webp", "lossy_q5.webp", "lossless.webp", "rgba_lossy.webp", "rgba_lossless.webp",
+                           "rgba_lossless_exact.webp", "gray_lossy.webp", "gray_lossless.webp", "animated.webp",
+                           "animated_rgba_lossless.webp"}) {
+    INFO(want);
+    CHECK(std::find(set.names().begin(), set.names().end(), want) != set.names().end());
+  }
   img::decoder d;
   img::image_buffer out;
-  const auto names = reference_names();
-  REQUIRE(names.size() >= 10);
-  for (const std::string& name : names) {
+  for (const std::string& name : set.names()) {
     INFO(name);
-    const auto bytes = reference_file(name);
+    const auto bytes = set.input(name);
     REQUIRE(img::detect_format(bytes) == img::image_format::webp);
-    const data::pnm expected = data::read_pnm(reference_dir() / (name + ".webp.ppm"));
+    const data::pnm expected = set.golden(name);
     const img::image_info info = d.decode(bytes, name, out);
     CHECK(info.format == img::image_format::webp);
     REQUIRE(out.channels() == 3);
@@ -98,10 +64,14 @@ TEST_CASE("WebP decode equals Pillow's Image.open(f).convert('RGB')", "[image][w
   }
 }
 
+TEST_CASE("the WebP goldens are the live Pillow's convert('RGB') of the committed files", "[image][webp][pillow]") {
+  data::check_goldens_against_live_pillow("webp");
+}
+
 TEST_CASE("WebP: truncated and bit-flipped files fail cleanly", "[image][webp][robustness]") {
   img::decoder d;
   for (const std::string base : {"lossy", "lossless", "rgba_lossy", "animated"}) {
-    const auto good = reference_file(base);
+    const auto good = files().input(std::string(base) + ".webp");
     const std::string name = "/data/" + base + "-damaged.webp";
     INFO(base);
     REQUIRE(data::decode_or_image_error(d, good, name));
@@ -133,7 +103,7 @@ TEST_CASE("WebP: truncated and bit-flipped files fail cleanly", "[image][webp][r
 TEST_CASE("WebP: a header declaring 20000x20000 is refused as a decompression bomb", "[image][webp]") {
   // An animation's VP8X chunk carries the canvas size (24-bit width-1 at
   // byte 24, height-1 at 27); the frames stay small.
-  auto bytes = reference_file("animated");
+  auto bytes = files().input("animated.webp");
   REQUIRE(bytes.size() > 30);
   REQUIRE(std::string(reinterpret_cast<const char*>(bytes.data()) + 12, 4) == "VP8X");
   const std::uint32_t side = 20000 - 1;

@@ -1,17 +1,22 @@
-"""WebP test files and Pillow's decode of them, made at test time.
+#!/usr/bin/python3
+"""Writes the committed WebP test files and their Pillow goldens.
 
-usage: webp_reference.py OUTDIR
+usage: /usr/bin/python3 tests/data/image/make_webp.py [OUTDIR]
 
-Writes NAME.webp and NAME.webp.ppm (Image.open(f).convert("RGB"), Pillow's
-pixels) for lossy, lossless, alpha, grayscale-source and animated files,
-and manifest.txt listing the names. image_webp_tests compares ringfeed's
-decode with the .ppm bit for bit. Exits 3 when Pillow lacks WebP.
+OUTDIR (default: tests/data/image/webp/) gets NAME.webp and NAME.webp.ppm
+(Image.open(f).convert("RGB"), Pillow's pixels, binary P6) for lossy,
+lossless, alpha, grayscale-source and animated files, and manifest.txt
+listing the names (see pillow_rgb.py). image_webp_tests compares ringfeed's
+decode with the .ppm bit for bit. Deterministic with Debian 12's Pillow 9.4.0
+and libwebp 1.2.4. Exits 3 when Pillow lacks WebP.
 """
 import os
 import sys
 
 import numpy as np
 from PIL import Image, features
+
+import pillow_rgb
 
 
 def pattern(w, h, seed):
@@ -30,16 +35,14 @@ def main():
     if not features.check("webp") or not features.check("webp_anim"):
         print("Pillow lacks WebP (or WebP animation) support", file=sys.stderr)
         return 3
-    out = sys.argv[1]
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "webp")
+    pillow_rgb.clear(out)
     names = []
 
     def save(name, im, **kw):
-        path = os.path.join(out, name + ".webp")
-        im.save(path, "WEBP", **kw)
-        with Image.open(path) as back:
-            rgb = back.convert("RGB")
-        rgb.save(path + ".ppm")
-        names.append(name)
+        im.save(os.path.join(out, name + ".webp"), "WEBP", **kw)
+        pillow_rgb.write_golden(out, name + ".webp")
+        names.append(name + ".webp")
 
     rgb = Image.fromarray(pattern(67, 45, 1), "RGB")
     save("lossy", rgb, quality=80)
@@ -61,8 +64,7 @@ def main():
                for i in range(3)]
     save("animated_rgba_lossless", aframes[0], save_all=True, append_images=aframes[1:], duration=50,
          lossless=True)
-    with open(os.path.join(out, "manifest.txt"), "w") as f:
-        f.write("\n".join(names) + "\n")
+    pillow_rgb.write_manifest(out, names, "make_webp.py")
     return 0
 
 

@@ -1,15 +1,27 @@
 #!/usr/bin/python3
-"""Writes TIFF variants with Pillow into OUT, each NAME.tif with NAME.rgb:
-Pillow's Image.open(f).convert("RGB") as raw bytes; OUT/manifest lists
-"NAME WIDTH HEIGHT" per file. Used by tests/image_tiff_tests.cpp."""
+"""Writes the committed TIFF test files and their Pillow goldens.
+
+usage: /usr/bin/python3 tests/data/image/make_tiff.py [OUT]
+
+OUT (default: tests/data/image/tiff/) gets every variant as NAME.tif with
+NAME.tif.ppm beside it: Pillow's Image.open(f).convert("RGB") as a binary
+P6; OUT/manifest.txt lists the names (see pillow_rgb.py). Pillow writes most
+variants, the 16-bit RGB and float ones are written by hand and the tiled,
+planar and YCbCr-JPEG layouts by libtiff's tiffcp (apt-get install
+libtiff-tools). Deterministic with Debian 12's Pillow 9.4.0 and libtiff
+4.5.0. Used by tests/image_tiff_tests.cpp.
+"""
 import os
+import subprocess
 import sys
 
 import numpy as np
 from PIL import Image
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
+import pillow_rgb
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiff")
+pillow_rgb.clear(out)
 W, H = 37, 23
 yy, xx = np.mgrid[0:H, 0:W]
 rng = np.random.default_rng(1234)
@@ -36,26 +48,14 @@ cmyk = np.stack([rgb[..., 0], rgb[..., 1], rgb[..., 2], gray], axis=-1)
 cases["cmyk"] = (Image.fromarray(cmyk, "CMYK"), dict())
 cases["la"] = (Image.fromarray(np.dstack([gray, alpha]), "LA"), dict())
 
-with open(os.path.join(out, "manifest"), "w") as m:
-    for name, (im, kw) in cases.items():
-        p = os.path.join(out, name + ".tif")
-        im.save(p, **kw)
-        with Image.open(p) as r:
-            c = r.convert("RGB")
-        with open(os.path.join(out, name + ".rgb"), "wb") as f:
-            f.write(c.tobytes())
-        m.write(f"{name} {c.width} {c.height}\n")
+for name, (im, kw) in cases.items():
+    im.save(os.path.join(out, name + ".tif"), **kw)
 
-    # Three pages: only the first is decoded.
-    pages = [base, base.transpose(Image.FLIP_LEFT_RIGHT), Image.fromarray(gray, "L").convert("RGB")]
-    p = os.path.join(out, "multipage.tif")
-    pages[0].save(p, save_all=True, append_images=pages[1:])
-    with Image.open(p) as r:
-        assert r.n_frames == 3
-        c = r.convert("RGB")
-    with open(os.path.join(out, "multipage.rgb"), "wb") as f:
-        f.write(c.tobytes())
-    m.write(f"multipage {c.width} {c.height}\n")
+# Three pages: only the first is decoded.
+pages = [base, base.transpose(Image.FLIP_LEFT_RIGHT), Image.fromarray(gray, "L").convert("RGB")]
+pages[0].save(os.path.join(out, "multipage.tif"), save_all=True, append_images=pages[1:])
+with Image.open(os.path.join(out, "multipage.tif")) as r:
+    assert r.n_frames == 3
 
 # Pillow 9.4 cannot write 16-bit RGB or float samples: written by hand
 # (little-endian, one uncompressed strip). BitsPerSample is the third IFD
@@ -102,7 +102,6 @@ write_raw_tiff(os.path.join(out, "float32.tif"), W, H, 32, 1, 3, 1,
                (gray.astype("<f4") / 255).tobytes())
 # Layouts Pillow does not write, made from rgb_raw.tif by libtiff's tiffcp:
 # tiles, separate planes, JPEG in YCbCr (subsampled 2x2).
-import subprocess
 for name, args in [("rgb_tiled", ["-t", "-w", "16", "-l", "16", "-c", "lzw"]),
                    ("rgb_planar", ["-p", "separate"]),
                    ("rgb_ycbcr_jpeg", ["-c", "jpeg:90", "-r", "16"])]:
@@ -111,15 +110,14 @@ for name, args in [("rgb_tiled", ["-t", "-w", "16", "-l", "16", "-c", "lzw"]),
 subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", os.path.join(out, "rgb16.tif"),
                 os.path.join(out, "rgb16_tiled.tif")], check=True)
 
-for name in ["rgb16", "float32", "rgb_tiled", "rgb_planar", "rgb_ycbcr_jpeg", "rgb16_tiled"]:
-    p = os.path.join(out, name + ".tif")
+names = []
+for name in list(cases) + ["multipage", "rgb16", "float32", "rgb_tiled", "rgb_planar", "rgb_ycbcr_jpeg",
+                           "rgb16_tiled"]:
     try:
-        with Image.open(p) as r:
-            c = r.convert("RGB")
-    except Exception as e:  # Pillow cannot read it: we must refuse it too
+        pillow_rgb.write_golden(out, name + ".tif")
+    except Exception as e:  # noqa: BLE001 - Pillow cannot read it: left out (and we must refuse it too)
         print(name, "pillow fails:", e, file=sys.stderr)
+        os.remove(os.path.join(out, name + ".tif"))
         continue
-    with open(os.path.join(out, name + ".rgb"), "wb") as f:
-        f.write(c.tobytes())
-    with open(os.path.join(out, "manifest"), "a") as m:
-        m.write(f"{name} {c.width} {c.height}\n")
+    names.append(name + ".tif")
+pillow_rgb.write_manifest(out, names, "make_tiff.py")

@@ -1,12 +1,17 @@
 #!/usr/bin/python3
-"""Writes BMP and PNM test files into OUT, each with NAME.expected beside it: the
-pixels of Pillow's Image.open(NAME).convert("RGB") as a binary P6.
+"""Writes the committed BMP and PNM test files and their Pillow goldens.
+
+usage: /usr/bin/python3 tests/data/image/make_bmp_pnm.py [OUT]
+
+OUT (default: tests/data/image/bmp_pnm/) gets each file NAME with NAME.ppm
+beside it: the pixels of Pillow's Image.open(NAME).convert("RGB") as a
+binary P6; OUT/manifest.txt lists the names (see pillow_rgb.py).
 
 Files come from Pillow's own writers and from hand-made bytes for the
 variants Pillow cannot write (4-bit, 16-bit, bit fields, top-down, OS/2,
 short palettes, plain PNM, 16-bit PNM, odd maxvals). A hand-made file that
 Pillow itself refuses is left out and listed on stdout as "pillow-refuses".
-Usage: make_bmp_pnm.py OUT
+Deterministic (a seeded random.Random) with Debian 12's Pillow 9.4.0.
 """
 import io
 import os
@@ -16,8 +21,11 @@ import sys
 
 from PIL import Image
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
+import pillow_rgb
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "bmp_pnm")
+pillow_rgb.clear(out)
+names = []
 rng = random.Random(20261124)
 
 
@@ -34,8 +42,9 @@ def emit(name, data):
         return
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)
-    with open(os.path.join(out, name + ".expected"), "wb") as f:
-        f.write(b"P6\n%d %d\n255\n" % rgb.size + rgb.tobytes())
+    with open(os.path.join(out, name + ".ppm"), "wb") as f:
+        f.write(pillow_rgb.ppm_bytes(rgb))
+    names.append(name)
     print("wrote", name)
 
 
@@ -241,3 +250,5 @@ emit("rle4.bmp", rle_bmp(22, 9, 4, 2, rle4_stream(22, 9), rand_palette(16)))
 # Delta escapes and short rows (zero-filled by end-of-line).
 emit("rle8_delta.bmp", rle_bmp(16, 6, 8, 1, bytes((3, 7, 0, 0, 0, 2, 0, 0, 5, 1, 2, 9, 0, 0, 4, 200, 0, 0,
                                                     16, 3, 0, 0, 16, 4, 0, 0, 0, 1)), rand_palette(256)))
+
+pillow_rgb.write_manifest(out, names, "make_bmp_pnm.py")
