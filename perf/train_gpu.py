@@ -255,6 +255,8 @@ def measure(args):
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda:
+        if device.index is None:  # torch.cuda.set_device() and friends want an index
+            device = torch.device("cuda", 0)
         torch.cuda.set_device(device)
         torch.backends.cudnn.benchmark = True
     amp = resolve_amp(args.amp_dtype, torch, device)
@@ -291,9 +293,7 @@ def measure(args):
 
     # Warm-up: cudnn autotuning, allocator growth, workers starting, prefetch queues filling.
     for _ in range(args.warmup):
-        images, labels = next(batches)
-        step(*to_device(images, labels))
-    del images, labels
+        step(*to_device(*next(batches)))
     where = None
 
     # The measured window. It opens and closes with a synchronize, so that
@@ -304,8 +304,11 @@ def measure(args):
     #   The host is at most a little ahead of the GPU, so in steady state a
     #   loader slower than the GPU shows up here in full; a short wait while
     #   the GPU still works through queued kernels costs the GPU nothing, so
-    #   this share is an upper bound of the GPU's loss to data. Adding a
-    #   synchronize per step would make it exact and the loop slower.
+    #   this share is an upper bound of the GPU's loss to data. So is a
+    #   wait for the GPU inside next() (ringfeed reuses a device buffer only
+    #   once the queued work reading it has finished). Adding a synchronize
+    #   per step would make it exact and the loop slower; the GPU stall
+    #   below tells a real data wait from these.
     # - GPU time per step: CUDA events recorded on the training stream after
     #   the batch is on the device (ringfeed's next() has already made the
     #   stream wait for its upload; the DataLoader's copy is queued before
@@ -377,10 +380,7 @@ def resolve_amp(name, torch, device):
         if device.type == "cpu":
             return torch.bfloat16  # CPU autocast is bf16 only
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
-    if device.type == "cpu" and dtype == torch.float16:
-        sys.exit("train_gpu: --amp-dtype fp16 needs a CUDA device (CPU autocast is bf16 only)")
-    return dtype
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 
 def grad_scaler(torch, enabled):
@@ -578,6 +578,8 @@ def main():
         print(f"train_gpu: no CUDA device ({no_cuda_reason(torch)}): nothing measured; run this on a GPU machine "
               f"(or --dry-run --device cpu for a functional check)")
         return SKIP
+    if args.device == "cpu" and args.amp_dtype == "fp16":
+        sys.exit("train_gpu: --amp-dtype fp16 needs a CUDA device (CPU autocast is bf16 only)")
     env = dict(os.environ)
     path = module_path(args.python_path)
     if path:
