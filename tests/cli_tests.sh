@@ -83,6 +83,34 @@ check "export --on-error skip writes every good sample" \
 check "export --on-error skip lists the skipped file and why in skipped.tsv" \
   test "$(grep -c zz_bad.jpg "$work/exp-skip/skipped.tsv")" -eq 1 -a "$(wc -l < "$work/exp-skip/skipped.tsv")" -eq 2
 
+# Unreadable files and directories (chmod 000) are named and skipped or
+# fatal as --on-error says. As root, setpriv drops the capabilities that
+# bypass the mode bits; where they still do not deny access, say so.
+as_user=()
+[ "$(id -u)" -eq 0 ] && as_user=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+cp -r "$work/a/train" "$work/perm"
+first_class="$(ls "$work/perm" | head -n 1)"
+victim="$(ls "$work/perm/$first_class" | head -n 1)"
+mkdir "$work/perm/$first_class/locked" && cp "$work/perm/$first_class/$victim" "$work/perm/$first_class/locked/"
+chmod 000 "$work/perm/$first_class/$victim" "$work/perm/$first_class/locked"
+if ! "${as_user[@]}" cat "$work/perm/$first_class/$victim" >/dev/null 2>&1; then
+  out="$("${as_user[@]}" "$cli" export "$work/perm" --out "$work/perm-skip" --on-error skip 2>&1)"; rc=$?
+  check "export --on-error skip over unreadable entries succeeds with the others" \
+    test "$rc" -eq 0 -a "$(ls "$work/perm-skip" | grep -c '\.ppm$')" -eq 29
+  check "skipped.tsv names the unreadable file and directory with the reason" \
+    test "$(grep -F "$victim" "$work/perm-skip/skipped.tsv" | grep -c 'Permission denied')" -eq 1 \
+      -a "$(grep -F "$first_class/locked" "$work/perm-skip/skipped.tsv" | grep -c 'Permission denied')" -eq 1
+  out="$("${as_user[@]}" "$cli" export "$work/perm" --out "$work/perm-fail" 2>&1)"; rc=$?
+  check "export --on-error fail names the unreadable directory" \
+    test "$rc" -eq 1 -a -n "$(grep -F "$first_class/locked" <<<"$out" | grep -F 'Permission denied')"
+  json="$("${as_user[@]}" "$cli" bench "$work/perm" --pipeline none --on-error skip --json 2>/dev/null | tail -n 1)"
+  check "bench --pipeline none lists both in its JSON skipped" \
+    test -n "$(grep '"images":29,' <<<"$json" | grep -F "$first_class/locked" | grep -F "$victim")"
+else
+  echo "SKIPPED (not counted): chmod 000 does not deny access here (uid $(id -u))"
+fi
+chmod 755 "$work/perm/$first_class/locked"; chmod 644 "$work/perm/$first_class/$victim"
+
 # --max-pixels: an image over the limit is refused before it is decoded,
 # named, and the limit is said; 0 is not a limit.
 out="$("$cli" export "$work/a/train" --out "$work/exp-px" --max-pixels 1 2>&1)"; rc=$?

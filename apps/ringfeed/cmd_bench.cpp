@@ -68,35 +68,59 @@ struct bench_options {
   std::size_t shuffle_buffer = 1000;
 };
 
+struct skipped_file {
+  std::string path;
+  std::string reason;
+};
+
 // What `--pipeline none` reads: a dataset (ImageFolder, manifest, tar
 // shards, nfs://, LMDB) when SOURCE is one, else every image file under
-// SOURCE; through the loader's storage interface either way.
+// SOURCE; through the loader's storage interface either way. `skipped`:
+// the directories left out (--on-error skip) because they cannot be listed.
 struct read_set {
   std::optional<data::dataset> ds;
   std::vector<std::string> files;
+  std::vector<skipped_file> skipped;
   [[nodiscard]] std::size_t size() const { return ds ? ds->size() : files.size(); }
 };
 
-// Every image file under a plain directory (no class folders), sorted.
-std::vector<std::string> image_files_under(const std::string& dir) {
+// Every image file under a plain directory (no class folders), sorted. A
+// sub-directory that cannot be listed stops the listing, naming it, or with
+// `skip` is left out and named in `skipped`.
+std::vector<std::string> image_files_under(const std::string& root, bool skip, std::vector<skipped_file>& skipped) {
   std::vector<std::string> out;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
-  if (ec) throw std::runtime_error("cannot list '" + dir + "': " + ec.message());
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw std::runtime_error("cannot list '" + dir + "': " + ec.message());
-    const auto name = it->path().filename().string();
-    if (!name.empty() && name[0] == '.') {  // hidden files and folders are not samples
-      if (it->is_directory()) it.disable_recursion_pending();
+  std::vector<fs::path> pending{fs::path(root)};
+  while (!pending.empty()) {
+    const fs::path dir = std::move(pending.back());
+    pending.pop_back();
+    std::vector<std::string> files;
+    std::vector<fs::path> subdirs;
+    std::error_code ec;
+    fs::directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      if (!name.empty() && name[0] == '.') continue;  // hidden files and folders are not samples
+      std::error_code type_ec;
+      if (it->is_directory(type_ec)) {
+        subdirs.push_back(it->path());
+      } else if (it->is_regular_file(type_ec) && data::has_image_extension(name)) {
+        files.push_back(it->path().string());
+      }
+    }
+    if (ec) {  // a listing cut short is left out whole
+      if (!skip || dir == fs::path(root))
+        throw std::runtime_error("cannot list '" + dir.string() + "': " + ec.message());
+      skipped.push_back({dir.string(), "cannot list directory: " + ec.message()});
       continue;
     }
-    if (it->is_regular_file() && data::has_image_extension(name)) out.push_back(it->path().string());
+    out.insert(out.end(), files.begin(), files.end());
+    pending.insert(pending.end(), subdirs.begin(), subdirs.end());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-read_set list_samples(io::source& src) {
+read_set list_samples(io::source& src, bool skip) {
   read_set out;
   const std::string& source = src.location();
   const bool local = src.scheme() == "file";
@@ -107,19 +131,17 @@ read_set list_samples(io::source& src) {
     throw std::runtime_error("cannot read dataset '" + source + "': " +
                              (ec ? ec.message() : std::string("no such file or directory")));
   try {
-    out.ds = data::open_dataset(src);
+    data::dataset_options options;
+    options.skip_unreadable = skip;
+    out.ds = data::open_dataset(src, options);
+    for (const auto& d : out.ds->report().skipped) out.skipped.push_back({d.path, d.reason});
     return out;
   } catch (const data::dataset_error&) {
     if (!local || !fs::is_directory(status)) throw;  // a bad manifest, shard or record: say so
   }
-  out.files = image_files_under(source);
+  out.files = image_files_under(source, skip, out.skipped);
   return out;
 }
-
-struct skipped_file {
-  std::string path;
-  std::string reason;
-};
 
 struct shared_state {
   const read_set* samples = nullptr;
@@ -181,13 +203,15 @@ int run_bench(bench_options opt) {
   so.direct = opt.direct;
   const std::unique_ptr<io::source> src = io::source::open(opt.source, pool, so);
   opt.io_depth = src->depth();
-  const read_set samples = list_samples(*src);
+  const bool skip = parse_error_policy(opt.on_error) == error_policy::skip;
+  const read_set samples = list_samples(*src, skip);
   if (samples.size() == 0) throw std::runtime_error("no image files found under '" + opt.source + "'");
 
   shared_state s;
   s.samples = &samples;
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
-  s.fail_fast = parse_error_policy(opt.on_error) == error_policy::fail;
+  s.fail_fast = !skip;
+  s.skipped = samples.skipped;  // directories first, then files as they fail
 
   const auto start = std::chrono::steady_clock::now();
   progress_line bar(
@@ -208,7 +232,7 @@ int run_bench(bench_options opt) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bar.stop();
 
-  const std::size_t images = s.done.load() - s.skipped.size();
+  const std::size_t images = s.done.load() - (s.skipped.size() - samples.skipped.size());
   const std::uint64_t bytes = s.bytes.load();
   const io::source_stats st = src->stats();
   const double images_per_s = static_cast<double>(images) / seconds;
@@ -247,7 +271,7 @@ int run_bench(bench_options opt) {
                 direct ? " with O_DIRECT" : ", buffered", opt.io_depth, pool.thread_count());
     std::printf("  limited by: storage (only the read stage runs with --pipeline none)\n");
     if (!s.skipped.empty()) {
-      std::printf("  skipped %zu files:\n", s.skipped.size());
+      std::printf("  skipped %zu (files, or directories that cannot be listed):\n", s.skipped.size());
       for (const auto& k : s.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
     }
   }
@@ -377,7 +401,7 @@ int run_loader_bench(const bench_options& opt) {
                   static_cast<unsigned long long>(st.cache_stores), static_cast<unsigned long long>(st.cache_evictions),
                   static_cast<double>(st.cache_bytes) / 1e6);
     if (!st.skipped.empty()) {
-      std::printf("  skipped %zu files:\n", st.skipped.size());
+      std::printf("  skipped %zu (files, or directories that cannot be listed):\n", st.skipped.size());
       for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
     }
   }
