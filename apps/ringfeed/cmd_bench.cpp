@@ -9,6 +9,9 @@
 // dataset, or every image file under a plain directory) is read, `--io-depth`
 // in flight, on io_uring or pread threads, buffered or with `--direct`, from
 // libnfs for nfs://, from the memory map for LMDB.
+//
+// SIGINT and SIGTERM stop either between two batches (or reads), join the
+// threads and exit 130 or 143 with one line on stderr and no summary.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -35,6 +38,7 @@
 #include <ringfeed/when_all.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 namespace ringfeed::cli {
 namespace {
@@ -151,6 +155,7 @@ struct shared_state {
   std::atomic<std::uint64_t> bytes{0};
   bool fail_fast = false;
   std::atomic<bool> stop{false};  // set on the first error with --on-error fail
+  const interrupt_watch* interrupt = nullptr;  // SIGINT/SIGTERM: stop taking samples
   std::mutex skipped_mutex;
   std::vector<skipped_file> skipped;
 };
@@ -165,7 +170,7 @@ task<> read_samples(thread_pool& pool, io::source& src, shared_state& s) {
   const read_set& set = *s.samples;
   for (;;) {
     const std::size_t i = s.next.fetch_add(1, std::memory_order_relaxed);
-    if (i >= s.total || s.stop.load(std::memory_order_relaxed)) break;
+    if (i >= s.total || s.stop.load(std::memory_order_relaxed) || s.interrupt->requested()) break;
     const std::size_t k = i % set.size();
     try {
       io::sample_ref ref;
@@ -194,6 +199,8 @@ int run_bench(bench_options opt) {
   if (!opt.cache_dir.empty())
     throw std::runtime_error("--cache-dir is a loader option: use it with --pipeline val or train");
 
+  // Before any thread starts: SIGINT/SIGTERM stop the readers (interrupt.hpp).
+  const interrupt_watch interrupt;
   thread_pool pool(opt.threads);
   // The loader's storage interface and its defaults: the storage decides
   // the depth and whether reads get network deadlines and retries.
@@ -212,6 +219,7 @@ int run_bench(bench_options opt) {
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
   s.fail_fast = !skip;
   s.skipped = samples.skipped;  // directories first, then files as they fail
+  s.interrupt = &interrupt;
 
   const auto start = std::chrono::steady_clock::now();
   progress_line bar(
@@ -231,6 +239,11 @@ int run_bench(bench_options opt) {
   sync_wait(when_all(std::move(readers)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bar.stop();
+  if (interrupt.requested() && s.done.load() < s.total) {
+    std::fprintf(stderr, "ringfeed bench: interrupted by %s after %zu of %zu files in %.3f s\n",
+                 interrupt.signal_name().c_str(), s.done.load(), s.total, seconds);
+    return interrupt.exit_status();
+  }
 
   const std::size_t images = s.done.load() - (s.skipped.size() - samples.skipped.size());
   const std::uint64_t bytes = s.bytes.load();
@@ -289,6 +302,9 @@ const char* explain(const std::string& bottleneck, bool exact) {
 
 int run_loader_bench(const bench_options& opt) {
   if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
+  // Before the loader starts its threads: SIGINT/SIGTERM stop the run
+  // between two batches (interrupt.hpp).
+  const interrupt_watch interrupt;
   loader_options o;
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
@@ -307,7 +323,8 @@ int run_loader_bench(const bench_options& opt) {
   o.shuffle_buffer = opt.shuffle_buffer;
   if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
 
-  loader l(o);
+  std::optional<loader> held(std::in_place, o);
+  loader& l = *held;
   const std::size_t per_epoch = l.dataset().size();
   const std::size_t total = per_epoch * static_cast<std::size_t>(opt.epochs);
   progress_line bar(
@@ -326,10 +343,15 @@ int run_loader_bench(const bench_options& opt) {
   // Per epoch, as the consumer saw it (the first one includes filling the
   // pipeline, and with --cache-dir filling the cache).
   std::vector<double> epoch_rates;
-  for (int e = 0; e < opt.epochs; ++e) {
+  bool stopped = false;  // by a signal, before the end
+  for (int e = 0; e < opt.epochs && !stopped; ++e) {
     const auto t0 = std::chrono::steady_clock::now();
     std::size_t in_epoch = 0;
     for (batch& b : l.epoch(static_cast<std::uint64_t>(e))) {
+      if (interrupt.requested()) {
+        stopped = true;
+        break;
+      }
       in_epoch += b.size();
       // A stand-in for the training step: the consumer is busy, not waiting.
       if (opt.step_ms > 0) std::this_thread::sleep_for(step);
@@ -340,6 +362,12 @@ int run_loader_bench(const bench_options& opt) {
   }
   const auto st = l.stats();
   bar.stop();
+  if (stopped) {
+    held.reset();  // stops the pipeline and joins its threads
+    std::fprintf(stderr, "ringfeed bench: interrupted by %s after %zu images in %.3f s\n",
+                 interrupt.signal_name().c_str(), images, st.elapsed_s);
+    return interrupt.exit_status();
+  }
 
   const double seconds = st.elapsed_s;
   const double images_per_s = static_cast<double>(images) / seconds;
