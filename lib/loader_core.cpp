@@ -16,6 +16,9 @@ namespace ringfeed::detail {
 loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   if (m_opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
   if (m_opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
+  // on_error reaches the index too: an ImageFolder directory that cannot be
+  // listed is left out and reported below, or stops the scan naming it.
+  if (m_opt.on_error == error_policy::skip) m_opt.dataset.skip_unreadable = true;
 
   if (io::nfs_url::is_nfs(m_opt.source) || io::is_lmdb_location(m_opt.source)) {
     // Storage with no local path is listed through its source, which resumes
@@ -35,6 +38,10 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     // deadlines and retries) and, unless set, the depth.
     if (!m_ds.empty())  // (an empty one is refused below)
       m_where = io::probe_source(m_ds.shards().empty() ? std::string(m_ds.root()) : m_ds.shards().front().path);
+  }
+  for (const data::skipped_directory& d : m_ds.report().skipped) {
+    log("skipped directory " + d.path + ": " + d.reason);
+    m_skipped.push_back({d.path, d.reason});  // no thread runs yet: the mutex is not needed
   }
   if (m_ds.empty()) throw std::invalid_argument("loader: '" + m_opt.source + "' holds no samples");
   if (m_opt.io_depth == 0) m_opt.io_depth = m_where.io_depth;

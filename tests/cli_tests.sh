@@ -83,6 +83,110 @@ check "export --on-error skip writes every good sample" \
 check "export --on-error skip lists the skipped file and why in skipped.tsv" \
   test "$(grep -c zz_bad.jpg "$work/exp-skip/skipped.tsv")" -eq 1 -a "$(wc -l < "$work/exp-skip/skipped.tsv")" -eq 2
 
+# A completed export leaves no INCOMPLETE marker; a failed one keeps it.
+check "a completed export has no INCOMPLETE marker" test ! -e "$work/exp-skip/INCOMPLETE" -a ! -e "$work/exp/INCOMPLETE"
+check "a failed export is marked INCOMPLETE" test -f "$work/exp-fail/INCOMPLETE"
+
+# Unreadable files and directories (chmod 000) are named and skipped or
+# fatal as --on-error says. As root, setpriv drops the capabilities that
+# bypass the mode bits; where they still do not deny access, say so.
+as_user=()
+[ "$(id -u)" -eq 0 ] && as_user=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+cp -r "$work/a/train" "$work/perm"
+first_class="$(ls "$work/perm" | head -n 1)"
+victim="$(ls "$work/perm/$first_class" | head -n 1)"
+mkdir "$work/perm/$first_class/locked" && cp "$work/perm/$first_class/$victim" "$work/perm/$first_class/locked/"
+chmod 000 "$work/perm/$first_class/$victim" "$work/perm/$first_class/locked"
+if ! "${as_user[@]}" cat "$work/perm/$first_class/$victim" >/dev/null 2>&1; then
+  out="$("${as_user[@]}" "$cli" export "$work/perm" --out "$work/perm-skip" --on-error skip 2>&1)"; rc=$?
+  check "export --on-error skip over unreadable entries succeeds with the others" \
+    test "$rc" -eq 0 -a "$(ls "$work/perm-skip" | grep -c '\.ppm$')" -eq 29
+  check "skipped.tsv names the unreadable file and directory with the reason" \
+    test "$(grep -F "$victim" "$work/perm-skip/skipped.tsv" | grep -c 'Permission denied')" -eq 1 \
+      -a "$(grep -F "$first_class/locked" "$work/perm-skip/skipped.tsv" | grep -c 'Permission denied')" -eq 1
+  out="$("${as_user[@]}" "$cli" export "$work/perm" --out "$work/perm-fail" 2>&1)"; rc=$?
+  check "export --on-error fail names the unreadable directory" \
+    test "$rc" -eq 1 -a -n "$(grep -F "$first_class/locked" <<<"$out" | grep -F 'Permission denied')"
+  json="$("${as_user[@]}" "$cli" bench "$work/perm" --pipeline none --on-error skip --json 2>/dev/null | tail -n 1)"
+  check "bench --pipeline none lists both in its JSON skipped" \
+    test -n "$(grep '"images":29,' <<<"$json" | grep -F "$first_class/locked" | grep -F "$victim")"
+else
+  echo "SKIPPED (not counted): chmod 000 does not deny access here (uid $(id -u))"
+fi
+chmod 755 "$work/perm/$first_class/locked"; chmod 644 "$work/perm/$first_class/$victim"
+
+# SIGINT and SIGTERM: bench and export stop cleanly within a bound, exit
+# 128 + the signal, say so in one line; export leaves only whole images and
+# its INCOMPLETE marker. Each run is signalled once it is provably under
+# way (polled, with a deadline); env --default-signal undoes the SIG_IGN a
+# script gives its background jobs, which ringfeed respects.
+wait_until() {  # condition (a shell expression) true within 60 s
+  local deadline=$((SECONDS + 60))
+  until eval "$1"; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+loader_running() {  # SIGINT and SIGTERM blocked by ringfeed's watch, its worker threads started
+  local blk
+  blk="$(awk '/^SigBlk/ {print $2}' "/proc/$1/status" 2>/dev/null)" || return 1
+  [ -n "$blk" ] && (((16#$blk & 0x4002) == 0x4002)) && [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -ge 4 ]
+}
+signal_run() {  # signal, readiness condition (may use $pid), command...: sets sig_rc, sig_secs
+  local sig="$1" ready="$2"; shift 2
+  env --default-signal=INT,TERM "$@" >"$work/sig.out" 2>"$work/sig.err" &
+  pid=$!
+  sig_rc=none sig_secs=0
+  if ! wait_until "$ready"; then
+    kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    echo "not ready within 60 s: $*"; return
+  fi
+  kill -s "$sig" "$pid"
+  local t0=$SECONDS
+  if ! wait_until "! kill -0 $pid 2>/dev/null"; then kill -KILL "$pid"; fi
+  wait "$pid"; sig_rc=$?
+  sig_secs=$((SECONDS - t0))
+}
+ppm_whole() {  # every .ppm in $1 has exactly the bytes its header announces
+  /usr/bin/python3 - "$1" <<'PY'
+import os, re, sys
+for name in os.listdir(sys.argv[1]):
+    if not name.endswith(".ppm"):
+        continue
+    data = open(os.path.join(sys.argv[1], name), "rb").read()
+    m = re.match(rb"P6\n(\d+) (\d+)\n255\n", data)
+    if not m or len(data) - m.end() != int(m[1]) * int(m[2]) * 3:
+        sys.exit(f"{name}: torn or malformed")
+PY
+}
+"$cli" gen "$work/big" --images 600 --classes 3 --seed 9 >/dev/null 2>&1
+for sig in INT TERM; do
+  want=$((128 + $(kill -l "$sig")))
+  out_dir="$work/sig-exp-$sig"
+  signal_run "$sig" 'compgen -G "$out_dir/*.ppm" >/dev/null' \
+    "$cli" export "$work/big/train" --out "$out_dir" --size 512 --threads 1
+  check "export stops on SIG$sig with status $want within 10 s (got $sig_rc after ${sig_secs}s)" \
+    test "$sig_rc" = "$want" -a "$sig_secs" -le 10
+  check "export says it was interrupted by SIG$sig, in one line" \
+    test "$(grep -c "interrupted by SIG$sig after [0-9]* samples" "$work/sig.err")" -eq 1
+  check "the interrupted export is marked INCOMPLETE, saying why" grep -q "interrupted by SIG$sig" "$out_dir/INCOMPLETE"
+  n="$(ls "$out_dir" | grep -c '\.ppm$')"
+  check "the interrupted export wrote some but not all images ($n)" test "$n" -ge 1 -a "$n" -lt 600
+  check "every image of the interrupted export is whole" ppm_whole "$out_dir"
+  check "the interrupted export leaves no temporary file" test -z "$(find "$out_dir" -name '.*')"
+done
+signal_run INT 'loader_running $pid' \
+  "$cli" bench "$work/big/train" --pipeline val --size 64 --batch 8 --threads 2 --device -1 --epochs 1000
+check "bench stops on SIGINT with status 130 within 10 s (got $sig_rc after ${sig_secs}s)" \
+  test "$sig_rc" = 130 -a "$sig_secs" -le 10
+check "bench says it was interrupted, in one line, and prints no summary" \
+  test "$(grep -c 'interrupted by SIGINT after' "$work/sig.err")" -eq 1 -a ! -s "$work/sig.out"
+signal_run TERM 'loader_running $pid' \
+  "$cli" bench "$work/big/train" --pipeline none --threads 2 --epochs 100000 --json
+check "bench --pipeline none stops on SIGTERM with status 143 within 10 s (got $sig_rc after ${sig_secs}s)" \
+  test "$sig_rc" = 143 -a "$sig_secs" -le 10
+check "bench --pipeline none says it was interrupted by SIGTERM" grep -q 'interrupted by SIGTERM after' "$work/sig.err"
+
 # --max-pixels: an image over the limit is refused before it is decoded,
 # named, and the limit is said; 0 is not a limit.
 out="$("$cli" export "$work/a/train" --out "$work/exp-px" --max-pixels 1 2>&1)"; rc=$?

@@ -9,6 +9,9 @@
 // dataset, or every image file under a plain directory) is read, `--io-depth`
 // in flight, on io_uring or pread threads, buffered or with `--direct`, from
 // libnfs for nfs://, from the memory map for LMDB.
+//
+// SIGINT and SIGTERM stop either between two batches (or reads), join the
+// threads and exit 130 or 143 with one line on stderr and no summary.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -35,6 +38,7 @@
 #include <ringfeed/when_all.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 namespace ringfeed::cli {
 namespace {
@@ -68,35 +72,59 @@ struct bench_options {
   std::size_t shuffle_buffer = 1000;
 };
 
+struct skipped_file {
+  std::string path;
+  std::string reason;
+};
+
 // What `--pipeline none` reads: a dataset (ImageFolder, manifest, tar
 // shards, nfs://, LMDB) when SOURCE is one, else every image file under
-// SOURCE; through the loader's storage interface either way.
+// SOURCE; through the loader's storage interface either way. `skipped`:
+// the directories left out (--on-error skip) because they cannot be listed.
 struct read_set {
   std::optional<data::dataset> ds;
   std::vector<std::string> files;
+  std::vector<skipped_file> skipped;
   [[nodiscard]] std::size_t size() const { return ds ? ds->size() : files.size(); }
 };
 
-// Every image file under a plain directory (no class folders), sorted.
-std::vector<std::string> image_files_under(const std::string& dir) {
+// Every image file under a plain directory (no class folders), sorted. A
+// sub-directory that cannot be listed stops the listing, naming it, or with
+// `skip` is left out and named in `skipped`.
+std::vector<std::string> image_files_under(const std::string& root, bool skip, std::vector<skipped_file>& skipped) {
   std::vector<std::string> out;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
-  if (ec) throw std::runtime_error("cannot list '" + dir + "': " + ec.message());
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw std::runtime_error("cannot list '" + dir + "': " + ec.message());
-    const auto name = it->path().filename().string();
-    if (!name.empty() && name[0] == '.') {  // hidden files and folders are not samples
-      if (it->is_directory()) it.disable_recursion_pending();
+  std::vector<fs::path> pending{fs::path(root)};
+  while (!pending.empty()) {
+    const fs::path dir = std::move(pending.back());
+    pending.pop_back();
+    std::vector<std::string> files;
+    std::vector<fs::path> subdirs;
+    std::error_code ec;
+    fs::directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      if (!name.empty() && name[0] == '.') continue;  // hidden files and folders are not samples
+      std::error_code type_ec;
+      if (it->is_directory(type_ec)) {
+        subdirs.push_back(it->path());
+      } else if (it->is_regular_file(type_ec) && data::has_image_extension(name)) {
+        files.push_back(it->path().string());
+      }
+    }
+    if (ec) {  // a listing cut short is left out whole
+      if (!skip || dir == fs::path(root))
+        throw std::runtime_error("cannot list '" + dir.string() + "': " + ec.message());
+      skipped.push_back({dir.string(), "cannot list directory: " + ec.message()});
       continue;
     }
-    if (it->is_regular_file() && data::has_image_extension(name)) out.push_back(it->path().string());
+    out.insert(out.end(), files.begin(), files.end());
+    pending.insert(pending.end(), subdirs.begin(), subdirs.end());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-read_set list_samples(io::source& src) {
+read_set list_samples(io::source& src, bool skip) {
   read_set out;
   const std::string& source = src.location();
   const bool local = src.scheme() == "file";
@@ -107,19 +135,17 @@ read_set list_samples(io::source& src) {
     throw std::runtime_error("cannot read dataset '" + source + "': " +
                              (ec ? ec.message() : std::string("no such file or directory")));
   try {
-    out.ds = data::open_dataset(src);
+    data::dataset_options options;
+    options.skip_unreadable = skip;
+    out.ds = data::open_dataset(src, options);
+    for (const auto& d : out.ds->report().skipped) out.skipped.push_back({d.path, d.reason});
     return out;
   } catch (const data::dataset_error&) {
     if (!local || !fs::is_directory(status)) throw;  // a bad manifest, shard or record: say so
   }
-  out.files = image_files_under(source);
+  out.files = image_files_under(source, skip, out.skipped);
   return out;
 }
-
-struct skipped_file {
-  std::string path;
-  std::string reason;
-};
 
 struct shared_state {
   const read_set* samples = nullptr;
@@ -129,6 +155,7 @@ struct shared_state {
   std::atomic<std::uint64_t> bytes{0};
   bool fail_fast = false;
   std::atomic<bool> stop{false};  // set on the first error with --on-error fail
+  const interrupt_watch* interrupt = nullptr;  // SIGINT/SIGTERM: stop taking samples
   std::mutex skipped_mutex;
   std::vector<skipped_file> skipped;
 };
@@ -143,7 +170,7 @@ task<> read_samples(thread_pool& pool, io::source& src, shared_state& s) {
   const read_set& set = *s.samples;
   for (;;) {
     const std::size_t i = s.next.fetch_add(1, std::memory_order_relaxed);
-    if (i >= s.total || s.stop.load(std::memory_order_relaxed)) break;
+    if (i >= s.total || s.stop.load(std::memory_order_relaxed) || s.interrupt->requested()) break;
     const std::size_t k = i % set.size();
     try {
       io::sample_ref ref;
@@ -172,6 +199,8 @@ int run_bench(bench_options opt) {
   if (!opt.cache_dir.empty())
     throw std::runtime_error("--cache-dir is a loader option: use it with --pipeline val or train");
 
+  // Before any thread starts: SIGINT/SIGTERM stop the readers (interrupt.hpp).
+  const interrupt_watch interrupt;
   thread_pool pool(opt.threads);
   // The loader's storage interface and its defaults: the storage decides
   // the depth and whether reads get network deadlines and retries.
@@ -181,13 +210,16 @@ int run_bench(bench_options opt) {
   so.direct = opt.direct;
   const std::unique_ptr<io::source> src = io::source::open(opt.source, pool, so);
   opt.io_depth = src->depth();
-  const read_set samples = list_samples(*src);
+  const bool skip = parse_error_policy(opt.on_error) == error_policy::skip;
+  const read_set samples = list_samples(*src, skip);
   if (samples.size() == 0) throw std::runtime_error("no image files found under '" + opt.source + "'");
 
   shared_state s;
   s.samples = &samples;
   s.total = samples.size() * static_cast<std::size_t>(opt.epochs);
-  s.fail_fast = parse_error_policy(opt.on_error) == error_policy::fail;
+  s.fail_fast = !skip;
+  s.skipped = samples.skipped;  // directories first, then files as they fail
+  s.interrupt = &interrupt;
 
   const auto start = std::chrono::steady_clock::now();
   progress_line bar(
@@ -207,8 +239,13 @@ int run_bench(bench_options opt) {
   sync_wait(when_all(std::move(readers)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bar.stop();
+  if (interrupt.requested() && s.done.load() < s.total) {
+    std::fprintf(stderr, "ringfeed bench: interrupted by %s after %zu of %zu files in %.3f s\n",
+                 interrupt.signal_name().c_str(), s.done.load(), s.total, seconds);
+    return interrupt.exit_status();
+  }
 
-  const std::size_t images = s.done.load() - s.skipped.size();
+  const std::size_t images = s.done.load() - (s.skipped.size() - samples.skipped.size());
   const std::uint64_t bytes = s.bytes.load();
   const io::source_stats st = src->stats();
   const double images_per_s = static_cast<double>(images) / seconds;
@@ -247,7 +284,7 @@ int run_bench(bench_options opt) {
                 direct ? " with O_DIRECT" : ", buffered", opt.io_depth, pool.thread_count());
     std::printf("  limited by: storage (only the read stage runs with --pipeline none)\n");
     if (!s.skipped.empty()) {
-      std::printf("  skipped %zu files:\n", s.skipped.size());
+      std::printf("  skipped %zu (files, or directories that cannot be listed):\n", s.skipped.size());
       for (const auto& k : s.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
     }
   }
@@ -265,6 +302,9 @@ const char* explain(const std::string& bottleneck, bool exact) {
 
 int run_loader_bench(const bench_options& opt) {
   if (opt.epochs < 1) throw std::runtime_error("--epochs must be at least 1");
+  // Before the loader starts its threads: SIGINT/SIGTERM stop the run
+  // between two batches (interrupt.hpp).
+  const interrupt_watch interrupt;
   loader_options o;
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
@@ -283,7 +323,8 @@ int run_loader_bench(const bench_options& opt) {
   o.shuffle_buffer = opt.shuffle_buffer;
   if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
 
-  loader l(o);
+  std::optional<loader> held(std::in_place, o);
+  loader& l = *held;
   const std::size_t per_epoch = l.dataset().size();
   const std::size_t total = per_epoch * static_cast<std::size_t>(opt.epochs);
   progress_line bar(
@@ -302,10 +343,15 @@ int run_loader_bench(const bench_options& opt) {
   // Per epoch, as the consumer saw it (the first one includes filling the
   // pipeline, and with --cache-dir filling the cache).
   std::vector<double> epoch_rates;
-  for (int e = 0; e < opt.epochs; ++e) {
+  bool stopped = false;  // by a signal, before the end
+  for (int e = 0; e < opt.epochs && !stopped; ++e) {
     const auto t0 = std::chrono::steady_clock::now();
     std::size_t in_epoch = 0;
     for (batch& b : l.epoch(static_cast<std::uint64_t>(e))) {
+      if (interrupt.requested()) {
+        stopped = true;
+        break;
+      }
       in_epoch += b.size();
       // A stand-in for the training step: the consumer is busy, not waiting.
       if (opt.step_ms > 0) std::this_thread::sleep_for(step);
@@ -316,6 +362,12 @@ int run_loader_bench(const bench_options& opt) {
   }
   const auto st = l.stats();
   bar.stop();
+  if (stopped) {
+    held.reset();  // stops the pipeline and joins its threads
+    std::fprintf(stderr, "ringfeed bench: interrupted by %s after %zu images in %.3f s\n",
+                 interrupt.signal_name().c_str(), images, st.elapsed_s);
+    return interrupt.exit_status();
+  }
 
   const double seconds = st.elapsed_s;
   const double images_per_s = static_cast<double>(images) / seconds;
@@ -377,7 +429,7 @@ int run_loader_bench(const bench_options& opt) {
                   static_cast<unsigned long long>(st.cache_stores), static_cast<unsigned long long>(st.cache_evictions),
                   static_cast<double>(st.cache_bytes) / 1e6);
     if (!st.skipped.empty()) {
-      std::printf("  skipped %zu files:\n", st.skipped.size());
+      std::printf("  skipped %zu (files, or directories that cannot be listed):\n", st.skipped.size());
       for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
     }
   }

@@ -3,15 +3,22 @@
 // position in the epoch's delivery order. The pixels are the pipeline's
 // uint8 RGB output before normalization, so they can be compared with
 // torchvision's (or viewed) directly.
+//
+// Every file is written to a hidden temporary and renamed, so none is ever
+// torn; OUT/INCOMPLETE exists from the start until the last image is
+// written, so a directory left by an interrupt (SIGINT, SIGTERM: exit 130,
+// 143), a failure or a kill says it is partial.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <ringfeed/loader.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 namespace ringfeed::cli {
 namespace {
@@ -33,17 +40,40 @@ struct export_options {
   std::string on_error = "fail";
 };
 
+// Marks OUT while it is not a whole export: written before the first image,
+// removed after the last one and skipped.tsv. Left behind by an interrupt
+// (with the signal and the count), a failure, or a killed process.
+constexpr const char* incomplete_marker = "INCOMPLETE";
+
 void write_ppm(const fs::path& path, const std::uint8_t* rgb, std::int64_t height, std::int64_t width) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << "P6\n" << width << ' ' << height << "\n255\n";
-  f.write(reinterpret_cast<const char*>(rgb), static_cast<std::streamsize>(height * width * 3));
-  if (!f) throw std::runtime_error("cannot write '" + path.string() + "'");
+  const std::string header = "P6\n" + std::to_string(width) + ' ' + std::to_string(height) + "\n255\n";
+  write_file_atomically(path, {{reinterpret_cast<const unsigned char*>(header.data()), header.size()},
+                               {rgb, static_cast<std::size_t>(height * width * 3)}});
+}
+
+void write_marker(const export_options& opt, const std::string& state) {
+  write_text_atomically(fs::path(opt.out) / incomplete_marker,
+                        "This directory does not hold a whole `ringfeed export` of " + opt.source + ":\n" + state +
+                            "\nThe images present are complete files, a prefix of the delivery order.\n"
+                            "A finished export removes this file.\n");
+}
+
+// --on-error skip: the files left out and why, beside the images, so one
+// command audits a dataset.
+void write_skipped(const fs::path& list, const std::vector<skipped_sample>& skipped) {
+  std::string text = "path\treason\n";
+  for (const auto& k : skipped) text += k.path + '\t' + k.reason + '\n';
+  write_text_atomically(list, text);
 }
 
 int run_export(const export_options& opt) {
+  // First, before the loader starts any thread: SIGINT/SIGTERM stop the
+  // export between two images (interrupt.hpp).
+  const interrupt_watch interrupt;
   std::error_code ec;
   fs::create_directories(opt.out, ec);
   if (ec) throw std::runtime_error("cannot create '" + opt.out + "': " + ec.message());
+  write_marker(opt, "the export is running, or it failed or was killed before the end.");
 
   loader_options o;
   o.source = opt.source;
@@ -58,36 +88,46 @@ int run_export(const export_options& opt) {
   o.sampler.rank = 0;
   o.sampler.world_size = 1;
 
-  loader l(o);
+  std::optional<loader> l(std::in_place, o);
   std::size_t position = 0;
-  for (batch& b : l.epoch(opt.epoch)) {
+  bool stopped = false;  // by a signal, before the end
+  for (batch& b : l->epoch(opt.epoch)) {
     const auto& v = b.images();
     const std::int64_t h = v.shape[1], w = v.shape[2];
     const auto* base = static_cast<const std::uint8_t*>(v.data);
     for (std::size_t k = 0; k < b.size(); ++k) {
       if (opt.count != 0 && position == opt.count) break;
+      if (interrupt.requested()) {
+        stopped = true;
+        break;
+      }
       const fs::path name = fs::path(opt.out) / (std::to_string(position) + "_" + std::to_string(b.labels()[k]) + ".ppm");
       write_ppm(name, base + k * static_cast<std::size_t>(h * w * 3), h, w);
       ++position;
     }
-    if (opt.count != 0 && position == opt.count) break;
+    if (stopped || (opt.count != 0 && position == opt.count)) break;
   }
-  // --on-error skip: the files left out and why, beside the images, so one
-  // command audits a dataset.
-  const loader_stats st = l.stats();
-  if (o.on_error == error_policy::skip) {
-    const fs::path list = fs::path(opt.out) / "skipped.tsv";
-    std::ofstream f(list, std::ios::trunc);
-    f << "path\treason\n";
-    for (const auto& k : st.skipped) f << k.path << '\t' << k.reason << '\n';
-    if (!f) throw std::runtime_error("cannot write '" + list.string() + "'");
+  const loader_stats st = l->stats();
+  l.reset();  // stops the pipeline and joins its threads
+
+  const fs::path skipped_list = fs::path(opt.out) / "skipped.tsv";
+  if (o.on_error == error_policy::skip) write_skipped(skipped_list, st.skipped);
+  if (stopped) {
+    write_marker(opt, "interrupted by " + interrupt.signal_name() + " after " + std::to_string(position) +
+                          " samples.");
+    std::fprintf(stderr, "ringfeed export: interrupted by %s after %zu samples; %s is incomplete (see %s)\n",
+                 interrupt.signal_name().c_str(), position, opt.out.c_str(),
+                 (fs::path(opt.out) / incomplete_marker).c_str());
+    return interrupt.exit_status();
   }
+  fs::remove(fs::path(opt.out) / incomplete_marker, ec);
+  if (ec) throw std::runtime_error("cannot remove '" + opt.out + "/" + incomplete_marker + "': " + ec.message());
   std::printf("export: %zu samples of epoch %llu (%s, %s mode, seed %llu, read with %s) -> %s\n", position,
               static_cast<unsigned long long>(opt.epoch), opt.pipeline.c_str(), opt.exact ? "exact" : "fast",
               static_cast<unsigned long long>(opt.seed), st.backend.c_str(), opt.out.c_str());
   if (o.on_error == error_policy::skip)
     std::printf("export: %zu file(s) skipped, listed with the reasons in %s\n", st.skipped.size(),
-                (fs::path(opt.out) / "skipped.tsv").c_str());
+                skipped_list.c_str());
   return 0;
 }
 

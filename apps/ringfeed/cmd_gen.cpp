@@ -10,13 +10,11 @@
 // file depends only on its own derived seed, so the thread count and the
 // order of work do not matter. Files are written under a hidden temporary
 // name and renamed, so an interrupted run leaves no torn JPEGs.
-#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -35,7 +33,6 @@
 
 #include <nlohmann/json.hpp>
 #include <ringfeed/config.hpp>
-#include <ringfeed/detail/unique_fd.hpp>
 #include <turbojpeg.h>
 
 #include "commands.hpp"
@@ -76,8 +73,6 @@ struct plan {
 };
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 // ImageNet-style WordNet id: 'n' and eight digits; sorted order == class index.
 std::string wnid(std::size_t index) {
@@ -124,38 +119,6 @@ plan make_plan(const gen_options& o, const fs::path& out) {
     p.files.push_back(std::move(f));
   }
   return p;
-}
-
-using ringfeed::detail::unique_fd;
-
-// Writes `bytes` to `path` via a hidden temporary in the same directory and
-// rename(2), so readers see either no file or the whole file. Throws
-// std::runtime_error naming the path and the reason.
-void write_file_atomically(const fs::path& path, std::span<const unsigned char> bytes) {
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    throw std::runtime_error("cannot create " + quoted(path) + " (as " + quoted(tmp.filename()) +
-                             "): " + errno_text(errno));
-  }
-  const auto fail = [&](int err) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + quoted(path) + ": " + errno_text(err));
-  };
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd.get(), bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(errno);
-    }
-    bytes = bytes.subspan(static_cast<std::size_t>(n));
-  }
-  if (const int err = fd.close(); err != 0) fail(err);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
-}
-
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  write_file_atomically(path, {reinterpret_cast<const unsigned char*>(text.data()), text.size()});
 }
 
 std::string subsampling_name(int subsamp) {
@@ -282,7 +245,7 @@ void run_worker(const plan& p, std::vector<std::uint64_t>& sizes, work_queue& q)
       if (i >= p.files.size()) break;
       current = &p.files[i];
       const auto bytes = encoder.encode(current->spec);
-      write_file_atomically(current->path, bytes);
+      write_file_atomically(current->path, {bytes});
       sizes[i] = bytes.size();
     }
   } catch (const std::exception& e) {

@@ -5,10 +5,14 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -53,6 +57,15 @@ CLI::Option* add_io_option(CLI::App* cmd, std::string& target);
 
 /// `--max-pixels N` on `cmd` (default image::default_max_pixels, Pillow's).
 CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target);
+
+/// Writes the concatenation of `parts` to `path` through a hidden temporary
+/// beside it (".<name>.tmp") and rename(2): readers, and whoever looks after
+/// an interrupt or a failure, see no file or the whole file, never a torn
+/// one. Throws std::runtime_error naming the path and the reason (the
+/// temporary is removed).
+void write_file_atomically(const std::filesystem::path& path,
+                           std::initializer_list<std::span<const unsigned char>> parts);
+void write_text_atomically(const std::filesystem::path& path, std::string_view text);
 
 /// Redraws one status line on stderr every 100 ms from `render` (called on
 /// the drawing thread), while enabled; stop() (or the destructor) ends it and

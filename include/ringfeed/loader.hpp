@@ -49,8 +49,13 @@ using image::pipeline;
 
 /// What to do with a sample that cannot be read or decoded.
 enum class error_policy : std::uint8_t {
-  fail,  ///< stop: next() throws an error naming the file and the reason
-  skip,  ///< leave it out of its batch; list it in stats().skipped and the log
+  /// stop: next() throws an error naming the file and the reason (an
+  /// ImageFolder directory that cannot be listed: the constructor, naming it)
+  fail,
+  /// leave it out of its batch; list it in stats().skipped and the log. An
+  /// ImageFolder directory that cannot be listed (dataset_options::
+  /// skip_unreadable) is left out of the index, listed and logged the same way.
+  skip,
 };
 
 /// The user-facing names: "skip", "fail". Throws std::invalid_argument

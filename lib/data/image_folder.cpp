@@ -67,6 +67,15 @@ void python_sort(std::vector<std::string>& names) {
   names = std::move(sorted);
 }
 
+// A directory that cannot be opened or listed (EACCES, EIO): with
+// options.skip_unreadable it is recorded in `skipped` and the caller leaves
+// it out; else the scan stops with std::system_error naming it.
+void refuse_directory(const dataset_options& options, std::vector<skipped_directory>& skipped, int err,
+                      std::string_view what, const std::string& path) {
+  if (!options.skip_unreadable) throw_errno(err, what, path);
+  skipped.push_back({path, std::string(what) + ": " + std::generic_category().message(err)});
+}
+
 bool is_hidden(std::string_view name) { return !name.empty() && name.front() == '.'; }
 
 bool is_dot_or_dotdot(const char* name) {
@@ -117,6 +126,11 @@ class class_walker {
   }
 
   std::vector<dir_record>& records() { return m_records; }
+  // Directories left out (options.skip_unreadable), sorted by path.
+  std::vector<skipped_directory>& skipped() {
+    std::sort(m_skipped.begin(), m_skipped.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    return m_skipped;
+  }
 
  private:
   struct listed_dir {
@@ -128,19 +142,29 @@ class class_walker {
     return m_root + "/" + m_class + (sub.empty() ? std::string() : "/" + sub);
   }
 
+  void refuse(int err, std::string_view what, const std::string& sub) {
+    refuse_directory(m_options, m_skipped, err, what, display(sub));
+  }
+
   void walk(unique_fd fd, std::string sub) {
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) throw_errno(errno, "cannot stat directory", display(sub));
+    if (::fstat(fd.get(), &st) != 0) {
+      refuse(errno, "cannot stat directory", sub);
+      return;
+    }
     const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
     // A symlink back to a directory being walked: os.walk would descend until
     // ELOOP, listing the same files again at every level; we stop here.
     if (std::find(m_ancestors.begin(), m_ancestors.end(), id) != m_ancestors.end()) return;
     // Stamp before listing: a change made during the listing moves the mtime
     // past the recorded one, so the cached index is not trusted next time.
-    m_records.push_back({m_class + (sub.empty() ? std::string() : "/" + sub), stamp_of(st)});
+    const dir_record record{m_class + (sub.empty() ? std::string() : "/" + sub), stamp_of(st)};
 
     DIR* dir = ::fdopendir(fd.get());
-    if (dir == nullptr) throw_errno(errno, "cannot list directory", display(sub));
+    if (dir == nullptr) {
+      refuse(errno, "cannot list directory", sub);
+      return;
+    }
     static_cast<void>(fd.release());  // now owned by `dir`
     struct dir_closer {
       DIR* d;
@@ -154,7 +178,11 @@ class class_walker {
       errno = 0;
       const dirent* e = ::readdir(dir);
       if (e == nullptr) {
-        if (errno != 0) throw_errno(errno, "cannot list directory", display(sub));
+        // A listing cut short is left out whole: no partial directory.
+        if (errno != 0) {
+          refuse(errno, "cannot list directory", sub);
+          return;
+        }
         break;
       }
       if (is_dot_or_dotdot(e->d_name)) continue;
@@ -168,12 +196,16 @@ class class_walker {
     }
     python_sort(listed.images);
     m_dirs.push_back(std::move(listed));
+    m_records.push_back(record);
 
     m_ancestors.push_back(id);
     for (const std::string& name : subdirs) {
       const std::string child = sub.empty() ? name : sub + "/" + name;
       const int cfd = ::openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (cfd < 0) throw_errno(errno, "cannot open directory", display(child));
+      if (cfd < 0) {
+        refuse(errno, "cannot open directory", child);
+        continue;
+      }
       walk(unique_fd(cfd), child);
     }
     m_ancestors.pop_back();
@@ -185,6 +217,7 @@ class class_walker {
   std::vector<std::pair<dev_t, ino_t>> m_ancestors;
   std::vector<listed_dir> m_dirs;
   std::vector<dir_record> m_records;
+  std::vector<skipped_directory> m_skipped;
 };
 
 // What affects the result besides the tree: part of the cache key.
@@ -205,6 +238,7 @@ struct scan_result {
   std::vector<std::uint64_t> counts;  // samples per class
   string_table names;
   std::vector<dir_record> dirs;
+  std::vector<skipped_directory> skipped;  // options.skip_unreadable: left out, in class order
 };
 
 scan_result scan(const std::string& root, const dataset_options& options) {
@@ -239,20 +273,28 @@ scan_result scan(const std::string& root, const dataset_options& options) {
   const std::size_t n = r.classes.size();
   std::vector<string_table> per_class(n);
   std::vector<std::vector<dir_record>> per_class_dirs(n);
+  std::vector<std::vector<skipped_directory>> per_class_skipped(n);
   parallel_for(n, scan_threads(options, n), [&](std::size_t c) {
     const int fd = ::openat(root_fd.get(), r.classes[c].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw_errno(errno, "cannot open class folder", root + "/" + r.classes[c]);
+    if (fd < 0) {
+      // Left out, the class keeps its label: no other class's label shifts.
+      const int err = errno;
+      refuse_directory(options, per_class_skipped[c], err, "cannot open class folder", root + "/" + r.classes[c]);
+      return;
+    }
     class_walker walker(root, r.classes[c], options);
     walker.walk_class(fd);
     walker.emit(per_class[c]);
     per_class_dirs[c] = std::move(walker.records());
+    per_class_skipped[c] = std::move(walker.skipped());
   });
 
   std::vector<std::string> empty;
   std::size_t total = 0;
   std::size_t chars = 0;
   for (std::size_t c = 0; c < n; ++c) {
-    if (per_class[c].size() == 0) empty.push_back(r.classes[c]);
+    // A class emptied by an unreadable directory was reported as such.
+    if (per_class[c].size() == 0 && per_class_skipped[c].empty()) empty.push_back(r.classes[c]);
     total += per_class[c].size();
     chars += per_class[c].chars().size();
   }
@@ -275,6 +317,7 @@ scan_result scan(const std::string& root, const dataset_options& options) {
     r.names.append(per_class[c]);
     r.counts.push_back(per_class[c].size());
     for (auto& d : per_class_dirs[c]) r.dirs.push_back(std::move(d));
+    for (auto& k : per_class_skipped[c]) r.skipped.push_back(std::move(k));
   }
   return r;
 }
@@ -405,7 +448,12 @@ dataset_contents image_folder_contents(const std::filesystem::path& root_path, c
   }
   if (!result) {
     result = scan(root, options);
-    if (cache_file) {
+    if (cache_file && !result->skipped.empty()) {
+      // chmod does not change a directory's mtime: a cached index would hide
+      // the left-out directories' samples after the permissions are fixed.
+      report.cache_note = "not cached: " + std::to_string(result->skipped.size()) +
+                          " unreadable director" + (result->skipped.size() == 1 ? "y" : "ies") + " left out";
+    } else if (cache_file) {
       const double now = wall_clock_now();
       const auto racy = std::find_if(result->dirs.begin(), result->dirs.end(),
                                      [&](const dir_record& d) { return is_racy(d.stamp, now); });
@@ -432,6 +480,7 @@ dataset_contents image_folder_contents(const std::filesystem::path& root_path, c
     c.labels.insert(c.labels.end(), result->counts[k], static_cast<std::int64_t>(k));
   }
   report.directories = result->dirs.size();
+  report.skipped = std::move(result->skipped);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   c.report = std::move(report);
   return c;
@@ -451,13 +500,22 @@ bool listed_name_ok(const listed_entry& e, const dataset_options& options) {
 struct listed_class {
   std::vector<std::string> dirs;                      // relative to the class ("" for itself)
   std::vector<std::vector<listed_entry>> images;      // per dir, sorted
-  void walk(const directory_lister& list, const std::string& class_rel, const std::string& sub,
-            const dataset_options& options, std::size_t depth) {
+  std::vector<skipped_directory> skipped;             // options.skip_unreadable: left out
+  void walk(const directory_lister& list, const std::string& root, const std::string& class_rel,
+            const std::string& sub, const dataset_options& options, std::size_t depth) {
     // A listing has no inodes to detect a cycle by (links are not followed,
     // but a server may still present one): 64 levels is deeper than any dataset.
     if (depth > 64)
       throw dataset_error(class_rel + "/" + sub, "directory tree deeper than 64 levels (a cycle?)");
-    std::vector<listed_entry> entries = list(sub.empty() ? class_rel : class_rel + "/" + sub);
+    const std::string rel = sub.empty() ? class_rel : class_rel + "/" + sub;
+    std::vector<listed_entry> entries;
+    try {
+      entries = list(rel);
+    } catch (const std::exception& e) {
+      if (!options.skip_unreadable) throw;
+      skipped.push_back({root + "/" + rel, e.what()});
+      return;
+    }
     std::vector<listed_entry> files;
     std::vector<std::string> subdirs;
     for (auto& e : entries) {
@@ -476,7 +534,8 @@ struct listed_class {
     for (const std::size_t i : python_order(names)) sorted.push_back(std::move(files[i]));
     dirs.push_back(sub);
     images.push_back(std::move(sorted));
-    for (const std::string& d : subdirs) walk(list, class_rel, sub.empty() ? d : sub + "/" + d, options, depth + 1);
+    for (const std::string& d : subdirs)
+      walk(list, root, class_rel, sub.empty() ? d : sub + "/" + d, options, depth + 1);
   }
 };
 
@@ -496,7 +555,8 @@ dataset_contents listed_image_folder_contents(std::string root, const directory_
 
   const std::size_t n = classes.size();
   std::vector<listed_class> per_class(n);
-  parallel_for(n, scan_threads(options, n), [&](std::size_t c) { per_class[c].walk(list, classes[c], "", options, 0); });
+  parallel_for(n, scan_threads(options, n),
+               [&](std::size_t c) { per_class[c].walk(list, root, classes[c], "", options, 0); });
 
   dataset_contents out;
   out.kind = dataset_kind::image_folder;
@@ -521,7 +581,9 @@ dataset_contents listed_image_folder_contents(std::string root, const directory_
         out.sizes.push_back(f.size);
       }
     }
-    if (out.labels.size() == before) empty.push_back(classes[c]);
+    if (out.labels.size() == before && lc.skipped.empty()) empty.push_back(classes[c]);
+    std::sort(lc.skipped.begin(), lc.skipped.end(), [](const auto& x, const auto& y) { return x.path < y.path; });
+    for (auto& k : lc.skipped) out.report.skipped.push_back(std::move(k));
     out.report.directories += lc.dirs.size();
   }
   if (!empty.empty()) {

@@ -96,12 +96,25 @@ struct dataset_options {
   /// sub folders) are ignored. true: kept, which is exactly torchvision 0.14
   /// (it keeps them, so `.git` becomes a class).
   bool include_hidden = false;
+  /// A directory below the root (a class folder or one under it) that cannot
+  /// be opened or listed (EACCES after a chmod, EIO): false (default), the
+  /// scan throws std::system_error naming it; true, it is left out, named
+  /// with the reason in index_report::skipped, and the scan goes on. A class
+  /// whose folder is left out keeps its label (no other label shifts) and
+  /// holds no samples. A loader sets it when its on_error is skip.
+  bool skip_unreadable = false;
 
   // --- tar shards ----------------------------------------------------------
   /// Suffix of the member holding a sample's integer label (`key.cls`).
   std::string label_suffix = "cls";
   /// true: a sample without a label member is an error. false: its label is -1.
   bool require_labels = true;
+};
+
+/// A directory the scan left out (dataset_options::skip_unreadable), and why.
+struct skipped_directory {
+  std::string path;    ///< as the scan named it: the root joined with the directory's relative path
+  std::string reason;  ///< e.g. "cannot open directory: Permission denied"
 };
 
 /// How the index was obtained (for logs and tests).
@@ -112,6 +125,9 @@ struct index_report {
   std::size_t shards_indexed = 0;     ///< tar: shards parsed in this call
   std::size_t shards_from_cache = 0;  ///< tar: shards whose saved index was valid
   std::size_t directories = 0;        ///< ImageFolder: directories listed or validated
+  /// ImageFolder with skip_unreadable: the directories left out, in class
+  /// order. A scan that left one out is not cached.
+  std::vector<skipped_directory> skipped;
   double seconds = 0;                 ///< wall time to build or load the index
 };
 
@@ -241,7 +257,8 @@ class dataset {
 /// Differences from torchvision, all deliberate: hidden entries are ignored
 /// unless options.include_hidden; a symlink that leads back to a directory
 /// being walked is not followed (os.walk would recurse until ELOOP); an
-/// unreadable directory is an error (os.walk skips it silently).
+/// unreadable directory is an error (os.walk skips it silently), or with
+/// options.skip_unreadable left out and named in report().skipped.
 /// Class directories are listed concurrently (options.scan_threads) with
 /// d_type, so only symlinks and DT_UNKNOWN entries cost a stat. The index is
 /// cached in options.cache_dir, keyed by the absolute root and the options,
@@ -249,7 +266,9 @@ class dataset {
 /// tree modified less than 2 s before the scan is not cached: a change in
 /// the same timestamp tick could otherwise go unseen).
 /// Throws dataset_error for no class folder or a class without images
-/// (naming those classes), std::system_error when the tree can't be read.
+/// (naming those classes; a class emptied by a skipped directory is not
+/// one), std::system_error when the tree can't be read (the root, or with
+/// skip_unreadable false any directory in it).
 [[nodiscard]] dataset scan_image_folder(const std::filesystem::path& root, const dataset_options& options = {});
 
 /// One entry of a directory listing given to scan_listed_image_folder.
@@ -271,7 +290,9 @@ using directory_lister = std::function<std::vector<listed_entry>(const std::stri
 /// cache can check them. Symbolic links are not followed (the listing says
 /// whether an entry is a directory). Class directories are listed
 /// concurrently (options.scan_threads; `list` must be thread-safe). Not
-/// cached. Throws dataset_error for no class folder or a class without
+/// cached. With options.skip_unreadable, a directory below the root that
+/// `list` fails on is left out and named in report().skipped with what it
+/// threw. Throws dataset_error for no class folder or a class without
 /// images, and what `list` throws.
 [[nodiscard]] dataset scan_listed_image_folder(std::string root, const directory_lister& list,
                                                const dataset_options& options = {});
