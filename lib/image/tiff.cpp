@@ -290,6 +290,10 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
   memory_file f;
   const tiff_ptr tif = open(f, bytes, name);
   TIFF* t = tif.get();
+  // Pillow 9.4 tests for BigTIFF at the third byte only: "MM\0+" is read
+  // as a classic TIFF whose first IFD is at 0x80000, i.e. not at all.
+  if (TIFFIsBigTIFF(t) && TIFFIsBigEndian(t))
+    throw image_error(name, "TIFF: big-endian BigTIFF, which Pillow 9.4 cannot read");
   const layout l = layout_of(t, f, name);
   const image_info info = info_of(l);
   check_pixel_limit(name, info.width, info.height, max_pixels);
