@@ -17,8 +17,9 @@ std::optional<image_format> sniff_format(std::span<const std::byte> bytes) noexc
   if (n >= 12 && std::memcmp(p, "RIFF", 4) == 0 && std::memcmp(p + 8, "WEBP", 4) == 0) return image_format::webp;
   if (n >= 2 && p[0] == 'B' && p[1] == 'M') return image_format::bmp;
   if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6') return image_format::pnm;
-  if (n >= 4 && ((p[0] == 'I' && p[1] == 'I' && p[2] == 42 && p[3] == 0) ||
-                 (p[0] == 'M' && p[1] == 'M' && p[2] == 0 && p[3] == 42)))
+  // Classic TIFF (42) and BigTIFF (43): Pillow 9.4 reads both, as libtiff does.
+  if (n >= 4 && ((p[0] == 'I' && p[1] == 'I' && (p[2] == 42 || p[2] == 43) && p[3] == 0) ||
+                 (p[0] == 'M' && p[1] == 'M' && p[2] == 0 && (p[3] == 42 || p[3] == 43))))
     return image_format::tiff;
   return std::nullopt;
 }

@@ -70,7 +70,6 @@ std::string_view foreign_format_name(std::span<const std::byte> bytes) noexcept 
   if (starts("GIF87a", 6) || starts("GIF89a", 6)) return "GIF";
   if (starts("BM", 2)) return "BMP";
   if (starts("RIFF", 4) && starts("WEBP", 4, 8)) return "WebP";
-  if (starts("II+\0", 4) || starts("MM\0+", 4)) return "BigTIFF";  // classic TIFF is decoded
   if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '7') return "PNM";
   if (starts("ftyp", 4, 4)) return "ISO-BMFF (HEIF/AVIF)";
   if (starts("\xFF\x4F\xFF\x51", 4) || starts("\0\0\0\x0CjP  ", 8)) return "JPEG 2000";

@@ -9,6 +9,7 @@
 #include <cfenv>
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "image/codec_detail.hpp"
@@ -31,9 +32,34 @@ struct pnm_header {
   [[nodiscard]] bool bitonal() const { return kind == 1 || kind == 4; }
 };
 
+// Python's int() of a token (Pillow calls it on every header and plain-data
+// token): an optional sign, then digits with single underscores between
+// them ("+5", "-0", "1_000"). Tokens are at most 10 characters, so the
+// value fits. Anything else is no number.
+std::optional<std::int64_t> python_int(std::string_view t) {
+  std::size_t i = 0;
+  const bool negative = !t.empty() && t[0] == '-';
+  if (!t.empty() && (t[0] == '+' || t[0] == '-')) ++i;
+  if (i == t.size()) return std::nullopt;
+  std::int64_t v = 0;
+  bool after_digit = false;
+  for (; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '_') {
+      if (!after_digit || i + 1 == t.size()) return std::nullopt;
+      after_digit = false;
+      continue;
+    }
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+    after_digit = true;
+  }
+  return negative ? -v : v;
+}
+
 // Pillow's _read_token: skips leading whitespace, drops "#..." up to CR/LF
 // anywhere (even inside a token), ends at (and consumes) one whitespace.
-std::uint32_t read_token(const std::uint8_t* p, std::size_t n, std::size_t& pos, std::string_view name) {
+std::int64_t read_token(const std::uint8_t* p, std::size_t n, std::size_t& pos, std::string_view name) {
   std::string token;
   while (token.size() <= 10) {
     if (pos >= n) break;
@@ -53,13 +79,9 @@ std::uint32_t read_token(const std::uint8_t* p, std::size_t n, std::size_t& pos,
   }
   if (token.empty()) fail(name, "reached the end of the file while reading the header");
   if (token.size() > 10) fail(name, "header token too long");
-  std::uint64_t v = 0;
-  for (char c : token) {
-    if (c < '0' || c > '9') fail(name, "header token is not a number");
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  if (v > 0xFFFFFFFFu) fail(name, "header value too large");
-  return static_cast<std::uint32_t>(v);
+  const std::optional<std::int64_t> v = python_int(token);
+  if (!v) fail(name, "header token '" + token + "' is not a number");
+  return *v;
 }
 
 pnm_header parse(std::span<const std::byte> bytes, std::string_view name) {
@@ -71,9 +93,14 @@ pnm_header parse(std::span<const std::byte> bytes, std::string_view name) {
   std::size_t pos = 3;
   h.width = read_token(p, n, pos, name);
   h.height = read_token(p, n, pos, name);
+  // Pillow refuses to identify a file whose size is not positive.
+  if (h.width <= 0 || h.height <= 0)
+    fail(name, "the header declares a " + std::to_string(h.width) + "x" + std::to_string(h.height) + " image");
+  if (h.width > 0xFFFFFFFF || h.height > 0xFFFFFFFF) fail(name, "header value too large");
   if (!h.bitonal()) {
-    h.maxval = read_token(p, n, pos, name);
-    if (h.maxval == 0 || h.maxval > 65535) fail(name, "maxval must be greater than 0 and less than 65536");
+    const std::int64_t maxval = read_token(p, n, pos, name);
+    if (maxval <= 0 || maxval > 65535) fail(name, "maxval must be greater than 0 and less than 65536");
+    h.maxval = static_cast<std::uint32_t>(maxval);
   }
   h.data_at = pos;
   return h;
@@ -95,6 +122,17 @@ std::uint8_t scale(std::uint32_t v, std::uint32_t maxval, double out_max) {
   const double r = std::nearbyint(static_cast<double>(v) / maxval * out_max);
   const double c = std::min(out_max, r);
   return static_cast<std::uint8_t>(std::min(c, 255.0));
+}
+
+// A plain-data value, which Python's int() lets be negative: Pillow's
+// round(v / maxval * out_max) then o8() keeps the low byte of it for "L"
+// and "RGB"; its mode "I" (o32, unsigned) cannot hold it: refused.
+std::uint8_t scale_plain(std::int64_t v, std::uint32_t maxval, double out_max, std::string_view name) {
+  if (v >= 0) return scale(static_cast<std::uint32_t>(v), maxval, out_max);
+  const double r = std::nearbyint(static_cast<double>(v) / maxval * out_max);
+  if (out_max > 255.0 && r != 0.0)
+    fail(name, "negative value " + std::to_string(v) + " in a gray image of maxval " + std::to_string(maxval));
+  return static_cast<std::uint8_t>(static_cast<std::int64_t>(r) & 255);
 }
 
 }  // namespace
@@ -169,13 +207,10 @@ image_info pnm_decode(std::span<const std::byte> bytes, std::string_view name, i
       const auto flush = [&]() {
         if (token.empty() || i == samples) return;
         if (token.size() > 10) fail(name, "token too long in image data");
-        std::uint64_t v = 0;
-        for (char c : token) {
-          if (c < '0' || c > '9') fail(name, "invalid token in image data");
-          v = v * 10 + static_cast<std::uint64_t>(c - '0');
-        }
-        if (v > h.maxval) fail(name, "channel value " + std::to_string(v) + " larger than maxval");
-        last = scale(static_cast<std::uint32_t>(v), h.maxval, out_max);
+        const std::optional<std::int64_t> v = python_int(token);
+        if (!v) fail(name, "invalid token '" + token + "' in image data");
+        if (*v > h.maxval) fail(name, "channel value " + std::to_string(*v) + " larger than maxval");
+        last = scale_plain(*v, h.maxval, out_max, name);
         put(i++, last);
         token.clear();
       };

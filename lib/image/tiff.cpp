@@ -1,6 +1,8 @@
 // TIFF through libtiff, read from memory, converted to RGB the way Pillow
 // 9.4's TiffImagePlugin and convert("RGB") do it. Only the first page
-// (IFD) of a multi-page file is decoded, as Image.open does.
+// (IFD) of a multi-page file is decoded, as Image.open does. What is read
+// follows Pillow's OPEN_INFO key: byte order, photometric, sample format,
+// bits and ExtraSamples (premultiplied alpha is undone as Pillow does).
 //
 // libtiff's messages go to per-open handlers (TIFFClientOpenExt with
 // TIFFOpenOptions, libtiff >= 4.5) that collect them into the image_error:
@@ -13,6 +15,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,6 +127,8 @@ struct layout {
   std::uint32_t width = 0, height = 0;
   std::uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
   std::uint16_t planar = PLANARCONFIG_CONTIG, compression = COMPRESSION_NONE, orientation = ORIENTATION_TOPLEFT;
+  bool big_endian = false;           // "MM": part of Pillow's OPEN_INFO key
+  std::vector<std::uint16_t> extra;  // ExtraSamples, also part of that key
 };
 
 layout layout_of(TIFF* tif, const memory_file& f, std::string_view name) {
@@ -138,6 +143,10 @@ layout layout_of(TIFF* tif, const memory_file& f, std::string_view name) {
   TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &l.orientation);
   if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &l.photometric))
     l.photometric = l.samples >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
+  l.big_endian = TIFFIsBigEndian(tif) != 0;
+  std::uint16_t count = 0;
+  std::uint16_t* types = nullptr;
+  if (TIFFGetField(tif, TIFFTAG_EXTRASAMPLES, &count, &types) && types != nullptr) l.extra.assign(types, types + count);
   return l;
 }
 
@@ -158,14 +167,39 @@ enum class kind { gray, gray_inverted, palette, rgb, cmyk };
 
 struct plan {
   kind k = kind::gray;
-  int color_samples = 1;  // samples that carry colour; the rest (alpha) are dropped
+  int color_samples = 1;       // samples that carry colour; the rest (alpha) are dropped
+  bool premultiplied = false;  // RGB scaled by sample 3 (associated alpha): undone first
 };
 
 [[noreturn]] void unsupported(std::string_view name, const layout& l, std::string_view what) {
+  std::string extra;
+  for (std::uint16_t e : l.extra) extra += (extra.empty() ? "" : ",") + std::to_string(e);
   throw image_error(name, "TIFF: unsupported " + std::string(what) + " (photometric " +
                               std::to_string(l.photometric) + ", " + std::to_string(l.samples) + " samples of " +
                               std::to_string(l.bits) + " bits, sample format " + std::to_string(l.format) +
-                              ", compression " + std::to_string(l.compression) + ")");
+                              ", extra samples [" + extra + "], " + (l.big_endian ? "big" : "little") +
+                              "-endian, compression " + std::to_string(l.compression) + ")");
+}
+
+bool extras_are(const layout& l, std::initializer_list<std::uint16_t> want) {
+  return std::equal(l.extra.begin(), l.extra.end(), want.begin(), want.end());
+}
+
+// Pillow's RGB entries past the three colours: (samples, ExtraSamples) ->
+// whether the fourth sample is associated alpha ("RGBa"). Unassociated
+// (2), unspecified (0) and Corel's 999 are dropped as they are; four
+// samples without ExtraSamples are "RGBA" too. 16 bits: four samples only.
+bool rgb_extras_known(const layout& l, bool& premultiplied) {
+  premultiplied = false;
+  const std::size_t n = l.samples - 3u;
+  if (l.extra.empty()) return n == 0 || n == 1;
+  if (l.extra.size() != n) return false;
+  if (l.bits == 16 && n != 1) return false;
+  if (l.extra[0] == EXTRASAMPLE_ASSOCALPHA) premultiplied = true;
+  else if (l.extra[0] != EXTRASAMPLE_UNSPECIFIED && l.extra[0] != EXTRASAMPLE_UNASSALPHA &&
+           !(l.extra[0] == 999 && n == 1 && l.bits == 8))
+    return false;
+  return std::all_of(l.extra.begin() + 1, l.extra.end(), [](std::uint16_t e) { return e == EXTRASAMPLE_UNSPECIFIED; });
 }
 
 // Only the variants Pillow 9.4 opens (TiffImagePlugin.OPEN_INFO) and
@@ -179,29 +213,58 @@ plan plan_of(const layout& l, std::string_view name) {
   switch (l.photometric) {
     case PHOTOMETRIC_MINISWHITE:
     case PHOTOMETRIC_MINISBLACK: {
-      if (l.samples != 1 && l.samples != 2) unsupported(name, l, "gray layout");
       const bool white = l.photometric == PHOTOMETRIC_MINISWHITE;
-      if (l.samples == 2 && l.bits != 8) unsupported(name, l, "gray + alpha depth");
-      if (l.samples == 1 && flt && white) unsupported(name, l, "inverted float gray");
-      if (l.samples == 1 && !flt && l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8 && l.bits != 16)
-        unsupported(name, l, "gray depth");
-      if (white && l.bits == 16) unsupported(name, l, "inverted 16-bit gray");
+      if (l.samples == 2) {
+        // Pillow's one gray + alpha: "LA", 8-bit min-is-black with
+        // unassociated alpha. No 16-bit, no premultiplied, no min-is-white.
+        if (white || l.bits != 8 || !extras_are(l, {EXTRASAMPLE_UNASSALPHA}))
+          unsupported(name, l, "gray + alpha layout");
+        return {kind::gray, 1};
+      }
+      if (l.samples != 1 || !l.extra.empty()) unsupported(name, l, "gray layout");
+      // Pillow's "F" and "I;16" ignore min-is-white (no inverted unpacker):
+      // the samples are read as they are. Its 16-bit min-is-white entry is
+      // little-endian only.
+      if (flt) return {kind::gray, 1};
+      if (l.bits == 16) {
+        if (white && l.big_endian) unsupported(name, l, "big-endian inverted 16-bit gray");
+        return {kind::gray, 1};
+      }
+      if (l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8) unsupported(name, l, "gray depth");
       return {white ? kind::gray_inverted : kind::gray, 1};
     }
     case PHOTOMETRIC_PALETTE:
-      if (l.samples != 1 || (l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8))
+      if (l.samples != 1 || !l.extra.empty() || (l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8))
         unsupported(name, l, "palette layout");
       return {kind::palette, 1};
-    case PHOTOMETRIC_RGB:
     case PHOTOMETRIC_YCBCR:  // JPEG-compressed only, read as RGB (see decode)
-      if (l.photometric == PHOTOMETRIC_YCBCR && l.compression != COMPRESSION_JPEG)
-        unsupported(name, l, "YCbCr without JPEG compression");
-      if (l.samples < 3 || l.samples > 4 || (l.bits != 8 && l.bits != 16)) unsupported(name, l, "RGB layout");
-      if (l.photometric == PHOTOMETRIC_YCBCR && (l.bits != 8 || l.samples != 3))
-        unsupported(name, l, "YCbCr layout");
+      if (l.compression != COMPRESSION_JPEG) unsupported(name, l, "YCbCr without JPEG compression");
+      if (l.bits != 8 || l.samples != 3 || !l.extra.empty()) unsupported(name, l, "YCbCr layout");
       return {kind::rgb, 3};
+    case PHOTOMETRIC_RGB: {
+      bool premultiplied = false;
+      if (l.samples < 3 || l.samples > 6 || (l.bits != 8 && l.bits != 16) || !rgb_extras_known(l, premultiplied))
+        unsupported(name, l, "RGB layout");
+      // Separate planes: Pillow's own (uncompressed) reader takes one letter
+      // of the raw mode a plane and has no unpacker for "a"; its libtiff
+      // reader fails on more than four planes.
+      if (l.planar == PLANARCONFIG_SEPARATE && l.samples > 4 && l.compression != COMPRESSION_NONE)
+        unsupported(name, l, "compressed RGB in more than four planes");
+      if (l.planar == PLANARCONFIG_SEPARATE && premultiplied && l.compression == COMPRESSION_NONE)
+        unsupported(name, l, "uncompressed premultiplied alpha in separate planes");
+      // Four compressed planes without ExtraSamples: libtiff, which Pillow
+      // reads them through, takes the fourth for associated alpha, and
+      // Pillow's result is unpremultiplied (observed with Pillow 9.4).
+      if (l.planar == PLANARCONFIG_SEPARATE && l.samples == 4 && l.extra.empty() &&
+          l.compression != COMPRESSION_NONE)
+        premultiplied = true;
+      return {kind::rgb, 3, premultiplied};
+    }
     case PHOTOMETRIC_SEPARATED:
-      if (l.samples != 4 || l.bits != 8) unsupported(name, l, "CMYK layout");
+      // CMYK, then 0-2 unspecified extra samples (Pillow's CMYKX, CMYKXX).
+      if (l.samples < 4 || l.samples > 6 || l.bits != 8 || l.extra.size() != l.samples - 4u ||
+          !std::all_of(l.extra.begin(), l.extra.end(), [](std::uint16_t e) { return e == EXTRASAMPLE_UNSPECIFIED; }))
+        unsupported(name, l, "CMYK layout");
       return {kind::cmyk, 4};
     default:
       unsupported(name, l, "photometric interpretation");
@@ -290,6 +353,10 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
   memory_file f;
   const tiff_ptr tif = open(f, bytes, name);
   TIFF* t = tif.get();
+  // Pillow 9.4 tests for BigTIFF at the third byte only: "MM\0+" is read
+  // as a classic TIFF whose first IFD is at 0x80000, i.e. not at all.
+  if (TIFFIsBigTIFF(t) && TIFFIsBigEndian(t))
+    throw image_error(name, "TIFF: big-endian BigTIFF, which Pillow 9.4 cannot read");
   const layout l = layout_of(t, f, name);
   const image_info info = info_of(l);
   check_pixel_limit(name, info.width, info.height, max_pixels);
@@ -373,6 +440,13 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
           for (std::size_t c = 0; c < 3; ++c)
             // 16-bit: Pillow's RGB;16L / RGB;16B unpackers keep the high byte.
             rgb[c] = l.bits == 16 ? static_cast<std::uint8_t>(sample16(y, x, c) >> 8) : sample8(y, x, c);
+          if (p.premultiplied) {
+            // Pillow's RGBa unpackers (8 bits, or the high bytes of 16):
+            // alpha 0 is black, 255 as is, else v * 255 / a clipped.
+            const unsigned a = l.bits == 16 ? sample16(y, x, 3) >> 8 : sample8(y, x, 3);
+            for (std::uint8_t& v : rgb)
+              v = a == 0 ? 0 : a == 255 ? v : static_cast<std::uint8_t>(std::min(255u, v * 255u / a));
+          }
           break;
         case kind::cmyk: {
           // Pillow 9.4 Convert.c cmyk2rgb: (255 - k) scaled down by each ink.

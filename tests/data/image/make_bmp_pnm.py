@@ -251,4 +251,32 @@ emit("rle4.bmp", rle_bmp(22, 9, 4, 2, rle4_stream(22, 9), rand_palette(16)))
 emit("rle8_delta.bmp", rle_bmp(16, 6, 8, 1, bytes((3, 7, 0, 0, 0, 2, 0, 0, 5, 1, 2, 9, 0, 0, 4, 200, 0, 0,
                                                     16, 3, 0, 0, 16, 4, 0, 0, 0, 1)), rand_palette(256)))
 
+
+# --- Palette and token edge cases (added after the rest: the seeded draws
+# above stay as they were) ----------------------------------------------------
+BW = [(0, 0, 0), (255, 255, 255)]
+GRAY16 = [(i, i, i) for i in range(16)]
+# A black-and-white palette makes Pillow's mode "1" whatever the depth: the
+# rows of a 4- or 8-bit file are then read one bit per pixel.
+emit("pal4_bw.bmp", bmp(29, 7, 4, packed_rows(29, 7, 4, 16), BW))
+emit("pal8_bw.bmp", bmp(37, 9, 8, packed_rows(37, 9, 8, 256), BW))
+# White first is no gray ramp: a two-colour palette image ("P").
+emit("pal8_wb.bmp", bmp(19, 6, 8, packed_rows(19, 6, 8, 2), [(255, 255, 255), (0, 0, 0)]))
+# A short gray ramp is mode "L": index i is gray i, also past the palette.
+emit("pal8_gray16.bmp", bmp(23, 7, 8, packed_rows(23, 7, 8, 256), GRAY16))
+emit("pal8_gray300.bmp", bmp(11, 5, 8, packed_rows(11, 5, 8, 256), [(i % 256,) * 3 for i in range(300)]))
+# "L" unpacks 8 bits a pixel, which a 4- or 1-bit row holds only when narrow.
+emit("pal4_gray16_narrow.bmp", bmp(3, 5, 4, packed_rows(3, 5, 4, 16), GRAY16))
+emit("pal1_gray1_narrow.bmp", bmp(4, 6, 1, packed_rows(4, 6, 1, 2), [(0, 0, 0)]))
+emit("rle4_gray16.bmp", rle_bmp(22, 9, 4, 2, rle4_stream(22, 9), GRAY16))
+# Header and plain-data numbers go through Python's int(): signs, underscores
+# and (plain data only) negative values, whose low byte Pillow keeps.
+emit("plus_header.ppm", b"P6\n+11 +0_7\n+2_55\n" + rand_bytes(231))
+emit("plain_signs.pgm", b"P2\n+13 9\n255\n" + b" ".join(rng.choice((b"+%d", b"-%d", b"%d", b"0_%d"))
+                                                           % rng.randrange(256) for _ in range(117)) + b"\n")
+emit("plain_negative.ppm", b"P3\n7 5\n100\n" + b" ".join(b"%d" % rng.randrange(-100, 101)
+                                                           for _ in range(105)) + b"\n")
+emit("plain_gray16_signs.pgm", b"P2\n5 3\n1000\n-0 +1 +1_000 0_999 -0 " + b" ".join(
+    b"+%d" % rng.randrange(1001) for _ in range(10)) + b"\n")
+
 pillow_rgb.write_manifest(out, names, "make_bmp_pnm.py")

@@ -60,12 +60,14 @@ with Image.open(os.path.join(out, "multipage.tif")) as r:
 # Pillow 9.4 cannot write 16-bit RGB or float samples: written by hand
 # (little-endian, one uncompressed strip). BitsPerSample is the third IFD
 # entry, PhotometricInterpretation the fifth: image_tiff_tests.cpp patches them.
-def write_raw_tiff(path, width, height, bps, spp, fmt, photometric, data):
+def write_raw_tiff(path, width, height, bps, spp, fmt, photometric, data, extra=None):
     import struct
     entries = [
         (256, 4, 1, width), (257, 4, 1, height), (258, 3, 1, bps), (259, 3, 1, 1),
         (262, 3, 1, photometric), (273, 4, 1, 0), (277, 3, 1, spp), (278, 4, 1, height),
         (279, 4, 1, len(data)), (284, 3, 1, 1), (339, 3, 1, fmt)]
+    if extra is not None:  # ExtraSamples, one value (tags stay sorted)
+        entries.insert(-1, (338, 3, 1, extra))
     ifd_off = 8
     n = len(entries)
     extra_off = ifd_off + 2 + 12 * n + 4
@@ -100,6 +102,23 @@ write_raw_tiff(os.path.join(out, "rgb16.tif"), W, H, 16, 3, 1, 2,
                (np.dstack([g16, g16 // 3, 65535 - g16]).astype("<u2")).tobytes())
 write_raw_tiff(os.path.join(out, "float32.tif"), W, H, 32, 1, 3, 1,
                (gray.astype("<f4") / 255).tobytes())
+# Variants Pillow reads but does not write. Premultiplied (associated,
+# ExtraSamples = 1) alpha, 8 and 16 bits: Pillow's "RGBa" unpackers undo it
+# (v * 255 / a on the high bytes). Min-is-white 16-bit gray and float:
+# Pillow's "I;16" and "F" read the samples as they are (not inverted).
+rgba_pm = np.dstack([rgb, alpha]).astype(np.uint16)
+rgba_pm[..., :3] = rgba_pm[..., :3] * rgba_pm[..., 3:] // 255  # premultiply
+rgba_pm[0, :4, 3] = [0, 255, 1, 128]
+rgba_pm[0, 2, :3] = [1, 0, 2]  # alpha 1: 255, 0, 255 after the division
+write_raw_tiff(os.path.join(out, "rgba_premultiplied.tif"), W, H, 8, 4, 1, 2,
+               rgba_pm.astype(np.uint8).tobytes(), extra=1)
+rgba16_pm = (np.dstack([g16, g16 // 3, 65535 - g16, (xx * 2900 + 7).astype(np.uint16)])).astype(np.uint32)
+rgba16_pm[..., :3] = rgba16_pm[..., :3] * rgba16_pm[..., 3:] // 65535
+write_raw_tiff(os.path.join(out, "rgba16_premultiplied.tif"), W, H, 16, 4, 1, 2,
+               rgba16_pm.astype("<u2").tobytes(), extra=1)
+write_raw_tiff(os.path.join(out, "gray16_miniswhite.tif"), W, H, 16, 1, 1, 0, g16.astype("<u2").tobytes())
+write_raw_tiff(os.path.join(out, "float32_miniswhite.tif"), W, H, 32, 1, 3, 0,
+               (gray.astype("<f4") * 1.5 - 60).tobytes())
 # Layouts Pillow does not write, made from rgb_raw.tif by libtiff's tiffcp:
 # tiles, separate planes, JPEG in YCbCr (subsampled 2x2).
 for name, args in [("rgb_tiled", ["-t", "-w", "16", "-l", "16", "-c", "lzw"]),
@@ -109,10 +128,20 @@ for name, args in [("rgb_tiled", ["-t", "-w", "16", "-l", "16", "-c", "lzw"]),
                    check=True)
 subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", os.path.join(out, "rgb16.tif"),
                 os.path.join(out, "rgb16_tiled.tif")], check=True)
+# BigTIFF (little-endian: Pillow 9.4 misreads "MM\0+"), and premultiplied
+# alpha through Pillow's libtiff reader (compressed), contiguous and planar.
+for name, src, args in [("rgb_bigtiff", "rgb_raw", ["-8", "-L", "-c", "lzw"]),
+                        ("rgba_premultiplied_bigtiff", "rgba_premultiplied", ["-8", "-L"]),
+                        ("rgba_premultiplied_lzw", "rgba_premultiplied", ["-c", "lzw"]),
+                        ("rgba_premultiplied_planar_lzw", "rgba_premultiplied", ["-p", "separate", "-c", "lzw"])]:
+    subprocess.run(["tiffcp"] + args + [os.path.join(out, src + ".tif"), os.path.join(out, name + ".tif")],
+                   check=True)
 
 names = []
 for name in list(cases) + ["multipage", "rgb16", "float32", "rgb_tiled", "rgb_planar", "rgb_ycbcr_jpeg",
-                           "rgb16_tiled"]:
+                           "rgb16_tiled", "rgba_premultiplied", "rgba16_premultiplied", "gray16_miniswhite",
+                           "float32_miniswhite", "rgb_bigtiff", "rgba_premultiplied_bigtiff",
+                           "rgba_premultiplied_lzw", "rgba_premultiplied_planar_lzw"]:
     try:
         pillow_rgb.write_golden(out, name + ".tif")
     except Exception as e:  # noqa: BLE001 - Pillow cannot read it: left out (and we must refuse it too)
