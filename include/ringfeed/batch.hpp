@@ -40,7 +40,7 @@ struct tensor_view {
 };
 
 namespace detail {
-struct loader_core;
+class loader_core;
 struct batch_lease;
 }  // namespace detail
 
@@ -86,7 +86,7 @@ class batch {
   void release(cuda::stream_t consumer_stream = nullptr) noexcept;
 
  private:
-  friend struct detail::loader_core;
+  friend class detail::loader_core;
   std::shared_ptr<detail::batch_lease> m_lease;
   tensor_view m_images{};
   std::span<const std::int64_t> m_labels;

@@ -185,7 +185,7 @@ void apply_preset(loader_options& o, std::string_view name, int size, bool exact
                   std::uint64_t max_pixels = image::default_max_pixels);
 
 namespace detail {
-struct loader_core;
+class loader_core;
 }  // namespace detail
 
 /// Receives the outcome of one loader::start_next() (a type-erased,
