@@ -49,14 +49,7 @@ TEST_CASE("BMP and PNM decode equals Pillow's convert('RGB') on every variant", 
   for (const std::string& name : names) {
     INFO(name);
     const auto bytes = set.input(name);
-    const data::pnm expected = set.golden(name);
-    const img::image_info info = d.decode(bytes, name, out);
-    REQUIRE(out.channels() == 3);
-    REQUIRE(out.width() == expected.width);
-    REQUIRE(out.height() == expected.height);
-    const auto stats = data::compare(data::packed(out.view()), expected.pixels);
-    CHECK(stats.differing == 0);
-    CHECK(stats.max_abs == 0);
+    const img::image_info info = data::check_decode_equals_golden(set, name, d, out);
     const img::image_info header = d.read_info(bytes, name);
     CHECK(header.width == info.width);
     CHECK(header.height == info.height);
@@ -117,17 +110,8 @@ TEST_CASE("BMP and PNM header facts", "[image][decode][bmp][pnm]") {
 
 TEST_CASE("BMP and PNM variants Pillow 9.4 refuses are refused naming the file", "[image][decode][errors]") {
   img::decoder d;
-  img::image_buffer out;
   const auto reason_of = [&](const std::vector<std::byte>& bytes, const std::string& name) {
-    try {
-      (void)d.decode(bytes, name, out);
-    } catch (const img::image_error& e) {
-      CHECK(e.name() == name);
-      CHECK(std::string(e.what()).find(name) != std::string::npos);
-      return e.reason();
-    }
-    FAIL_CHECK(name << " decoded; Pillow refuses it");
-    return std::string();
+    return data::decode_error_reason(d, bytes, name);
   };
   const auto patched = [&](const char* seed, std::size_t at, std::uint8_t v) {
     auto b = input(seed);

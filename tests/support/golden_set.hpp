@@ -68,6 +68,23 @@ class golden_set {
   std::vector<std::string> m_names;
 };
 
+/// Decodes input `name` of `set` with `d` into `out` and checks the RGB
+/// result equals its golden bit for bit (size, then every sample). Returns
+/// what decode() returned.
+inline ringfeed::image::image_info check_decode_equals_golden(const golden_set& set, const std::string& name,
+                                                              ringfeed::image::decoder& d,
+                                                              ringfeed::image::image_buffer& out) {
+  const pnm expected = set.golden(name);
+  const ringfeed::image::image_info info = d.decode(set.input(name), name, out);
+  REQUIRE(out.channels() == 3);
+  REQUIRE(out.width() == expected.width);
+  REQUIRE(out.height() == expected.height);
+  const diff_stats stats = compare(packed(out.view()), expected.pixels);
+  CHECK(stats.differing == 0);
+  CHECK(stats.max_abs == 0);
+  return info;
+}
+
 /// The interpreter for the live Pillow check: $RINGFEED_TEST_PYTHON, else
 /// Debian's /usr/bin/python3 (the `python3` on PATH may lack Pillow).
 inline std::string reference_python() {

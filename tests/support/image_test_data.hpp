@@ -129,6 +129,24 @@ inline std::span<const std::uint8_t> as_u8(std::span<const std::byte> b) {
   return {reinterpret_cast<const std::uint8_t*>(b.data()), b.size()};
 }
 
+/// The reason of the image_error that decoding `bytes` as `name` throws,
+/// CHECKing that the error names the file; "" and a failed check when the
+/// bytes decode.
+inline std::string decode_error_reason(ringfeed::image::decoder& d, std::span<const std::byte> bytes,
+                                       const std::string& name) {
+  namespace img = ringfeed::image;
+  img::image_buffer out;
+  try {
+    (void)d.decode(bytes, name, out);
+  } catch (const img::image_error& e) {
+    CHECK(e.name() == name);
+    CHECK(std::string(e.what()).find(name) != std::string::npos);
+    return e.reason();
+  }
+  FAIL_CHECK(name << " decoded; an error was expected");
+  return std::string();
+}
+
 /// Fuzz-style robustness check of one input: read_info and decode either
 /// succeed (with a buffer of the size the header gives) or throw
 /// image_error naming `name`; anything else escapes and fails the test.
