@@ -36,13 +36,9 @@
 namespace fs = std::filesystem;
 using namespace ringfeed::test::nfs;
 using ringfeed::test::child_process;
+using ringfeed::test::ringfeed_cli;
 
 namespace {
-
-std::string cli() {
-  const char* c = std::getenv("RINGFEED_CLI");
-  return c != nullptr ? c : "";
-}
 
 std::uint64_t load_le(const std::byte* p, int n) {
   std::uint64_t v = 0;
@@ -87,7 +83,7 @@ std::size_t temporaries(const fs::path& dir) {
 }  // namespace
 
 static ringfeed::test::skip_if_unavailable skip{[]() -> std::string {
-  if (cli().empty()) return "RINGFEED_CLI is not set: the ringfeed CLI was not built";
+  if (ringfeed_cli().empty()) return "RINGFEED_CLI is not set: the ringfeed CLI was not built";
   return server().start();
 }};
 
@@ -99,7 +95,7 @@ TEST_CASE("a cache killed mid-fill holds only complete entries; the next open re
   const fs::path dir = tmp.path() / "cache";
   // A cache of 300 kB for 14 photos (about 700 kB): every epoch evicts and
   // stores again, so a kill lands in a write at any time, not only in the first epoch.
-  const std::vector<std::string> bench = {cli(), "bench", imgs_url, "--pipeline", "val", "--size", "32",
+  const std::vector<std::string> bench = {ringfeed_cli(), "bench", imgs_url, "--pipeline", "val", "--size", "32",
                                           "--batch", "4", "--device", "-1", "--threads", "2",
                                           "--epochs", "30", "--cache-dir", dir.string(), "--cache-gb", "0.0003"};
   const auto t0 = std::chrono::steady_clock::now();

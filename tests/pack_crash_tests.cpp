@@ -23,13 +23,9 @@
 
 namespace fs = std::filesystem;
 using ringfeed::test::child_process;
+using ringfeed::test::ringfeed_cli;
 
 namespace {
-
-std::string cli() {
-  const char* c = std::getenv("RINGFEED_CLI");
-  return c != nullptr ? c : "";
-}
 
 // Every file of `dir` and its bytes.
 std::map<std::string, std::vector<std::byte>> contents(const fs::path& dir) {
@@ -51,16 +47,16 @@ int run_to_end(const std::vector<std::string>& argv) {
 }  // namespace
 
 static ringfeed::test::skip_if_unavailable skip{[]() -> std::string {
-  return cli().empty() ? "RINGFEED_CLI is not set: the ringfeed CLI was not built" : "";
+  return ringfeed_cli().empty() ? "RINGFEED_CLI is not set: the ringfeed CLI was not built" : "";
 }};
 
 TEST_CASE("pack killed at random points leaves only complete shards; a re-run finishes", "[crash][pack]") {
   ringfeed::test::watchdog dog("pack crash consistency", std::chrono::seconds(500));
   ringfeed::test::temp_dir tmp;
   const fs::path data = tmp.path() / "data", ref = tmp.path() / "ref", out = tmp.path() / "out";
-  REQUIRE(run_to_end({cli(), "gen", data.string(), "--images", "300", "--classes", "3", "--seed", "3"}) == 0);
-  const std::vector<std::string> pack = {cli(), "pack", (data / "train").string(), out.string(), "--shard-mb", "1",
-                                         "--seed", "9"};
+  REQUIRE(run_to_end({ringfeed_cli(), "gen", data.string(), "--images", "300", "--classes", "3", "--seed", "3"}) == 0);
+  const std::vector<std::string> pack = {ringfeed_cli(), "pack", (data / "train").string(), out.string(),
+                                         "--shard-mb", "1", "--seed", "9"};
   std::vector<std::string> pack_ref = pack;
   pack_ref[3] = ref.string();
   const auto t0 = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,13 @@
 extern char** environ;
 
 namespace ringfeed::test {
+
+/// The `ringfeed` CLI the tests run: $RINGFEED_CLI, which ctest sets where
+/// the CLI is built; empty where it is not.
+inline std::string ringfeed_cli() {
+  const char* c = std::getenv("RINGFEED_CLI");
+  return c != nullptr ? c : "";
+}
 
 /// A child running `argv` with stdin, stdout and stderr on /dev/null (or
 /// its output appended to `log`); killed (SIGKILL) and reaped by the
