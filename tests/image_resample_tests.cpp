@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "image/resample_detail.hpp"
 #include "image_test_data.hpp"
 
 namespace img = ringfeed::image;
@@ -187,6 +188,48 @@ TEST_CASE("a resampler is reusable across sizes and channel counts", "[image][re
     rs.resize(src, a.view());
     img::resampler once;
     once.resize(src, b.view());
+    CHECK(data::packed(a.view()) == data::packed(b.view()));
+  }
+}
+
+TEST_CASE("the SIMD and portable passes give the same pixels", "[image][resample]") {
+  // The golden cases above run whichever pass this CPU gets; this compares
+  // the two directly on noise, every filter, up and down, boxes, windows and
+  // row counts that leave partial blocks.
+  if (!ringfeed::image::detail::cpu_has_avx2()) {
+    WARN("no AVX2 on this CPU: only the portable pass exists here");
+    return;
+  }
+  struct restore {
+    ~restore() { ringfeed::image::detail::set_resample_simd(true); }
+  } restore_simd;
+  const img::resample_filter filters[] = {img::resample_filter::bilinear, img::resample_filter::bicubic,
+                                          img::resample_filter::lanczos, img::resample_filter::hamming,
+                                          img::resample_filter::box};
+  img::resampler simd;
+  img::resampler portable;
+  for (int i = 0; i < 60; ++i) {
+    const int w = 1 + (i * 37) % 301;
+    const int h = 1 + (i * 53) % 203;
+    const auto px = noise(w, h, 3, static_cast<unsigned>(i + 100));
+    const img::image_view src{px.data(), w, h, 3, static_cast<std::ptrdiff_t>(w) * 3};
+    img::resample_request rq;
+    rq.input = {w, h};
+    rq.output = {1 + (i * 29) % 257, 1 + (i * 31) % 199};
+    rq.filter = filters[i % 5];
+    if (i % 3 == 1)
+      rq.box = img::resample_box{static_cast<float>(w) * 0.1f, static_cast<float>(h) * 0.2f, static_cast<float>(w) * 0.9f,
+                                 static_cast<float>(h)};
+    if (i % 4 == 2 && rq.output.width > 2 && rq.output.height > 2)
+      rq.window = {rq.output.height / 3, rq.output.width / 4, rq.output.height / 2, rq.output.width / 2};
+    const img::size2 out_size = rq.window.empty() ? rq.output : img::size2{rq.window.width, rq.window.height};
+    img::image_buffer a(out_size.width, out_size.height, 3);
+    img::image_buffer b(out_size.width, out_size.height, 3);
+    ringfeed::image::detail::set_resample_simd(true);
+    simd.resize(src, rq, a.view());
+    ringfeed::image::detail::set_resample_simd(false);
+    portable.resize(src, rq, b.view());
+    INFO("case " << i << ": " << w << "x" << h << " -> " << rq.output.width << "x" << rq.output.height);
     CHECK(data::packed(a.view()) == data::packed(b.view()));
   }
 }

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "image/resample_detail.hpp"
+
 namespace ringfeed::image {
 namespace {
 
@@ -274,7 +276,7 @@ template <int C>
 }
 
 RINGFEED_RESAMPLE_CLONES
-void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+void horizontal_portable(int channels, const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
                          const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                          std::vector<std::int32_t>& tile) {
   switch (channels) {
@@ -283,6 +285,24 @@ void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t s
     case 3: horizontal_tiled<3>(src, src_stride, src_left, rows, ax, dst, dst_stride, tile); break;
     default: horizontal_tiled<4>(src, src_stride, src_left, rows, ax, dst, dst_stride, tile); break;
   }
+}
+
+// Scratch of the horizontal pass.
+struct horizontal_scratch {
+  std::vector<std::int32_t> tile;      // portable: transposed block of rows, widened
+  std::vector<std::uint8_t> tile8;     // AVX2 RGB: the same in bytes
+  std::vector<std::uint8_t> out_tile;  // AVX2 RGB: a block's clipped outputs
+};
+
+void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+                         const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride, horizontal_scratch& s) {
+  if (channels == 3 && detail::resample_simd() && detail::cpu_has_avx2()) {
+    const detail::horizontal_taps taps{ax.k.data(), ax.lo.data(), ax.len.data(), ax.count,
+                                       ax.ksize,    ax.read_lo,   ax.read_hi};
+    detail::horizontal_rgb_avx2(src, src_stride, src_left, rows, taps, dst, dst_stride, s.tile8, s.out_tile);
+    return;
+  }
+  horizontal_portable(channels, src, src_stride, src_left, rows, ax, dst, dst_stride, s.tile);
 }
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("resample: " + what); }
@@ -322,7 +342,7 @@ struct resampler::impl {
   axis_plan vertical;
   std::vector<std::uint8_t> temp;  // horizontal pass output
   std::vector<std::int32_t> acc;   // vertical accumulators
-  std::vector<std::int32_t> tile;  // horizontal pass: transposed block of rows
+  horizontal_scratch scratch;      // horizontal pass
 };
 
 resampler::resampler() : m_impl(std::make_unique<impl>()) {}
@@ -405,13 +425,13 @@ void resampler::resize(image_view src, const resample_request& rq, mutable_image
     const int rows = row_hi - row_lo;
     if (!n.need_vertical) {  // horizontal only: straight into dst
       horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, s.horizontal,
-                          dst.data, dst.stride, s.tile);
+                          dst.data, dst.stride, s.scratch);
       return;
     }
     const std::size_t temp_bytes = static_cast<std::size_t>(out_bytes) * static_cast<std::size_t>(rows);
     if (s.temp.size() < temp_bytes) s.temp.resize(temp_bytes);
     horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, s.horizontal,
-                        s.temp.data(), out_bytes, s.tile);
+                        s.temp.data(), out_bytes, s.scratch);
     if (s.acc.size() < static_cast<std::size_t>(out_bytes)) s.acc.resize(static_cast<std::size_t>(out_bytes));
     vertical_pass(s.temp.data(), out_bytes, row_lo, out_bytes, s.vertical, dst.data, dst.stride, s.acc.data());
     return;

@@ -1,0 +1,40 @@
+// Private to the resampler: the horizontal pass's explicitly vectorized
+// kernels, picked at run time by the CPU's features.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ringfeed::image::detail {
+
+/// One axis's taps, as the horizontal pass reads them: output pixel i reads
+/// len[i] source pixels from lo[i] with weights k[i * ksize ...] (fixed
+/// point, Pillow's PRECISION_BITS); all of them lie in [read_lo, read_hi).
+struct horizontal_taps {
+  const std::int32_t* k;
+  const int* lo;
+  const int* len;
+  int count;
+  int ksize;
+  int read_lo;
+  int read_hi;
+};
+
+/// True when the CPU runs AVX2 code (checked once).
+[[nodiscard]] bool cpu_has_avx2() noexcept;
+
+/// For tests: false makes every resampler use the portable passes, so both
+/// implementations can be compared on one machine. Default true.
+void set_resample_simd(bool enabled) noexcept;
+[[nodiscard]] bool resample_simd() noexcept;
+
+/// Pillow's horizontal pass for 3-channel rows with AVX2: `rows` rows of
+/// `src` (first pixel = logical column src_left) into `dst` rows of
+/// taps.count pixels, the same integers as the portable pass. `tile` and
+/// `out_tile` are scratch, grown as needed. Call only where cpu_has_avx2().
+void horizontal_rgb_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+                         const horizontal_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                         std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile);
+
+}  // namespace ringfeed::image::detail
