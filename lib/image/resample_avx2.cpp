@@ -39,6 +39,67 @@ inline void move_rgb(std::uint8_t* to, std::ptrdiff_t to_step, const std::uint8_
   if (n > 0) std::memcpy(to, from, 3);
 }
 
+// 4x4 transposes of the dwords of a0..a3 and of b0..b3 (rows 0-3 and 4-7 of
+// four pixels each), in place: afterwards a[k], b[k] hold pixel k's rows.
+__attribute__((target("avx2"))) inline void transpose4x4(__m128i& a0, __m128i& a1, __m128i& a2, __m128i& a3) {
+  const __m128i t0 = _mm_unpacklo_epi32(a0, a1);
+  const __m128i t1 = _mm_unpacklo_epi32(a2, a3);
+  const __m128i t2 = _mm_unpackhi_epi32(a0, a1);
+  const __m128i t3 = _mm_unpackhi_epi32(a2, a3);
+  a0 = _mm_unpacklo_epi64(t0, t1);
+  a1 = _mm_unpackhi_epi64(t0, t1);
+  a2 = _mm_unpacklo_epi64(t2, t3);
+  a3 = _mm_unpackhi_epi64(t2, t3);
+}
+
+// Byte shuffles between 4 packed RGB pixels (12 bytes) and 4 dwords.
+__attribute__((target("avx2"))) inline __m128i rgb_to_dwords() {
+  return _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+}
+__attribute__((target("avx2"))) inline __m128i dwords_to_rgb() {
+  return _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+}
+
+// Transposes 8 full rows x columns [x, x + 4) into the tile (4 columns of
+// 24 bytes). Reads 16 bytes per row from column x: the caller keeps x + 6
+// <= the columns the rows hold. Writes 4 spare bytes after the 4th column.
+__attribute__((target("avx2"))) inline void tile_in_4(const std::uint8_t* const* row, int x, std::uint8_t* col) {
+  const __m128i expand = rgb_to_dwords();
+  const __m128i pack = dwords_to_rgb();
+  __m128i a[8];
+  for (int r = 0; r < 8; ++r)
+    a[r] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r] + x * 3)), expand);
+  transpose4x4(a[0], a[1], a[2], a[3]);
+  transpose4x4(a[4], a[5], a[6], a[7]);
+  for (int k = 0; k < 4; ++k, col += lanes) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(col), _mm_shuffle_epi8(a[k], pack));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(col + 12), _mm_shuffle_epi8(a[4 + k], pack));
+  }
+}
+
+// The inverse for 4 output pixels: out holds them pixel-major (24 bytes
+// each); writes 12 bytes exactly to each of the rb rows at pixel i.
+__attribute__((target("avx2"))) inline void tile_out_4(const std::uint8_t* out, std::uint8_t* const* row, int i,
+                                                       int rb) {
+  const __m128i expand = rgb_to_dwords();
+  const __m128i pack = dwords_to_rgb();
+  __m128i a[8];
+  for (int k = 0; k < 4; ++k) {
+    const std::uint8_t* px = out + k * lanes;
+    a[k] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(px)), expand);
+    a[4 + k] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(px + 12)), expand);
+  }
+  transpose4x4(a[0], a[1], a[2], a[3]);
+  transpose4x4(a[4], a[5], a[6], a[7]);
+  for (int r = 0; r < rb; ++r) {
+    const __m128i v = _mm_shuffle_epi8(a[r], pack);
+    std::uint8_t* to = row[r] + i * 3;
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(to), v);
+    const int last = _mm_extract_epi32(v, 2);
+    std::memcpy(to + 8, &last, 4);
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -78,20 +139,29 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
 
   for (int r0 = 0; r0 < rows; r0 += block_rows) {
     const int rb = std::min(block_rows, rows - r0);
-    // Transpose. Rows in ascending order, so a row's spare bytes (its next
-    // row's lane) are overwritten by that row; the last row of the block
-    // moves exactly 3 bytes, its spare being the next column's first lane.
+    // Transpose: 4 columns at a time with shuffles where all 8 rows exist
+    // and 16-byte loads stay inside them, the rest pixel by pixel. Rows in
+    // ascending order, so a row's spare bytes (its next row's lane) are
+    // overwritten by that row; the last row of the block moves exactly 3
+    // bytes, its spare being the next column's first lane.
+    int done = 0;
+    if (rb == block_rows) {
+      const std::uint8_t* row[block_rows];
+      for (int r = 0; r < block_rows; ++r) row[r] = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride;
+      for (; done + 6 <= cols; done += 4) tile_in_4(row, done, t + static_cast<std::ptrdiff_t>(done) * lanes);
+    }
     for (int r = 0; r < block_rows; ++r) {
-      std::uint8_t* to = t + r * 3;
+      std::uint8_t* to = t + static_cast<std::ptrdiff_t>(done) * lanes + r * 3;
+      const int n = cols - done;
       if (r >= rb) {
-        for (int x = 0; x < cols; ++x) std::memset(to + static_cast<std::ptrdiff_t>(x) * lanes, 0, 3);
+        for (int x = 0; x < n; ++x) std::memset(to + static_cast<std::ptrdiff_t>(x) * lanes, 0, 3);
         continue;
       }
-      const std::uint8_t* p = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride;
+      const std::uint8_t* p = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride + done * 3;
       if (r + 1 < block_rows) {
-        move_rgb(to, lanes, p, 3, cols);
+        move_rgb(to, lanes, p, 3, n);
       } else {
-        for (int x = 0; x < cols; ++x) std::memcpy(to + static_cast<std::ptrdiff_t>(x) * lanes, p + x * 3, 3);
+        for (int x = 0; x < n; ++x) std::memcpy(to + static_cast<std::ptrdiff_t>(x) * lanes, p + x * 3, 3);
       }
     }
     // Multiply-add, shift, clip, store pixel-major.
@@ -120,8 +190,14 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<std::ptrdiff_t>(i) * lanes),
                           _mm256_permutevar8x32_epi32(b, order));
     }
-    // Pixel i of row r is at out[i * lanes + r * 3].
-    for (int r = 0; r < rb; ++r) move_rgb(dst + (r0 + r) * dst_stride, 3, out + r * 3, lanes, taps.count);
+    // Pixel i of row r is at out[i * lanes + r * 3]: 4 pixels at a time
+    // with shuffles, the rest pixel by pixel.
+    std::uint8_t* row[block_rows];
+    for (int r = 0; r < rb; ++r) row[r] = dst + (r0 + r) * dst_stride;
+    int i = 0;
+    for (; i + 4 <= taps.count; i += 4) tile_out_4(out + static_cast<std::ptrdiff_t>(i) * lanes, row, i, rb);
+    for (int r = 0; r < rb; ++r)
+      move_rgb(row[r] + i * 3, 3, out + static_cast<std::ptrdiff_t>(i) * lanes + r * 3, lanes, taps.count - i);
   }
 }
 
