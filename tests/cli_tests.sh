@@ -187,6 +187,16 @@ check "bench --pipeline none stops on SIGTERM with status 143 within 10 s (got $
   test "$sig_rc" = 143 -a "$sig_secs" -le 10
 check "bench --pipeline none says it was interrupted by SIGTERM" grep -q 'interrupted by SIGTERM after' "$work/sig.err"
 
+# --no-dct-scale: fast mode's region decode alone (for measuring what DCT
+# scaling adds); exact mode never scales, so the two together are refused.
+json="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --no-dct-scale --json 2>/dev/null | tail -n 1)"
+check "bench --no-dct-scale delivers every image and says it did not scale" \
+  grep -q '"dct_scaling":false.*"images":30' <<<"$json"
+json="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --json 2>/dev/null | tail -n 1)"
+check "bench in fast mode says it may scale" grep -q '"dct_scaling":true' <<<"$json"
+out="$("$cli" bench "$work/a/train" --exact --no-dct-scale 2>&1)"; rc=$?
+check "bench --exact --no-dct-scale is refused with the reason" test "$rc" -eq 1 -a -n "$(grep -F 'fast-mode switch' <<<"$out")"
+
 # --max-pixels: an image over the limit is refused before it is decoded,
 # named, and the limit is said; 0 is not a limit.
 out="$("$cli" export "$work/a/train" --out "$work/exp-px" --max-pixels 1 2>&1)"; rc=$?

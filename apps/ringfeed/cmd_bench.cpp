@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -51,6 +52,7 @@ struct bench_options {
   std::size_t batch = 64;
   int size = 224;
   bool exact = false;
+  bool no_dct_scale = false;
   std::uint64_t max_pixels = image::default_max_pixels;
   std::string output = "float32";
   int device = 0;
@@ -308,6 +310,10 @@ int run_loader_bench(const bench_options& opt) {
   loader_options o;
   o.source = opt.source;
   apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
+  if (opt.no_dct_scale) {
+    if (opt.exact) throw std::runtime_error("--no-dct-scale is a fast-mode switch; --exact never scales");
+    o.pipeline.set_fast_min_reduction(std::numeric_limits<double>::infinity());
+  }
   o.direct = opt.direct;
   o.output = parse_output(opt.output);
   o.batch_size = opt.batch;
@@ -384,6 +390,7 @@ int run_loader_bench(const bench_options& opt) {
         {"source", opt.source},
         {"pipeline", opt.pipeline},
         {"mode", opt.exact ? "exact" : "fast"},
+        {"dct_scaling", !opt.exact && !opt.no_dct_scale},
         {"images", images},
         {"seconds", seconds},
         {"images_per_s", images_per_s},
@@ -449,6 +456,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--batch", opt->batch, "images per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
+  cmd->add_flag("--no-dct-scale", opt->no_dct_scale,
+                "fast mode without DCT-domain scaling (region decode only): to measure what scaling contributes");
   add_max_pixels_option(cmd, opt->max_pixels);
   cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
