@@ -2,8 +2,10 @@
 """perf/run's measurements for one device profile (run by perf/run, as root).
 
   suite_measure.py profile --name NAME --small DIR --shards DIR --bin RINGFEED --out FILE.json
-                   [--cgroup BLKIO_CGROUP_DIR] [--device /dev/loopN] [--rounds R] [--quick] ...
-  suite_measure.py dataloader SOURCE --pipeline train|val [--workers W] [--batch B]
+                   [--cgroup BLKIO_CGROUP_DIR] [--device /dev/loopN] [--rounds R] [--dataset NAME]
+                   [--decode-limit PROGRAM] [--python-path DIR] [--loaders-only] [--draft] ...
+  suite_measure.py dataloader SOURCE --pipeline train|val [--workers W] [--batch B] [--draft]
+  suite_measure.py pyloader SOURCE --pipeline train|val [--threads T] [--batch B]
 
 `profile` measures, for a cold page cache (sync; echo 3 > drop_caches before
 each run) and then a warm one (every file read beforehand):
@@ -14,14 +16,26 @@ each run) and then a warm one (every file read beforehand):
               --direct), val and train, on the small files and on the tar shards
               (per-sample reads, and --stream: whole shards read sequentially)
   dataloader  PyTorch DataLoader(ImageFolder) with the same transforms
-              (perf/compare_loader.py's dataloader_run), small files only
+              (perf/compare_loader.py's dataloader_run), small files only;
+              with --draft also the same DataLoader whose loader calls
+              Pillow's draft() (its DCT scaling; tool "pytorch_draft")
+  python      ringfeed.Loader from --python-path (the build's Python
+              module), one epoch in a process of its own, small files only
+              (perf/compare_loader.py's python_loader_child)
+  decode      --decode-limit: perf/decode_limit on the small files' JPEGs,
+              TurboJPEG's bare full decode of the files held in memory on as
+              many threads as cores (the limit a whole-image decoder meets;
+              untimed loading, so measured once per round, cache "memory")
+--loaders-only leaves out fio and the raw reads (the large-photo dataset).
 With --cgroup every measured command runs inside that blkio cgroup (its pid
 is written to cgroup.procs before it execs), so the device throttle applies
 to it and to every thread and child it starts. Writes one JSON file: the
-profile's settings, throttle checks and every measurement (all rounds).
+profile's settings (and --dataset's name), throttle checks and every
+measurement (all rounds).
 
-`dataloader` runs one DataLoader epoch and prints one JSON line (the
-subprocess `profile` starts, so that it can run inside the cgroup).
+`dataloader` runs one DataLoader epoch and `pyloader` one ringfeed.Loader
+epoch, each printing one JSON line (the subprocesses `profile` starts, so
+that they can run inside the cgroup).
 
 Needs Debian's /usr/bin/python3 (torch, torchvision, PIL for the DataLoader).
 """
@@ -115,10 +129,10 @@ class runner:
         # every thread or child it starts are throttled from their first I/O.
         return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', os.path.join(self.cgroup, "cgroup.procs")] + cmd
 
-    def run(self, cmd: list[str]) -> dict:
+    def run(self, cmd: list[str], env: dict | None = None) -> dict:
         busy0, own0, t0 = busy_seconds(), children_seconds(), time.perf_counter()
         try:
-            p = subprocess.run(self.wrap(cmd), capture_output=True, text=True, timeout=self.timeout)
+            p = subprocess.run(self.wrap(cmd), capture_output=True, text=True, timeout=self.timeout, env=env)
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
             rc = 124
@@ -210,9 +224,10 @@ def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: boo
     return out
 
 
-def dataloader_once(run: runner, src: str, pipeline: str, workers: int, data_bytes: int) -> dict:
+def dataloader_once(run: runner, src: str, pipeline: str, workers: int, data_bytes: int,
+                    draft: bool = False) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "dataloader", src, "--pipeline", pipeline,
-           "--workers", str(workers), "--batch", "64"]
+           "--workers", str(workers), "--batch", "64"] + (["--draft"] if draft else [])
     r = run.run(cmd)
     m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "other_load_cores": r["other_load_cores"]}
     j = last_json(r["stdout"])
@@ -223,12 +238,67 @@ def dataloader_once(run: runner, src: str, pipeline: str, workers: int, data_byt
     return {**m, "status": "ok", **j, "bytes": data_bytes, "mb_per_s": data_bytes / 1e6 / j["seconds"]}
 
 
+def pyloader_once(run: runner, src: str, pipeline: str, threads: int, data_bytes: int,
+                  python_path: str | None) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "pyloader", src, "--pipeline", pipeline,
+           "--threads", str(threads), "--batch", "64"]
+    m = {"command": " ".join(cmd)}
+    if not python_path:
+        return {**m, "status": "n/a", "reason": "n/a: no ringfeed Python module built (ringfeed_python)"}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (python_path, env.get("PYTHONPATH")) if p)
+    r = run.run(cmd, env=env)
+    m.update(command=f"PYTHONPATH={python_path} " + m["command"], wall_s=r["wall_s"],
+             other_load_cores=r["other_load_cores"])
+    j = last_json(r["stdout"])
+    if j is None or r["rc"] != 0:
+        return {**m, "status": "failed", "reason": why_failed(r)}
+    if j.get("status") == "n/a":
+        return {**m, **j}
+    return {**m, "status": "ok", "images": j["images"], "seconds": j["seconds"],
+            "images_per_s": j["images"] / j["seconds"], "steady_images_per_s": j.get("steady_images_per_s"),
+            "bottleneck": j.get("bottleneck"), "backend": j.get("backend"), "threads": j.get("threads"),
+            "module": j.get("module"), "bytes": data_bytes, "mb_per_s": data_bytes / 1e6 / j["seconds"]}
+
+
+def decode_limit_once(run: runner, program: str, src: str, threads: int, seconds: float) -> dict:
+    cmd = [program, src, "--threads", str(threads), "--seconds", str(seconds)]
+    r = run.run(cmd)
+    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "other_load_cores": r["other_load_cores"]}
+    j = last_json(r["stdout"])
+    if j is None or r["rc"] != 0:
+        return {**m, "status": "failed", "reason": why_failed(r)}
+    return {**m, "status": "ok", "images": j["images"], "seconds": j["seconds"], "images_per_s": j["images_per_s"],
+            "threads": j["threads"], "cpu_cores": j["cpu_cores"], "files": j["files"],
+            "megapixels_per_image": j["megapixels_per_image"],
+            "mb_per_s": j["bytes"] / j["files"] * j["images_per_s"] / 1e6 if j["files"] else None}
+
+
+def pyloader_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="suite_measure.py pyloader")
+    ap.add_argument("source")
+    ap.add_argument("--pipeline", choices=["train", "val"], required=True)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--batch", type=int, default=64)
+    a = ap.parse_args(argv)
+    try:
+        import ringfeed  # noqa: F401  (only to say why, when missing)
+    except Exception as e:  # ImportError, or a module built for another Python
+        print(json.dumps({"status": "n/a", "reason": f"n/a: ringfeed module unavailable ({type(e).__name__}: {e})"}))
+        return 0
+    sys.path.insert(0, HERE)
+    from compare_loader import python_loader_child  # what perf/compare_loader.py measures
+    python_loader_child(a.source, a.pipeline, a.batch, a.threads, False)
+    return 0
+
+
 def dataloader_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="suite_measure.py dataloader")
     ap.add_argument("source")
     ap.add_argument("--pipeline", choices=["train", "val"], required=True)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--draft", action="store_true", help="the loader calls Pillow's draft() (DCT scaling)")
     a = ap.parse_args(argv)
     try:
         import torch  # noqa: F401  (only to say why, when missing)
@@ -238,8 +308,8 @@ def dataloader_main(argv: list[str]) -> int:
         return 0
     sys.path.insert(0, HERE)
     from compare_loader import dataloader_run  # the DataLoader code perf/compare_loader.py measures
-    ips, d = dataloader_run(a.source, a.pipeline, a.batch, a.workers)
-    print(json.dumps({"images": d["images"], "seconds": d["seconds"], "images_per_s": ips,
+    ips, d = dataloader_run(a.source, a.pipeline, a.batch, a.workers, draft=a.draft)
+    print(json.dumps({"images": d["images"], "seconds": d["seconds"], "images_per_s": ips, "draft": a.draft,
                       "steady_images_per_s": d["steady_images_per_s"], "workers": a.workers,
                       "batch": a.batch, "torch": torch.__version__, "torchvision": torchvision.__version__}))
     return 0
@@ -318,7 +388,8 @@ def summarize(runs: list[dict]) -> dict:
             s[key] = statistics.median(vals)
             s[key + "_min"], s[key + "_max"] = min(vals), max(vals)
     for key in ("bottleneck", "backend", "direct", "images", "bytes", "threads", "mode", "skipped",
-                "steady_images_per_s", "torch", "device_read_mb", "wall_images_per_s"):
+                "steady_images_per_s", "torch", "device_read_mb", "wall_images_per_s", "megapixels_per_image",
+                "files", "cpu_cores", "module"):
         if key in ok[len(ok) // 2]:
             s[key] = ok[len(ok) // 2][key]
     loads = [r["other_load_cores"] for r in runs if isinstance(r.get("other_load_cores"), (int, float))]
@@ -345,6 +416,12 @@ def profile_main(argv: list[str]) -> int:
     ap.add_argument("--no-drop", action="store_true", help="cannot drop caches (not root): warm only")
     ap.add_argument("--quiet-wait", type=float, default=0,
                     help="before each measurement wait up to this many s for an idle second")
+    ap.add_argument("--dataset", default="imagenet", help="the dataset's name, for the report (imagenet, large)")
+    ap.add_argument("--decode-limit", help="perf/decode_limit: the bare-decode limit on the small files")
+    ap.add_argument("--decode-seconds", type=float, default=3.0)
+    ap.add_argument("--python-path", help="directory of the ringfeed Python package: ringfeed.Loader rows")
+    ap.add_argument("--loaders-only", action="store_true", help="no fio, no raw reads: loaders and the decode limit")
+    ap.add_argument("--draft", action="store_true", help="also the DataLoader with Pillow's draft()")
     a = ap.parse_args(argv)
 
     run = runner(a.cgroup, a.timeout)
@@ -359,7 +436,8 @@ def profile_main(argv: list[str]) -> int:
         r = subprocess.run(["findmnt", "-no", "SOURCE,FSTYPE,OPTIONS", "-T", d], capture_output=True, text=True)
         return " ".join(r.stdout.split()) or "?"
 
-    result = {"profile": a.name, "limits": a.limits, "cgroup": bool(a.cgroup), "device": a.device,
+    result = {"profile": a.name, "dataset": a.dataset, "limits": a.limits, "cgroup": bool(a.cgroup),
+              "device": a.device, "decode_limit": a.decode_limit, "python_path": a.python_path,
               "filesystem": filesystem(layouts[0][1]) if layouts else "?",
               "layouts": {k: {"dir": d, "bytes": data_bytes[k], "files": len(list_files(d))} for k, d in layouts},
               "rounds": a.rounds, "workers": workers, "direct_flag": direct_supported, "measurements": []}
@@ -375,18 +453,24 @@ def profile_main(argv: list[str]) -> int:
 
     # What is measured, in order (interleaved per round, so drift hits all alike).
     plan = []
-    for layout, d in layouts:
-        plan.append(("fio", layout, "none", "direct"))
-    for layout, d in layouts:
-        plan.append(("ringfeed", layout, "none", "buffered"))
-        plan.append(("ringfeed", layout, "none", "direct"))
+    if not a.loaders_only:
+        for layout, d in layouts:
+            plan.append(("fio", layout, "none", "direct"))
+        for layout, d in layouts:
+            plan.append(("ringfeed", layout, "none", "buffered"))
+            plan.append(("ringfeed", layout, "none", "direct"))
     for pipeline in ("val", "train"):
         for layout, d in layouts:
             plan.append(("ringfeed", layout, pipeline, "buffered"))
             if layout == "shards":
                 plan.append(("ringfeed", layout, pipeline, "stream"))
             if layout == "small":
+                plan.append(("python", layout, pipeline, "buffered"))
                 plan.append(("pytorch", layout, pipeline, "buffered"))
+                if a.draft:
+                    plan.append(("pytorch_draft", layout, pipeline, "buffered"))
+    if a.decode_limit and a.small:
+        plan.append(("decode_limit", "small", "decode", "memory"))
 
     def quiet(limit: float) -> None:
         """Waits up to `limit` s for one second in which all CPUs together are < 10% busy."""
@@ -414,6 +498,8 @@ def profile_main(argv: list[str]) -> int:
             for tool, layout, pipeline, io in plan:
                 if tool == "fio" and cache == "warm" and "cold" in caches:
                     continue  # O_DIRECT: the page cache plays no part; measured once
+                if tool == "decode_limit" and cache == "cold":
+                    continue  # decodes files it loaded into memory, untimed: measured with the warm ones
                 d = dict(layouts)[layout]
                 if a.quiet_wait > 0:
                     quiet(a.quiet_wait)
@@ -429,8 +515,12 @@ def profile_main(argv: list[str]) -> int:
                     epochs = a.warm_epochs if (cache == "warm" and pipeline == "none") else 1
                     m = ringfeed_once(run, a.bin, d, pipeline, io == "direct", epochs, direct_supported,
                                       stream=io == "stream")
+                elif tool == "python":
+                    m = pyloader_once(run, d, pipeline, workers, data_bytes[layout], a.python_path)
+                elif tool == "decode_limit":
+                    m = decode_limit_once(plain, a.decode_limit, d, workers, a.decode_seconds)
                 else:
-                    m = dataloader_once(run, d, pipeline, workers, data_bytes[layout])
+                    m = dataloader_once(run, d, pipeline, workers, data_bytes[layout], draft=tool == "pytorch_draft")
                 read1 = device_read_bytes(stat)
                 if read0 is not None and read1 is not None:
                     # What the run made the device read (the whole device: on
@@ -438,9 +528,10 @@ def profile_main(argv: list[str]) -> int:
                     m["device_read_mb"] = (read1 - read0) / 1e6
                 if m.get("reason"):  # one note per kind of failure, whatever the profile's paths
                     m["reason"] = m["reason"].replace(d, f"<{layout}>")
-                key = (tool, layout, pipeline, io, "direct" if tool == "fio" else cache)
+                key = (tool, layout, pipeline, io,
+                       "direct" if tool == "fio" else ("memory" if tool == "decode_limit" else cache))
                 runs.setdefault(key, []).append(m)
-                what = f"{tool} {pipeline if pipeline != 'none' else 'raw read'} {layout}" + \
+                what = f"{a.dataset} {tool} {pipeline if pipeline != 'none' else 'raw read'} {layout}" + \
                        (f" {io}" if (pipeline == "none" and tool != "fio") or io == "stream" else "") + \
                        f" {key[4]}"
                 if m.get("status") == "ok":
@@ -459,10 +550,11 @@ def profile_main(argv: list[str]) -> int:
 
 
 def main() -> int:
-    if len(sys.argv) < 2 or sys.argv[1] not in ("profile", "dataloader"):
+    commands = {"profile": profile_main, "dataloader": dataloader_main, "pyloader": pyloader_main}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    return profile_main(sys.argv[2:]) if sys.argv[1] == "profile" else dataloader_main(sys.argv[2:])
+    return commands[sys.argv[1]](sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -5,11 +5,17 @@ PNG plots (gnuplot).
   suite_report.py --raw WORK/raw --run WORK/run.json --out DIR   (perf/run does this)
   suite_report.py --from DIR/report.json [--out DIR]             (re-render md + PNGs)
 
-report.md: a headline table, then per profile every measurement cold and
-warm with images/s, MB/s, the ratio to fio (MB/s over fio's MB/s on the same
-files: how close to the device limit) and to PyTorch (images/s over the
+report.md: a headline table (the ImageNet-like dataset), then per dataset
+(imagenet; large: 1-4 MP photos) and profile the ratios of ringfeed's train
+and val images/s to the bare-decode limit (perf/decode_limit: TurboJPEG's
+full decode of the same JPEGs in memory on as many threads) and to the
+DataLoader (with and without Pillow's draft()), and of the Python
+ringfeed.Loader to `ringfeed bench`; then per profile every measurement cold
+and warm with images/s, MB/s, the ratio to fio (MB/s over fio's MB/s on the
+same files: how close to the device limit) and to PyTorch (images/s over the
 DataLoader's on the same pipeline and cache state), and the bottleneck
-ringfeed names; then the environment. Standard library + gnuplot.
+ringfeed names; then the environment. report.json holds every raw number
+and the ratio table ("ratios"). Standard library + gnuplot.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ import tempfile
 import time
 
 PROFILE_ORDER = ["nvme", "sata-ssd", "hdd", "path"]
+DATASET_ORDER = ["imagenet", "large"]
+DATASET_NAMES = {"imagenet": "ImageNet-like", "large": "large photos (1-4 MP)", "path": "--path dataset"}
 ROWS = [  # (label, tool, layout, pipeline, io)
     ("fio, 16 KiB O_DIRECT reads", "fio", "small", "none", "direct"),
     ("fio, 16 KiB O_DIRECT reads", "fio", "shards", "none", "direct"),
@@ -32,12 +40,17 @@ ROWS = [  # (label, tool, layout, pipeline, io)
     ("ringfeed raw read, --direct", "ringfeed", "small", "none", "direct"),
     ("ringfeed raw read, buffered", "ringfeed", "shards", "none", "buffered"),
     ("ringfeed raw read, --direct", "ringfeed", "shards", "none", "direct"),
+    ("bare decode (TurboJPEG, in memory)", "decode_limit", "small", "decode", "memory"),
     ("ringfeed val", "ringfeed", "small", "val", "buffered"),
+    ("ringfeed.Loader (Python) val", "python", "small", "val", "buffered"),
     ("PyTorch DataLoader val", "pytorch", "small", "val", "buffered"),
+    ("DataLoader, Pillow draft() val", "pytorch_draft", "small", "val", "buffered"),
     ("ringfeed val", "ringfeed", "shards", "val", "buffered"),
     ("ringfeed val, --stream", "ringfeed", "shards", "val", "stream"),
     ("ringfeed train", "ringfeed", "small", "train", "buffered"),
+    ("ringfeed.Loader (Python) train", "python", "small", "train", "buffered"),
     ("PyTorch DataLoader train", "pytorch", "small", "train", "buffered"),
+    ("DataLoader, Pillow draft() train", "pytorch_draft", "small", "train", "buffered"),
     ("ringfeed train", "ringfeed", "shards", "train", "buffered"),
     ("ringfeed train, --stream", "ringfeed", "shards", "train", "stream"),
 ]
@@ -83,16 +96,34 @@ def build_report(raw_dir: str, run_json: str) -> dict:
     for p in sorted(glob.glob(os.path.join(raw_dir, "*.json"))):
         with open(p) as f:
             profiles.append(json.load(f))
-    profiles.sort(key=lambda p: PROFILE_ORDER.index(p["profile"]) if p["profile"] in PROFILE_ORDER else 99)
-    return {"format": 1, "run": run, "environment": environment(), "profiles": profiles}
+    profiles.sort(key=profile_key)
+    rep = {"format": 1, "run": run, "environment": environment(), "profiles": profiles}
+    rep["ratios"] = ratio_rows(rep)
+    return rep
 
 
 # --- lookups ---------------------------------------------------------------------------
 
 
+def dataset(profile: dict) -> str:
+    return profile.get("dataset", "imagenet")  # reports from before there were datasets
+
+
+def profile_key(p: dict) -> tuple:
+    d = dataset(p)
+    return (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99,
+            PROFILE_ORDER.index(p["profile"]) if p["profile"] in PROFILE_ORDER else 99)
+
+
+def of_dataset(rep: dict, name: str) -> list[dict]:
+    return [p for p in rep["profiles"] if dataset(p) == name]
+
+
 def find(profile: dict, tool: str, layout: str, pipeline: str, io: str, cache: str) -> dict | None:
     if tool == "fio":
         cache = "direct"
+    elif tool == "decode_limit":
+        cache = "memory"  # decodes files held in memory: cache-independent
     for m in profile["measurements"]:
         if (m["tool"], m["layout"], m["pipeline"], m["io"], m["cache"]) == (tool, layout, pipeline, io, cache):
             return m
@@ -133,6 +164,87 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}×" if a and b else "—"
 
 
+# --- ratios to the bare-decode limit and the DataLoader -------------------------------------
+
+RATIO_CONTENDERS = {  # key: (tool, pipeline)
+    "decode_limit": ("decode_limit", "decode"),
+    "ringfeed_train": ("ringfeed", "train"), "ringfeed_val": ("ringfeed", "val"),
+    "python_train": ("python", "train"), "python_val": ("python", "val"),
+    "dataloader_train": ("pytorch", "train"), "dataloader_val": ("pytorch", "val"),
+    "dataloader_draft_train": ("pytorch_draft", "train"), "dataloader_draft_val": ("pytorch_draft", "val"),
+}
+RATIOS = {  # name: (numerator, denominator)
+    "ringfeed_train_vs_decode_limit": ("ringfeed_train", "decode_limit"),
+    "ringfeed_val_vs_decode_limit": ("ringfeed_val", "decode_limit"),
+    "ringfeed_train_vs_dataloader": ("ringfeed_train", "dataloader_train"),
+    "ringfeed_val_vs_dataloader": ("ringfeed_val", "dataloader_val"),
+    "ringfeed_train_vs_dataloader_draft": ("ringfeed_train", "dataloader_draft_train"),
+    "ringfeed_val_vs_dataloader_draft": ("ringfeed_val", "dataloader_draft_val"),
+    "python_train_vs_ringfeed_bench": ("python_train", "ringfeed_train"),
+    "python_val_vs_ringfeed_bench": ("python_val", "ringfeed_val"),
+    "python_train_vs_dataloader": ("python_train", "dataloader_train"),
+    "python_val_vs_dataloader": ("python_val", "dataloader_val"),
+}
+
+
+def ratio_rows(rep: dict) -> list[dict]:
+    """Per dataset, profile and cache state: the loaders' images/s on the
+    small files and their ratios (None where a side was not measured). The
+    bare-decode limit is cache-independent: the same number for cold and warm."""
+    rows = []
+    for p in sorted(rep["profiles"], key=profile_key):
+        for cache in [c for c in ("cold", "warm") if any(m["cache"] == c for m in p["measurements"])]:
+            row = {"dataset": dataset(p), "profile": p["profile"], "cache": cache}
+            for key, (tool, pipeline) in RATIO_CONTENDERS.items():
+                m = find(p, tool, "small", pipeline, "memory" if tool == "decode_limit" else "buffered", cache)
+                row[key] = m.get("images_per_s") if ok(m) else None
+            lim = find(p, "decode_limit", "small", "decode", "memory", cache)
+            row["decode_limit_megapixels_per_image"] = lim.get("megapixels_per_image") if ok(lim) else None
+            for name, (a, b) in RATIOS.items():
+                row[name] = row[a] / row[b] if row[a] and row[b] else None
+            rows.append(row)
+    return rows
+
+
+def ratio_section(rep: dict) -> list[str]:
+    rows = rep.get("ratios") or ratio_rows(rep)
+    if not rows:
+        return []
+    L = ["## Against the bare-decode limit and the DataLoader\n"]
+    L.append("Images/s on the small files (ImageFolder), batch 64, float32 NCHW, as many threads / workers as "
+             "cores. **bare decode**: `perf/decode_limit`, TurboJPEG's full decode of the same JPEGs held in memory "
+             "on as many threads (the limit of any loader that decodes whole images; cache-independent). "
+             "× cells: ringfeed's images/s over that contender's. Goals (issue 17): train ≥ 1.1× the bare decode "
+             "(ImageNet-like); fast mode ≥ 5× the DataLoader on large photos; Python loader ≥ 0.95× `ringfeed "
+             "bench`.\n")
+    L.append("| dataset | profile | cache | bare decode img/s (MP/image) | ringfeed train img/s (× bare) "
+             "| ringfeed val img/s (× bare) | DataLoader train / val img/s | ringfeed × DataLoader train / val "
+             "| DataLoader + draft() train / val img/s | ringfeed × draft train / val "
+             "| ringfeed.Loader train / val img/s (× bench) |")
+    L.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    n = lambda v: num(v) if v is not None else "—"  # noqa: E731
+    x = lambda v: f"{v:.2f}×" if v is not None else "—"  # noqa: E731
+    for r in rows:
+        mp = r.get("decode_limit_megapixels_per_image")
+        L.append(f"| {DATASET_NAMES.get(r['dataset'], r['dataset'])} | {r['profile']} | {r['cache']} "
+                 f"| {n(r['decode_limit'])}{f' ({mp:.2f} MP)' if mp else ''} "
+                 f"| {n(r['ringfeed_train'])} ({x(r['ringfeed_train_vs_decode_limit'])}) "
+                 f"| {n(r['ringfeed_val'])} ({x(r['ringfeed_val_vs_decode_limit'])}) "
+                 f"| {n(r['dataloader_train'])} / {n(r['dataloader_val'])} "
+                 f"| {x(r['ringfeed_train_vs_dataloader'])} / {x(r['ringfeed_val_vs_dataloader'])} "
+                 f"| {n(r['dataloader_draft_train'])} / {n(r['dataloader_draft_val'])} "
+                 f"| {x(r['ringfeed_train_vs_dataloader_draft'])} / {x(r['ringfeed_val_vs_dataloader_draft'])} "
+                 f"| {n(r['python_train'])} / {n(r['python_val'])} ({x(r['python_train_vs_ringfeed_bench'])} / "
+                 f"{x(r['python_val_vs_ringfeed_bench'])}) |")
+    missing = sorted({f"{dataset(p)} {p['profile']}" for p in rep["profiles"]
+                      if find(p, "decode_limit", "small", "decode", "memory", "memory") is None})
+    if missing:
+        L.append(f"\nNo bare-decode measurement for {', '.join(missing)} (no `decode_limit` built, or no small "
+                 "files): those × bare cells are —.")
+    L.append("")
+    return L
+
+
 # --- markdown --------------------------------------------------------------------------
 
 
@@ -150,14 +262,19 @@ def markdown(rep: dict) -> str:
         L.append(f"- **{run['build']}**")
     L.append("")
 
-    # Headline
-    any_cold = any(m["cache"] == "cold" for p in rep["profiles"] for m in p["measurements"])
-    L.append(f"## Headline ({'cold' if any_cold else 'warm'} page cache)\n")
+    # Headline (the ImageNet-like or --path dataset: the only one with raw reads and shards)
+    imagenet = [p for p in rep["profiles"] if dataset(p) != "large"]
+    any_cold = any(m["cache"] == "cold" for p in imagenet for m in p["measurements"])
+    if imagenet:
+        L.append(f"## Headline ({'cold' if any_cold else 'warm'} page cache, "
+                 f"{'the --path' if run.get('path') else 'ImageNet-like'} dataset)\n")
     L.append("| profile | device limit: fio MB/s | ringfeed raw --direct MB/s (× fio) | ringfeed raw buffered MB/s "
              "(× fio) | ringfeed train img/s | PyTorch train img/s | ringfeed ÷ PyTorch | ringfeed train on "
              "shards img/s | ringfeed says (train) |")
     L.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for p in rep["profiles"]:
+    if not imagenet:
+        del L[-2:]
+    for p in imagenet:
         fio = find(p, "fio", "small", "none", "direct", "cold")
         fio_mb = fio.get("mb_per_s") if ok(fio) else None
         d = find(p, "ringfeed", "small", "none", "direct", "cold")
@@ -180,12 +297,15 @@ def markdown(rep: dict) -> str:
                  f"| {ratio(g(t, 'images_per_s'), g(pt, 'images_per_s'))} | {rate_cell(ts, 'images_per_s', notes)} "
                  f"| {g(t, 'bottleneck') or '—'} |")
     L.append("")
-    L.append("![images per second](images_per_s.png)\n")
-    L.append("![MB/s against fio](mb_per_s_vs_fio.png)\n")
+    if imagenet:
+        L.append("![images per second](images_per_s.png)\n")
+        L.append("![MB/s against fio](mb_per_s_vs_fio.png)\n")
+    L += ratio_section(rep)
 
-    # Per profile
+    # Per dataset and profile
     for p in rep["profiles"]:
-        L.append(f"## Profile `{p['profile']}`\n")
+        d = dataset(p)
+        L.append(f"## Profile `{p['profile']}`{', ' + DATASET_NAMES['large'] if d == 'large' else ''}\n")
         L.append(f"- throttle: {p['limits']}")
         L.append(f"- filesystem: {p.get('filesystem', '?')}")
         for k, lay in p["layouts"].items():
@@ -222,7 +342,7 @@ def markdown(rep: dict) -> str:
             if layout not in p["layouts"]:
                 continue
             cold = find(p, tool, layout, pipeline, io, "cold")
-            warm = None if tool == "fio" else find(p, tool, layout, pipeline, io, "warm")
+            warm = None if tool in ("fio", "decode_limit") else find(p, tool, layout, pipeline, io, "warm")
             if cold is None and warm is None:
                 continue
             cells = {}
@@ -242,12 +362,17 @@ def markdown(rep: dict) -> str:
                     ips = f"{ips} ‡{notes.index(text) + 1} ({reread:,.0f} MB read)" if ips else ips
                 ref = find(p, "pytorch", "small", pipeline, "buffered", cache) if pipeline != "none" else None
                 x_pt = (ratio(m.get("images_per_s"), ref.get("images_per_s"))
-                        if tool == "ringfeed" and ok(m) and ok(ref) else "")
+                        if tool in ("ringfeed", "python", "pytorch_draft") and ok(m) and ok(ref) else "")
                 cells[cache] = (ips, mbs, x_pt)
-            x_fio = ratio(cold.get("mb_per_s"), fio_mb.get(layout)) if ok(cold) and tool != "fio" else ""
-            says = " / ".join(m.get("bottleneck") or "—" for m in (cold, warm) if ok(m)) if tool == "ringfeed" else ""
+            x_fio = (ratio(cold.get("mb_per_s"), fio_mb.get(layout))
+                     if ok(cold) and tool not in ("fio", "decode_limit") else "")
+            says = (" / ".join(m.get("bottleneck") or "—" for m in (cold, warm) if ok(m))
+                    if tool in ("ringfeed", "python") else "")
             if tool == "fio" and ok(cold):
                 says = f"{num(cold.get('iops'))} IOPS (O_DIRECT: cache-independent)"
+            if tool == "decode_limit" and ok(cold):
+                says = (f"{cold.get('threads')} threads, {cold.get('megapixels_per_image', 0):.2f} MP/image "
+                        f"(in memory: cache-independent)")
             c, w = cells["cold"], cells["warm"]
             L.append(f"| {label} | {layout} | {c[0]} | {c[1]} | {x_fio} | {c[2]} | {w[0]} | {w[1]} | {w[2]} | {says} |")
         busy = [f"{m['tool']} {m['pipeline']} {m['layout']} {m['cache']} ({m['other_load_cores_max']:.2f} cores)"
@@ -272,7 +397,18 @@ def markdown(rep: dict) -> str:
              "num_workers=cores)` with the same transforms, same cache state, on the small files (the DataLoader "
              "cannot read the shards); both deliver float32 normalized NCHW batches on the host.")
     L.append("- **ringfeed says**: the `bottleneck` field of `ringfeed bench --json` (storage, decode, upload, "
-             "consumer).")
+             "consumer); for ringfeed.Loader, its `stats()['bottleneck']`.")
+    L.append("- **ringfeed.Loader (Python)**: the build's Python module, `ringfeed.Loader(DIR, batch_size=64, "
+             "pipeline=P, output='float32', threads=cores)` on the host, one epoch in a process of its own "
+             "(perf/compare_loader.py's Python contender), each batch touched as the DataLoader's are.")
+    L.append("- **bare decode**: `perf/decode_limit DIR --threads cores` (TurboJPEG `tjDecompress2` full decodes "
+             "to RGB of up to 2000 of the JPEGs, loaded into memory first, untimed). A loader that decodes whole "
+             "images cannot beat it; ringfeed's train pipeline decodes only what its crop needs.")
+    L.append("- **DataLoader + draft()**: the same DataLoader whose ImageFolder loader calls Pillow's "
+             "`Image.draft('RGB', (s, s))` before `convert('RGB')` (libjpeg's DCT scaling by 1/2 to 1/8 while "
+             "both sides stay ≥ s; s = 224 train, 256 val): measured on the large photos, where it applies.")
+    L.append("- **large photos**: `ringfeed gen --photos large` (1-4 megapixels, mean 2.5; phone / DSLR / "
+             "OpenImages-class), small files on the nvme profile, loaders only (no raw reads, no shards).")
     L.append("- hdd and sata-ssd are emulated: an ext4 image on a loop device with O_DIRECT backing "
              "(`losetup --direct-io=on`: no second page cache under the loop device), reads throttled by a "
              "cgroup-v1 blkio group (`blkio.throttle.read_bps_device` and `read_iops_device`) that every measured "
@@ -289,13 +425,19 @@ def markdown(rep: dict) -> str:
     torch = next((m.get("torch") for p in rep["profiles"] for m in p["measurements"] if m.get("torch")), None)
     L.append(f"- PyTorch: {torch or 'not measured'}")
     L.append(f"- ringfeed: {run['binary']} — {run['build']}; commit {env['commit']}")
-    ds = "`ringfeed gen` (ImageNet-like JPEGs)" if not run.get("path") else f"`{run['path']}`"
-    L.append(f"- dataset: {ds}, {run['images']:,} images in {run['classes']} classes"
-             + (f" (hdd profile: a {run['hdd_images']:,}-image subset)" if run['hdd_images'] < run['images'] else "")
-             + f"; shards packed by {run.get('pack') or '?'}")
+    L.append(f"- ringfeed Python module: {run.get('python_path') or 'not built'}; bare-decode limit: "
+             f"{run.get('decode_limit') or 'not built'}")
+    if imagenet or run.get("path"):
+        ds = "`ringfeed gen` (ImageNet-like JPEGs)" if not run.get("path") else f"`{run['path']}`"
+        L.append(f"- dataset: {ds}, {run['images']:,} images in {run['classes']} classes"
+                 + (f" (hdd profile: a {run['hdd_images']:,}-image subset)" if run['hdd_images'] < run['images']
+                    else "") + f"; shards packed by {run.get('pack') or '?'}")
+    if of_dataset(rep, "large"):
+        L.append(f"- large photos: `ringfeed gen --photos large`, {run.get('large_images', 0):,} images in "
+                 f"{run['classes']} classes (1-4 MP, mean 2.5 MP; small files only, on the nvme profile)")
     for p in rep["profiles"]:
         for k, lay in p["layouts"].items():
-            L.append(f"  - {p['profile']} {k}: {lay['files']:,} files, {lay['bytes'] / 1e6:,.1f} MB "
+            L.append(f"  - {dataset(p)} {p['profile']} {k}: {lay['files']:,} files, {lay['bytes'] / 1e6:,.1f} MB "
                      f"({lay['bytes'] / max(lay['files'], 1) / 1e3:.0f} KB per file) on {p.get('filesystem', '?')}")
     if env.get("damon_schemes"):
         L.append(f"- **DAMON proactive reclaim is on** (schemes: {', '.join(env['damon_schemes'])}): the kernel pages "
@@ -317,7 +459,7 @@ def markdown(rep: dict) -> str:
 def plots(rep: dict, out: str) -> list[str]:
     if not shutil.which("gnuplot"):
         return ["gnuplot not found: no plots"]
-    profs = [p for p in rep["profiles"]]
+    profs = [p for p in rep["profiles"] if dataset(p) != "large"]
     if not profs:
         return []
     cache = "cold" if any(m["cache"] == "cold" for p in profs for m in p["measurements"]) else "warm"
@@ -335,6 +477,8 @@ def plots(rep: dict, out: str) -> list[str]:
 
     img_series = [("ringfeed val", "ringfeed", "small", "val", "buffered"),
                   ("ringfeed train", "ringfeed", "small", "train", "buffered"),
+                  ("ringfeed.Loader train", "python", "small", "train", "buffered"),
+                  ("bare decode", "decode_limit", "small", "decode", "memory"),
                   ("ringfeed val, shards", "ringfeed", "shards", "val", "buffered"),
                   ("ringfeed train, shards", "ringfeed", "shards", "train", "buffered"),
                   ("ringfeed train, shards --stream", "ringfeed", "shards", "train", "stream"),

@@ -1,12 +1,14 @@
-// `ringfeed gen OUT [--images N] [--classes C] [--seed S] [--force]`: writes
-// an ImageNet-like ImageFolder tree of synthetic photographs,
+// `ringfeed gen OUT [--images N] [--classes C] [--seed S] [--photos imagenet|large]
+// [--force]`: writes an ImageNet-like ImageFolder tree of synthetic photographs,
 //
 //   OUT/train/<wnid>/<wnid>_<k>.JPEG          N images, classes as even as possible
 //   OUT/val/<wnid>/ILSVRC2012_val_<8 digits>.JPEG  ~N/10 (at least one per class)
 //   OUT/ringfeed-gen.json                     parameters and the resulting mix
 //
 // About 2% of the files use the other extensions real ImageNet trees hold
-// (.jpeg, .JPG). Output is a pure function of (seed, images, classes): each
+// (.jpeg, .JPG). --photos picks the photographs: ImageNet's mix (default) or
+// large 1-4 megapixel ones (gen_image.hpp). Output is a pure function of
+// (seed, images, classes, photos), recorded in the marker: each
 // file depends only on its own derived seed, so the thread count and the
 // order of work do not matter. Files are written under a hidden temporary
 // name and renamed, so an interrupted run leaves no torn JPEGs.
@@ -16,10 +18,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +60,7 @@ struct gen_options {
   std::size_t images = 3000;
   std::size_t classes = 10;
   std::uint64_t seed = 0;
+  photo_mix photos = photo_mix::imagenet;
   bool force = false;
 };
 
@@ -100,7 +105,7 @@ plan make_plan(const gen_options& o, const fs::path& out) {
     const std::size_t count = o.images / o.classes + (c < o.images % o.classes ? 1 : 0);
     for (std::size_t k = 0; k < count; ++k, ++index) {
       planned_file f;
-      f.spec = draw_image_spec(derive_seed(o.seed, stream_train, index));
+      f.spec = draw_image_spec(derive_seed(o.seed, stream_train, index), o.photos);
       f.spec.class_index = static_cast<int>(c);
       f.extension = draw_extension(derive_seed(o.seed, stream_train_ext, index));
       f.path = out / "train" / p.classes[c] / (p.classes[c] + "_" + std::to_string(k) + f.extension);
@@ -112,7 +117,7 @@ plan make_plan(const gen_options& o, const fs::path& out) {
     char name[40];
     std::snprintf(name, sizeof name, "ILSVRC2012_val_%08zu", v + 1);
     planned_file f;
-    f.spec = draw_image_spec(derive_seed(o.seed, stream_val, v));
+    f.spec = draw_image_spec(derive_seed(o.seed, stream_val, v), o.photos);
     f.spec.class_index = static_cast<int>(v % o.classes);
     f.extension = draw_extension(derive_seed(o.seed, stream_val_ext, v));
     f.path = out / "val" / p.classes[v % o.classes] / (name + f.extension);
@@ -138,7 +143,12 @@ std::string subsampling_name(int subsamp) {
 nlohmann::json describe(const gen_options& o, const plan& p, bool complete, const std::vector<std::uint64_t>* sizes) {
   std::map<std::string, std::size_t> subsampling, extensions, quality;
   std::size_t progressive = 0, tiny = 0, large = 0;
+  double megapixels = 0, mp_min = std::numeric_limits<double>::max(), mp_max = 0;
   for (const auto& f : p.files) {
+    const double mp = static_cast<double>(f.spec.width) * static_cast<double>(f.spec.height) / 1e6;
+    megapixels += mp;
+    mp_min = std::min(mp_min, mp);
+    mp_max = std::max(mp_max, mp);
     ++subsampling[subsampling_name(f.spec.subsamp)];
     ++extensions[f.extension];
     ++quality[std::to_string(f.spec.quality)];
@@ -152,6 +162,7 @@ nlohmann::json describe(const gen_options& o, const plan& p, bool complete, cons
       {"ringfeed_version", RINGFEED_VERSION_STRING},
       {"complete", complete},
       {"seed", o.seed},
+      {"photos", photo_mix_name(o.photos)},
       {"classes", o.classes},
       {"train_images", p.train},
       {"val_images", p.val},
@@ -161,7 +172,12 @@ nlohmann::json describe(const gen_options& o, const plan& p, bool complete, cons
         {"quality", quality},
         {"extensions", extensions},
         {"tiny_under_100px", tiny},
-        {"large_1024px_plus", large}}},
+        {"large_1024px_plus", large},
+        // Rounded to 1/1000: a short, stable text.
+        {"megapixels",
+         {{"min", std::round(mp_min * 1e3) / 1e3},
+          {"mean", std::round(megapixels / static_cast<double>(p.files.size()) * 1e3) / 1e3},
+          {"max", std::round(mp_max * 1e3) / 1e3}}}}},
   };
   if (sizes != nullptr) {
     std::uint64_t total = 0;
@@ -298,9 +314,9 @@ void run_gen(const gen_options& o) {
   std::uint64_t total = 0;
   for (auto s : sizes) total += s;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("gen: %zu images (%zu train + %zu val) in %zu classes, %.1f MB, %.2f s (%u thread%s) -> %s\n",
-              p.files.size(), p.train, p.val, o.classes, static_cast<double>(total) / 1e6, seconds, threads,
-              threads == 1 ? "" : "s", out.string().c_str());
+  std::printf("gen: %zu %s images (%zu train + %zu val) in %zu classes, %.1f MB, %.2f s (%u thread%s) -> %s\n",
+              p.files.size(), std::string(photo_mix_name(o.photos)).c_str(), p.train, p.val, o.classes,
+              static_cast<double>(total) / 1e6, seconds, threads, threads == 1 ? "" : "s", out.string().c_str());
 }
 
 }  // namespace
@@ -316,8 +332,21 @@ void register_gen(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
   sub->add_option("--seed", opts->seed, "seed; the same seed gives byte-identical files")->capture_default_str();
+  auto photos = std::make_shared<std::string>(photo_mix_name(opts->photos));
+  std::vector<std::string> names;
+  for (const photo_mix m : photo_mixes) names.emplace_back(photo_mix_name(m));
+  sub->add_option("--photos", *photos,
+                  "imagenet: ImageNet's mix of sizes (~0.2 MP); large: 1-4 megapixel photos (mean 2.5 MP), the "
+                  "size of phone, DSLR and OpenImages-class datasets")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
   sub->add_flag("--force", opts->force, "write into a non-empty directory that is not a previous gen output");
-  sub->callback([opts] { run_gen(*opts); });
+  sub->callback([opts, photos] {
+    for (const photo_mix m : photo_mixes) {
+      if (*photos == photo_mix_name(m)) opts->photos = m;
+    }
+    run_gen(*opts);
+  });
 }
 
 }  // namespace ringfeed::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <turbojpeg.h>
@@ -306,7 +307,40 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream, std::uint64_
 
 bool image_spec::gray() const noexcept { return subsamp == TJSAMP_GRAY; }
 
-image_spec draw_image_spec(std::uint64_t seed) noexcept {
+std::string_view photo_mix_name(photo_mix mix) noexcept { return mix == photo_mix::large ? "large" : "imagenet"; }
+
+namespace {
+
+// A phone or camera photo of 1-4 megapixels (see draw_image_spec).
+image_spec draw_large_spec(std::uint64_t seed) noexcept {
+  content_rng rng(seed);
+  image_spec s;
+  s.content_seed = rng.next();
+
+  const float r = rng.uniform();
+  const float aspect = r < 0.5f ? 4.0f / 3.0f : (r < 0.8f ? 1.5f : 16.0f / 9.0f);
+  // Megapixels uniform over [1, 4]: drawn a little inside, so that rounding
+  // the sides to even numbers (at most -2 px and +-1 px) cannot leave it.
+  const float pixels = rng.uniform(1.01f, 3.98f) * 1e6f;
+  const int longer = std::min(2592, 2 * static_cast<int>(0.5f * std::sqrt(pixels * aspect)));
+  const int shorter = 2 * round_to_int(0.5f * static_cast<float>(longer) / aspect);
+  const bool landscape = rng.chance(0.7f);
+  s.width = landscape ? longer : shorter;
+  s.height = landscape ? shorter : longer;
+
+  const float q = rng.uniform();
+  s.quality = q < 0.30f ? 95 : (q < 0.55f ? 90 : (q < 0.65f ? 85 : rng.between(85, 95)));
+  const float sub = rng.uniform();
+  s.subsamp = sub < 0.85f ? TJSAMP_420 : (sub < 0.95f ? TJSAMP_422 : TJSAMP_444);
+  s.progressive = rng.chance(0.08f);
+  s.detail_pitch = rng.uniform(1.5f, 2.5f);
+  return s;
+}
+
+}  // namespace
+
+image_spec draw_image_spec(std::uint64_t seed, photo_mix mix) noexcept {
+  if (mix == photo_mix::large) return draw_large_spec(seed);
   content_rng rng(seed);
   image_spec s;
   s.content_seed = rng.next();
@@ -389,16 +423,20 @@ void render_image(const image_spec& spec, std::vector<unsigned char>& out) {
 
   // Texture: octaves from mid-size blotches down to 2 px grain. How busy the
   // image is, and how fast detail falls off, vary per image like real photos.
+  // A large photo's finest detail spans detail_pitch pixels: the octaves
+  // stop there, and the pixel-scale grain and noise below are weaker by as
+  // much (white noise averaged over pitch x pitch pixels).
+  const float pitch = spec.detail_pitch;
   const float texture = rng.uniform(0.4f, 2.0f);  // smooth studio shot .. foliage
   const float busy = 28.0f * texture;
   const float roughness = rng.uniform(0.75f, 1.0f);
-  add_fractal_noise(c.detail, w, h, std::min(scale / 10.0f, 64.0f), 1.5f, busy, roughness, rng);
+  add_fractal_noise(c.detail, w, h, std::min(scale / 10.0f, 64.0f * pitch), 1.5f * pitch, busy, roughness, rng);
 
   // Vignette, texture grain and sensor noise, then to 8-bit RGB (JFIF YCbCr
   // inverse). Row by row through small buffers to keep the loops simple.
   const float vignette = rng.uniform(0.0f, 0.35f) * 0.5f;
-  const float noise = rng.uniform(1.5f, 5.0f);  // sensor noise, everywhere
-  const float grain = 22.0f * texture;          // pixel-scale texture, where textured
+  const float noise = rng.uniform(1.5f, 5.0f) / pitch;  // sensor noise, everywhere
+  const float grain = 22.0f * texture / pitch;          // pixel-scale texture, where textured
   content_rng pixel_rng(rng.next());
   const auto uw = static_cast<std::size_t>(w);
   std::vector<float> vignette_x(uw);

@@ -12,9 +12,11 @@
 // IEEE +, -, *, / and sqrt, so the same seed gives the same bytes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <ringfeed/random.hpp>
@@ -41,6 +43,15 @@ class content_rng {
   splitmix64_rng m_bits;
 };
 
+/// Which photographs `ringfeed gen --photos` makes: ImageNet's mix (about
+/// 0.2 megapixels, the default) or large 1-4 megapixel photos, the size of
+/// phone, DSLR and OpenImages-class datasets.
+enum class photo_mix { imagenet, large };
+inline constexpr std::array<photo_mix, 2> photo_mixes = {photo_mix::imagenet, photo_mix::large};
+
+/// "imagenet" or "large": the --photos value and the marker's "photos".
+[[nodiscard]] std::string_view photo_mix_name(photo_mix mix) noexcept;
+
 /// Derives an independent seed for item `index` of stream `stream` from the
 /// user's seed, so each image depends only on (seed, stream, index) and not on
 /// which thread made it or in what order.
@@ -59,15 +70,27 @@ struct image_spec {
   /// colour cast, so that a model can actually learn the classes (a weak,
   /// global cue, like a scene's lighting; the content is otherwise random).
   int class_index = -1;
+  /// Pixels per unit of the finest texture (>= 1). 1 is ImageNet's look:
+  /// grain down to single pixels. A large photo shows the same scene over
+  /// more pixels, softened by the lens and demosaicing, so its finest
+  /// detail spans a few pixels and it compresses to fewer bytes per pixel.
+  float detail_pitch = 1.0f;
 
   [[nodiscard]] bool gray() const noexcept;
 };
 
-/// Draws an ImageNet-like spec: ~1% tiny (<100 px), ~2% large (1024+ px on
-/// the long side), the rest 300-800 x 250-600 clustered at 500x375 / 375x500;
-/// quality 75-95; 4:2:0 mostly, some 4:4:4 and 4:2:2; ~3% grayscale; ~5%
-/// progressive.
-[[nodiscard]] image_spec draw_image_spec(std::uint64_t seed) noexcept;
+/// Draws a spec of the given mix.
+///
+/// imagenet: ~1% tiny (<100 px), ~2% large (1024+ px on the long side), the
+/// rest 300-800 x 250-600 clustered at 500x375 / 375x500; quality 75-95;
+/// 4:2:0 mostly, some 4:4:4 and 4:2:2; ~3% grayscale; ~5% progressive.
+///
+/// large: megapixels uniform in [1, 4] (mean 2.5), aspect 4:3 (50%), 3:2
+/// (30%) or 16:9 (20%), landscape 70% / portrait 30%, even sides, the long
+/// one 1160-2592 px (most 1600+); quality 85-95 (mostly 90 and 95); 4:2:0
+/// 85%, 4:2:2 10%, 4:4:4 5%; ~8% progressive; no grayscale; finest texture
+/// 1.5-2.5 px (see image_spec::detail_pitch): ~0.3 bytes per pixel at q90.
+[[nodiscard]] image_spec draw_image_spec(std::uint64_t seed, photo_mix mix = photo_mix::imagenet) noexcept;
 
 /// Renders the pixels of `spec` into `out` (RGB, or one channel when gray),
 /// tightly packed, resizing `out` as needed.
