@@ -5,9 +5,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
-
-#include "image/stream_store.hpp"
 
 namespace ringfeed::image {
 
@@ -89,32 +86,17 @@ void write_planes(image_view src, bool flip, const Table& lut, std::span<std::by
   const std::size_t plane = static_cast<std::size_t>(src.width) * static_cast<std::size_t>(src.height);
   T* out = reinterpret_cast<T*>(dst.data());
   T* planes[3] = {out, out + plane, out + 2 * plane};
-  // float32: each row through a small buffer, then streamed to the planes
-  // (stream_store.hpp); float16 stores directly.
-  constexpr bool streamed = std::is_same_v<T, float>;
-  constexpr int chunk = 256;
-  T buffer[3][chunk];
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
     const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(src.width);
-    for (int x0 = 0; x0 < src.width; x0 += chunk) {
-      const int n = std::min(chunk, src.width - x0);
-      T* to[3];
-      for (int c = 0; c < 3; ++c) to[c] = streamed ? buffer[c] : planes[c] + base + static_cast<std::size_t>(x0);
-      for (int x = 0; x < n; ++x) {
-        const int sx = flip ? src.width - 1 - (x0 + x) : x0 + x;
-        const std::uint8_t* p = in + sx * 3;
-        to[0][x] = lut[0][p[0]];
-        to[1][x] = lut[1][p[1]];
-        to[2][x] = lut[2][p[2]];
-      }
-      if constexpr (streamed)
-        for (int c = 0; c < 3; ++c)
-          detail::copy_floats_streaming(planes[c] + base + static_cast<std::size_t>(x0), buffer[c],
-                                        static_cast<std::size_t>(n));
+    for (int x = 0; x < src.width; ++x) {
+      const int sx = flip ? src.width - 1 - x : x;
+      const std::uint8_t* p = in + sx * 3;
+      planes[0][base + static_cast<std::size_t>(x)] = lut[0][p[0]];
+      planes[1][base + static_cast<std::size_t>(x)] = lut[1][p[1]];
+      planes[2][base + static_cast<std::size_t>(x)] = lut[2][p[2]];
     }
   }
-  if constexpr (streamed) detail::stream_fence();
 }
 
 }  // namespace
