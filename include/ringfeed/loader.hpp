@@ -101,7 +101,7 @@ struct loader_options {
   /// Seed, shuffle, distributed rank/world size and the sampler's drop_last.
   data::sampler_options sampler{};
 
-  /// Decode threads; 0: one per core.
+  /// Decode threads; 0: one per CPU this process may run on (its affinity mask).
   std::size_t threads = 0;
   /// Samples being read at once (decodes are not bounded by it: every
   /// thread decodes, whatever the depth). 0: what the
