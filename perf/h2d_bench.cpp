@@ -41,6 +41,7 @@
 // calls at all, or when a ratio is below --min-ratio; 2 for bad arguments.
 // --quick: batch 64 (9.6 MB at 224 px), 20 batches, 1 round, loader
 // batch 4 × 8 (what the ctest runs). The last stdout line is one JSON object.
+// --self-test checks, on any machine, how CUDA API names are classified.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,6 +52,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -404,6 +406,51 @@ json count_loader(const options& o, cuda_sync_counter& counter) {
   return j;
 }
 
+/// How API names (as CUPTI gives them) are classified: no device needed.
+int self_test() {
+  struct expect {
+    const char* name;
+    const char* kind;
+  };
+  const expect cases[] = {
+      {"cudaStreamSynchronize_v3020", "sync"}, {"cudaDeviceSynchronize", "sync"},
+      {"cudaEventSynchronize_v3020", "sync"},  {"cudaMemcpy_v3020", "sync"},
+      {"cudaMemcpy2D_v3020", "sync"},          {"cudaMemset_v3020", "sync"},
+      {"cudaMalloc_v3020", "sync"},            {"cudaFree_v3020", "sync"},
+      {"cudaHostAlloc_v3020", "sync"},         {"cudaFreeHost_v3020", "sync"},
+      {"cudaHostRegister_v4000", "sync"},      {"cudaMemcpyAsync_ptsz_v7000", ""},
+      {"cudaMemcpyAsync_v3020", ""},           {"cudaMemsetAsync_v3020", ""},
+      {"cudaMallocAsync_v11020", ""},          {"cudaFreeAsync_v11020", ""},
+      {"cudaLaunchHostFunc_v10000", ""},       {"cudaEventRecord_v3020", ""},
+      {"cudaStreamWaitEvent_v3020", ""},       {"cudaLaunchKernel_v7000", ""},
+      {"cudaSetDevice_v3020", ""},             {"cudaStreamQuery_v3020", "poll"},
+      {"cudaEventQuery", "poll"},              {"cuStreamSynchronize", "sync"},
+      {"cuCtxSynchronize", "sync"},            {"cuMemcpyHtoD_v2", "sync"},
+      {"cuMemcpyHtoDAsync_v2", ""},            {"cuMemAlloc_v2", "sync"},
+      {"cuMemFree_v2", "sync"},                {"cuMemAllocAsync", ""},
+      {"cuMemHostAlloc", "sync"},              {"cuMemsetD8_v2", "sync"},
+      {"cuMemsetD8Async", ""},                 {"cuLaunchKernel", ""},
+      {"cuStreamQuery", "poll"},               {"cuEventRecord", ""},
+  };
+  int bad = 0;
+  for (const auto& c : cases) {
+    const std::string_view got = cuda_sync_counter::classify(cuda_sync_counter::base_name(c.name));
+    if (got != c.kind) {
+      std::printf("h2d_bench --self-test: %s classified \"%.*s\", expected \"%s\"\n", c.name,
+                  static_cast<int>(got.size()), got.data(), c.kind);
+      ++bad;
+    }
+  }
+  if (cuda_sync_counter::base_name("cudaMemcpyAsync_ptsz_v7000") != "cudaMemcpyAsync" ||
+      cuda_sync_counter::base_name("cuMemcpyHtoD_v2") != "cuMemcpyHtoD" ||
+      cuda_sync_counter::base_name("cudaMemcpy") != "cudaMemcpy") {
+    std::printf("h2d_bench --self-test: base_name keeps or strips the wrong suffix\n");
+    ++bad;
+  }
+  std::printf("h2d_bench --self-test: %zu names, %d wrong\n", std::size(cases), bad);
+  return bad == 0 ? 0 : 1;
+}
+
 int run(const options& o) {
   const ringfeed::cuda::device_probe probe = ringfeed::cuda::probe_devices();
   std::string no_device;
@@ -516,6 +563,7 @@ int run(const options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--self-test") return self_test();
   const options o = parse(argc, argv);
   try {
     return run(o);
