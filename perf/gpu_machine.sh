@@ -139,9 +139,9 @@ EOF
 # --- 3. target 4: the H2D stage and synchronizing calls -----------------------------------
 cuda=0
 if [ -x "$h2d" ]; then
+  "$h2d" --probe && cuda=1
   if [ "$quick" = 1 ]; then h2d_args=(--rounds 2 --batches 30); else h2d_args=(--rounds 5 --batches 60); fi
-  step h2d_bench "$h2d" "${h2d_args[@]}" --loader "$data/train" --loader-batch 256 --json "$out/h2d_bench.json" &&
-    cuda=1
+  step h2d_bench "$h2d" "${h2d_args[@]}" --loader "$data/train" --loader-batch 256 --json "$out/h2d_bench.json"
 fi
 
 # --- 4. target 3: many cores --------------------------------------------------------------
@@ -153,7 +153,7 @@ if [ "$cuda" = 1 ]; then
   step scaling_device "$py" perf/scaling.py --source "$data/train" --workloads train --device 0 --threads "1,$all" \
     "${sc_args[@]}" --ringfeed "$cli" --json "$out/scaling_device.json"
 else
-  say "scaling_device: skipped: no CUDA device (h2d_bench did not run on one)"
+  say "scaling_device: skipped: no CUDA device (h2d_bench --probe)"
 fi
 
 # --- 5. target 4: a real training loop ----------------------------------------------------
