@@ -163,14 +163,15 @@ void loader_core::shut_down() {
 void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
   start_threads();
   // A sample is emitted at most shuffle_buffer reads after it was read;
-  // workers wait for up to 2·io_depth samples (jobs queued and running).
-  const std::size_t stream_capacity = m_opt.shuffle_buffer + m_opt.batch_size + 2 * m_opt.io_depth + 16;
-  auto r = std::make_shared<run>(*m_pool, m_uploader != nullptr, m_plan.slabs, m_opt.io_depth,
+  // workers wait for up to io_depth + workers samples (jobs queued and running).
+  const std::size_t stream_capacity =
+      m_opt.shuffle_buffer + m_opt.batch_size + m_opt.io_depth + m_plan.workers + 16;
+  auto r = std::make_shared<run>(*m_pool, m_uploader != nullptr, m_plan.slabs, m_opt.io_depth, m_plan.workers,
                                  m_memory->device_buffers(), stream_capacity);
   m_memory->attach(r);
   if (m_started == clock::time_point{}) m_started = clock::now();
   r->scope.spawn(produce(r, epoch, first_batch));
-  for (std::size_t i = 0; i < m_opt.io_depth; ++i) r->scope.spawn(work(r));
+  for (std::size_t i = 0; i < m_plan.workers; ++i) r->scope.spawn(work(r));
   if (m_opt.stream_shards) r->scope.spawn(stream(r, epoch, first_batch));
   if (m_uploader) r->scope.spawn(upload(r));
 }

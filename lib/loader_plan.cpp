@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include <ringfeed/thread_pool.hpp>
+
 namespace ringfeed::detail {
 namespace {
 
@@ -99,6 +101,7 @@ loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, cons
   p.sample_shape = *shape;
   p.sample_bytes = shape->bytes();
   size_memory(opt, p);
+  p.workers = std::max({opt.io_depth, thread_pool::default_thread_count(opt.threads), std::size_t{1}});
   return p;
 }
 

@@ -22,6 +22,11 @@ struct loader_plan {
   std::size_t sample_bytes = 0;
   std::size_t slab_bytes = 0;         ///< one batch: batch_size slots, whole pages
   std::size_t slabs = 0;              ///< batches of host memory: prefetch + the consumer's
+  /// Worker coroutines, each reading then decoding one sample at a time:
+  /// max(io_depth, decode threads), so every thread can decode even when
+  /// io_depth is shallow (8 in memory, 4 on HDDs); reads in flight stay
+  /// bounded by io_depth (run::read_slots).
+  std::size_t workers = 0;
   std::size_t batches_per_epoch = 0;
   bool use_device = false;            ///< batches go to CUDA device opt.device
   std::string host_reason;            ///< why they stay in host memory ("" on a device)

@@ -14,6 +14,22 @@ namespace {
 // Thrown inside a worker when the run stops under it (not an error).
 struct run_stopped {};
 
+// One of run::read_slots, held for one read and given back however the read
+// ends (a failed read must not shrink the depth).
+class read_slot {
+ public:
+  read_slot() = default;
+  read_slot(const read_slot&) = delete;
+  read_slot& operator=(const read_slot&) = delete;
+  ~read_slot() {
+    if (m_slots != nullptr) (void)m_slots->try_send(0);  // false only after close(): nobody waits then
+  }
+  void hold(channel<std::uint8_t>& slots) noexcept { m_slots = &slots; }
+
+ private:
+  channel<std::uint8_t>* m_slots = nullptr;
+};
+
 std::int64_t ns_since(clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
 }
@@ -32,8 +48,8 @@ std::string what_of(const std::exception_ptr& e) {
 
 // --- run ---------------------------------------------------------------------------
 
-run::run(thread_pool& pool, bool device, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers,
-         std::size_t stream_capacity)
+run::run(thread_pool& pool, bool device, std::size_t slabs, std::size_t io_depth, std::size_t workers,
+         std::size_t device_buffers, std::size_t stream_capacity)
     : device_path(device),
       free(slabs, pool),
       jobs(io_depth, pool),
@@ -41,8 +57,12 @@ run::run(thread_pool& pool, bool device, std::size_t slabs, std::size_t io_depth
       out(2 * slabs + 4, pool),
       device_free(std::max<std::size_t>(device_buffers, 1), pool),
       store(pool, stream_capacity),
+      gate_reads(workers > io_depth),
+      read_slots(gate_reads ? io_depth : 0, pool),
       pending(2 * slabs + 4),
-      pending_full(2 * slabs + 4, 0) {}
+      pending_full(2 * slabs + 4, 0) {
+  for (std::size_t i = 0; i < read_slots.capacity(); ++i) (void)read_slots.try_send(0);
+}
 
 void run::stop() noexcept {
   stopping.store(true, std::memory_order_relaxed);
@@ -52,6 +72,7 @@ void run::stop() noexcept {
   out.close();
   device_free.close();
   store.close();
+  read_slots.close();
 }
 
 void run::emit(std::uint64_t seq, delivery d) {
@@ -131,6 +152,11 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           if (streamed->error) std::rethrow_exception(streamed->error);
           bytes = streamed->bytes;
         } else {
+          read_slot held;  // given back at the end of this block, before the decode
+          if (r->gate_reads) {
+            if (!co_await r->read_slots.receive()) throw run_stopped{};
+            held.hold(r->read_slots);
+          }
           const auto t0 = clock::now();
           bytes = co_await m_src->read(m_ds.ref(index, path), buffer);  // `path`: a file's, for the decoder's messages
           m_read_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);

@@ -3,7 +3,7 @@
 // until it is stopped (set_epoch, destruction, or a failure). It owns its
 // channels and coroutines:
 //
-//   producer ──jobs──► io_depth workers ──(sequencer, in order)──► ready
+//   producer ──jobs──► workers ──(sequencer, in order)──► ready
 //        ▲                                                          │
 //        └──────────── free slabs ◄── batch lease / host-free ◄─────┘
 //                                              (device: uploader ─► out)
@@ -43,8 +43,10 @@ struct job {
 };
 
 struct run {
-  run(thread_pool& pool, bool device_path, std::size_t slabs, std::size_t io_depth, std::size_t device_buffers,
-      std::size_t stream_capacity);
+  /// `workers` worker coroutines will run; when they outnumber io_depth,
+  /// reads take one of io_depth read slots.
+  run(thread_pool& pool, bool device_path, std::size_t slabs, std::size_t io_depth, std::size_t workers,
+      std::size_t device_buffers, std::size_t stream_capacity);
 
   const bool device_path;    // batches go through the uploader
   channel<slab*> free;
@@ -53,6 +55,11 @@ struct run {
   channel<delivery> out;     // uploader → consumer (device path only)
   channel<int> device_free;  // device buffers not lent to the consumer
   stream_store store;        // stream_shards: streamer → workers
+  // Reads in flight stay within io_depth when there are more workers than
+  // that (threads > io_depth): a worker takes a slot for its read and gives
+  // it back before it decodes. Unused (and empty) otherwise.
+  const bool gate_reads;
+  channel<std::uint8_t> read_slots;
   async_scope scope;
   std::atomic<bool> stopping{false};  // shut down: skip all remaining work
   // on_error = fail: seq of the first failed batch. Work for later batches

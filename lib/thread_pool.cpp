@@ -1,6 +1,9 @@
 #include <ringfeed/thread_pool.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 
@@ -38,6 +41,25 @@ constexpr std::uint32_t global_queue_interval = 61;
 // still burns next to nothing.
 constexpr auto search_before_sleep = std::chrono::microseconds(50);
 
+// CPUs this process may run on: its affinity mask (taskset, cpusets, Slurm
+// or Kubernetes CPU pinning), not every CPU of the machine, which is what
+// std::thread::hardware_concurrency() counts. 0 when it cannot be read.
+std::size_t allowed_cpus() noexcept {
+  for (int n = 1024; n <= (1 << 16); n *= 4) {  // a mask larger than the kernel's, however many CPUs
+    cpu_set_t* set = CPU_ALLOC(n);
+    if (set == nullptr) return 0;
+    const std::size_t bytes = CPU_ALLOC_SIZE(n);
+    CPU_ZERO_S(bytes, set);
+    const int rc = sched_getaffinity(0, bytes, set);
+    const int count = rc == 0 ? CPU_COUNT_S(bytes, set) : 0;
+    const int err = errno;
+    CPU_FREE(set);
+    if (rc == 0) return static_cast<std::size_t>(count);
+    if (err != EINVAL) return 0;
+  }
+  return 0;
+}
+
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -66,7 +88,9 @@ struct alignas(detail::cache_line_size) thread_pool::worker {
 };
 
 std::size_t thread_pool::default_thread_count(std::size_t threads) noexcept {
-  return threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  if (threads != 0) return threads;
+  if (const std::size_t allowed = allowed_cpus(); allowed > 0) return allowed;
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 thread_pool::thread_pool(std::size_t threads) {

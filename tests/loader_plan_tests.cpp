@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <ringfeed/thread_pool.hpp>
+
 #include "loader_plan.hpp"
 
 using ringfeed::loader_options;
@@ -75,6 +77,20 @@ TEST_CASE("plan: batch memory is whole pages per batch, up to 8 batches of the b
   CHECK(plan_loader(o, ds, smp, no_gpu()).slabs == 3);
   o.prefetch_batches = 2;  // + the consumer's batch
   CHECK(plan_loader(o, ds, smp, no_gpu()).slabs == 3);
+}
+
+TEST_CASE("plan: a worker per thread even when io_depth is shallower, else one per read", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  const sampler smp(ds.size(), o.sampler);
+  o.threads = 16;
+  o.io_depth = 8;  // what the probe recommends in memory (tmpfs): decodes must not stop at 8
+  CHECK(plan_loader(o, ds, smp, no_gpu()).workers == 16);
+  o.io_depth = 64;  // NVMe: reads in flight need a worker each
+  CHECK(plan_loader(o, ds, smp, no_gpu()).workers == 64);
+  o.threads = 0;  // one per core
+  o.io_depth = 1;
+  CHECK(plan_loader(o, ds, smp, no_gpu()).workers == ringfeed::thread_pool::default_thread_count(0));
 }
 
 TEST_CASE("plan: a budget or prefetch that does not fit is refused, saying what to change", "[plan]") {

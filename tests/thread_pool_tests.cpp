@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <time.h>
 
 #include <atomic>
@@ -53,6 +54,25 @@ TEST_CASE("thread_count and on_worker_thread", "[pool]") {
   REQUIRE_FALSE(pool.on_worker_thread());
   thread_pool defaulted;
   REQUIRE(defaulted.thread_count() >= 1);
+}
+
+TEST_CASE("0 threads: one per CPU of the affinity mask, not of the machine", "[pool]") {
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  REQUIRE(thread_pool::default_thread_count(0) == static_cast<std::size_t>(CPU_COUNT(&saved)));
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);  // this thread only (taskset -c <first>)
+  const std::size_t pinned = thread_pool::default_thread_count(0);
+  const std::size_t started = thread_pool(0).thread_count();
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  CHECK(pinned == 1);
+  CHECK(started == 1);
+  CHECK(thread_pool::default_thread_count(5) == 5);
 }
 
 TEST_CASE("fork-join of 100k tasks runs each exactly once", "[pool][stress]") {

@@ -6,10 +6,10 @@
 //
 // Prefetch is counted in batches and bounded by memory_budget: at most
 // prefetch slabs exist, each batch_size × sample bytes, allocated once (pinned
-// with cudaHostAlloc when a device is used). Reads in flight are bounded by
-// io_depth, each with a reused buffer. After warm-up nothing is allocated per
-// sample (coroutine frames included: io_depth long-lived workers take samples
-// from a queue).
+// with cudaHostAlloc when a device is used). max(io_depth, threads)
+// long-lived workers, each with a reused read buffer, take samples from a
+// queue, read one and decode it into its slot; reads in flight are bounded by
+// io_depth, decodes by the threads.
 //
 // Batches come in order: batch k of epoch e holds the sampler's batch k, with
 // every random choice keyed by (seed, e, sample index), so the pixels are the
@@ -101,9 +101,10 @@ struct loader_options {
   /// Seed, shuffle, distributed rank/world size and the sampler's drop_last.
   data::sampler_options sampler{};
 
-  /// Decode threads; 0: one per core.
+  /// Decode threads; 0: one per CPU this process may run on (its affinity mask).
   std::size_t threads = 0;
-  /// Samples being read (or holding a read buffer) at once. 0: what the
+  /// Samples being read at once (decodes are not bounded by it: every
+  /// thread decodes, whatever the depth). 0: what the
   /// storage probe recommends for the source (io/storage.hpp, `ringfeed
   /// probe`: 64 on NVMe and network file systems, nfs:// included; 32 on SATA
   /// SSDs, virtual disks and storage it cannot identify; 8 in memory; 4 on

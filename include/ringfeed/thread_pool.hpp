@@ -25,9 +25,12 @@ namespace ringfeed {
 
 class thread_pool final : public executor {
  public:
-  /// Starts `threads` workers (at least one; 0 means one per hardware thread).
+  /// Starts `threads` workers (at least one; 0 means one per CPU this
+  /// process may run on: its affinity mask, as taskset, cpusets and Slurm
+  /// set it, not every CPU of the machine).
   explicit thread_pool(std::size_t threads = 0);
-  /// The workers thread_pool(threads) starts.
+  /// The workers thread_pool(threads) starts (reads the calling thread's
+  /// affinity mask when `threads` is 0).
   [[nodiscard]] static std::size_t default_thread_count(std::size_t threads) noexcept;
 
   /// Runs every item already queued or queued by running items, then joins
