@@ -21,6 +21,7 @@
 
 #include "bench_support.hpp"
 #include "jpeg_corpus.hpp"
+#include "turbojpeg_decode.hpp"
 
 namespace {
 
@@ -42,25 +43,9 @@ void decode(benchmark::State& state, int denom) {
   const ringfeed::perf::cpu_meter cpu;
   for (auto _ : state) {
     for (std::size_t i = 0; i < corpus.count() && error.empty(); ++i) {
-      const auto& f = corpus.file(i);
-      const auto* src = reinterpret_cast<const unsigned char*>(f.data());
-      int width = 0, height = 0, subsamp = 0, colorspace = 0;
-      if (tjDecompressHeader3(tj.get(), src, f.size(), &width, &height, &subsamp, &colorspace) != 0) {
-        error = std::string("tjDecompressHeader3: ") + tjGetErrorStr2(tj.get());
-        break;
-      }
-      const int w = TJSCALED(width, factor);
-      const int h = TJSCALED(height, factor);
-      const std::size_t need = static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3;
-      if (out.size() < need) out.resize(need);
-      // Warnings (return -1 with TJERR_WARNING) still decode the whole image:
-      // only fatal errors end the run, as in ringfeed's default.
-      if (tjDecompress2(tj.get(), src, f.size(), out.data(), w, 0, h, TJPF_RGB, 0) != 0 &&
-          tjGetErrorCode(tj.get()) == TJERR_FATAL) {
-        error = std::string("tjDecompress2: ") + tjGetErrorStr2(tj.get());
-        break;
-      }
-      pixels += static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(h);
+      const std::uint64_t decoded = ringfeed::perf::tj_decode_rgb(tj.get(), corpus.file(i), factor, out, error);
+      if (decoded == 0) break;
+      pixels += decoded;
       benchmark::DoNotOptimize(out.data());
     }
   }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "jpeg_corpus.hpp"
+#include "turbojpeg_decode.hpp"
 
 namespace {
 
@@ -116,24 +117,10 @@ void work(const jpeg_corpus& corpus, int denom, std::atomic<std::uint64_t>& next
   std::vector<unsigned char> out;
   while (clock_type::now() < deadline) {
     const auto& f = corpus.file(next.fetch_add(1, std::memory_order_relaxed) % corpus.count());
-    const auto* src = reinterpret_cast<const unsigned char*>(f.data());
-    int width = 0, height = 0, subsamp = 0, colorspace = 0;
-    if (tjDecompressHeader3(tj.get(), src, f.size(), &width, &height, &subsamp, &colorspace) != 0) {
-      r.error = std::string("tjDecompressHeader3: ") + tjGetErrorStr2(tj.get());
-      return;
-    }
-    const int w = TJSCALED(width, factor);
-    const int h = TJSCALED(height, factor);
-    const std::size_t need = static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3;
-    if (out.size() < need) out.resize(need);
-    // A warning still decodes the whole image: only fatal errors stop.
-    if (tjDecompress2(tj.get(), src, f.size(), out.data(), w, 0, h, TJPF_RGB, 0) != 0 &&
-        tjGetErrorCode(tj.get()) == TJERR_FATAL) {
-      r.error = std::string("tjDecompress2: ") + tjGetErrorStr2(tj.get());
-      return;
-    }
+    const std::uint64_t pixels = ringfeed::perf::tj_decode_rgb(tj.get(), f, factor, out, r.error);
+    if (pixels == 0) return;
+    r.pixels += pixels;
     ++r.images;
-    r.pixels += static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(h);
   }
 }
 

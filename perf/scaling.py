@@ -42,6 +42,8 @@ import subprocess
 import sys
 import time
 
+from gen_dataset import ensure_gen
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 GOAL = 0.85
@@ -102,17 +104,7 @@ def find_decode_limit(arg):
 
 
 def gen_dataset(cli, out, images, classes):
-    try:
-        with open(os.path.join(out, "ringfeed-gen.json")) as fh:
-            marker = json.load(fh)
-        if marker.get("complete") and (marker.get("train_images"), marker.get("classes")) == (images, classes):
-            return os.path.join(out, "train")
-    except (OSError, ValueError):
-        pass
-    cmd = [cli, "gen", out, "--images", str(images), "--classes", str(classes), "--force"]
-    print("scaling: " + " ".join(cmd), file=sys.stderr, flush=True)
-    subprocess.run(cmd, check=True, stdout=sys.stderr)
-    return os.path.join(out, "train")
+    return ensure_gen(out, images, classes, cli, "scaling", extra=("--force",))
 
 
 def image_files(source):

@@ -85,6 +85,8 @@ import subprocess
 import sys
 import time
 
+from gen_dataset import ensure_gen
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SKIP = 77  # ctest's SKIP_RETURN_CODE in this project: cannot run here, nothing measured
@@ -410,19 +412,7 @@ def find_cli(arg):
 def gen_dataset(args):
     """`ringfeed gen` into --gen-dir, or the complete one already there."""
     out = args.gen_dir or os.path.join(REPO, "build", "train-gpu", f"gen-{args.gen_images}-{args.gen_classes}")
-    try:
-        with open(os.path.join(out, "ringfeed-gen.json")) as fh:
-            marker = json.load(fh)
-        if marker.get("complete") and (marker.get("train_images"), marker.get("classes")) == (
-                args.gen_images, args.gen_classes):
-            return os.path.join(out, "train")
-    except (OSError, ValueError):
-        pass
-    cli = find_cli(args.ringfeed)
-    cmd = [cli, "gen", out, "--images", str(args.gen_images), "--classes", str(args.gen_classes)]
-    print("train_gpu: " + " ".join(cmd), file=sys.stderr, flush=True)
-    subprocess.run(cmd, check=True, stdout=sys.stderr)
-    return os.path.join(out, "train")
+    return ensure_gen(out, args.gen_images, args.gen_classes, lambda: find_cli(args.ringfeed), "train_gpu")
 
 
 def list_files(source):
