@@ -12,7 +12,6 @@
 // file depends only on its own derived seed, so the thread count and the
 // order of work do not matter. Files are written under a hidden temporary
 // name and renamed, so an interrupted run leaves no torn JPEGs.
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 #include <ringfeed/config.hpp>
+#include <ringfeed/thread_pool.hpp>
 #include <turbojpeg.h>
 
 #include "commands.hpp"
@@ -275,17 +275,6 @@ void run_worker(const plan& p, std::vector<std::uint64_t>& sizes, work_queue& q)
   }
 }
 
-// CPUs this process may run on (its affinity mask, which taskset and container
-// cpusets narrow), not all the machine has.
-unsigned usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    if (const int n = CPU_COUNT(&set); n > 0) return static_cast<unsigned>(n);
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 void run_gen(const gen_options& o) {
   if (o.images < o.classes) {
     throw std::invalid_argument("gen: --images (" + std::to_string(o.images) + ") must be at least --classes (" +
@@ -301,7 +290,7 @@ void run_gen(const gen_options& o) {
 
   std::vector<std::uint64_t> sizes(p.files.size(), 0);
   work_queue q;
-  const auto threads = static_cast<unsigned>(std::min<std::size_t>(usable_cpus(), p.files.size()));
+  const auto threads = static_cast<unsigned>(std::min(thread_pool::default_thread_count(0), p.files.size()));
   {
     std::vector<std::jthread> workers;
     for (unsigned t = 0; t < threads; ++t) workers.emplace_back([&] { run_worker(p, sizes, q); });
