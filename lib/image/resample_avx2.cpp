@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "image/resample_detail.hpp"
@@ -126,8 +127,10 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
                                                          std::vector<std::uint8_t>& tile,
                                                          std::vector<std::uint8_t>& out_tile) {
   const int cols = taps.read_hi - taps.read_lo;
-  // + 8: the last column's third 8-byte load, and the last pixel's 32-byte store.
-  const std::size_t tile_size = static_cast<std::size_t>(cols) * lanes + 8;
+  // The tile's loads and stores stay within its columns (tile_in_4's spare
+  // bytes land in the next column, which exists). out_tile: + 8 for the last
+  // pixel's 32-byte store and tile_out_4's 16-byte loads at +12.
+  const std::size_t tile_size = static_cast<std::size_t>(cols) * lanes;
   if (tile.size() < tile_size) tile.resize(tile_size);
   const std::size_t out_size = static_cast<std::size_t>(taps.count) * lanes + 8;
   if (out_tile.size() < out_size) out_tile.resize(out_size);
@@ -205,7 +208,7 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
 
 void horizontal_rgb_avx2(const std::uint8_t*, std::ptrdiff_t, int, int, const horizontal_taps&, std::uint8_t*,
                          std::ptrdiff_t, std::vector<std::uint8_t>&, std::vector<std::uint8_t>&) {
-  __builtin_trap();  // cpu_has_avx2() is false here: never called
+  std::abort();  // cpu_has_avx2() is false here: never called
 }
 
 #endif
