@@ -169,7 +169,7 @@ def dataloader_run(source, pipeline, batch, workers, size=224, draft=False):
     import torchvision.transforms as T
 
     norm = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
-    resize = size * 256 // 224  # ringfeed's val preset (lib/presets.cpp)
+    resize = size * 256 // 224  # ringfeed's val preset (lib/loader/presets.cpp)
     if pipeline == "train":
         tf = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.ToTensor(), norm])
     else:

@@ -17,7 +17,7 @@
 //          rotation, one cudaStreamSynchronize after the last: GB/s.
 //  stage   the same N batches through ringfeed's upload stage,
 //          cuda::uploader (lib/cuda/uploader.cu), driven the way
-//          loader_core::upload (lib/loader_run.cpp) and batch.cpp drive it:
+//          loader_core::upload (lib/loader/loader_run.cpp) and batch.cpp drive it:
 //          a pinned slab is taken when free, enqueue(buffer, slab) copies it
 //          and converts on the device to each --outputs format (float32 /
 //          float16 NCHW normalized, or uint8 NHWC: the copy alone), its

@@ -8,7 +8,7 @@
 
 #include <ringfeed/thread_pool.hpp>
 
-#include "loader_plan.hpp"
+#include "loader/loader_plan.hpp"
 
 using ringfeed::loader_options;
 using ringfeed::output_spec;
