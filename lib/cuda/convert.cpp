@@ -5,6 +5,8 @@
 
 #include <ringfeed/cuda/uploader.hpp>
 
+#include "device_api.hpp"
+
 namespace ringfeed::cuda {
 namespace {
 
@@ -31,6 +33,13 @@ void to_planes(const std::uint8_t* src, std::size_t n, std::size_t pixels, const
 }
 
 }  // namespace
+
+void convert_with_table(const convert_launch& k, const image::normalize_table_t& table) {
+  if (k.dtype == dtype::float32)
+    to_planes(k.in, k.images, k.pixels, table, static_cast<float*>(k.out));
+  else
+    to_planes(k.in, k.images, k.pixels, table, static_cast<std::uint16_t*>(k.out));
+}
 
 void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, output_spec spec,
                        const image::normalize_params* norm, void* dst) {

@@ -11,6 +11,8 @@
 #include <ringfeed/log.hpp>
 #include <ringfeed/sync_wait.hpp>
 
+#include "../cuda/device_api.hpp"
+
 namespace ringfeed::detail {
 
 loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
@@ -46,7 +48,8 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   if (m_ds.empty()) throw std::invalid_argument("loader: '" + m_opt.source + "' holds no samples");
   if (m_opt.io_depth == 0) m_opt.io_depth = m_where.io_depth;
   m_smp = std::make_unique<data::sampler>(m_ds.size(), m_opt.sampler);
-  m_plan = plan_loader(m_opt, m_ds, *m_smp, m_opt.device >= 0 ? cuda::probe_devices() : cuda::device_probe{});
+  const std::shared_ptr<cuda::device_api> api = cuda::current_device_api();
+  m_plan = plan_loader(m_opt, m_ds, *m_smp, m_opt.device >= 0 ? api->probe() : cuda::device_probe{});
   m_pos_epoch = m_plan.first_epoch;
   m_pos_batch = m_plan.first_batch;
 
@@ -71,8 +74,8 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   } else if (m_opt.device >= 0) {
     log(m_plan.host_reason + "; batches stay in host memory, normalized on the CPU");
   }
-  m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size, m_plan.use_device,
-                                         device_buffers);
+  m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size,
+                                         m_plan.use_device ? api : nullptr, device_buffers);
 }
 
 loader_core::~loader_core() {

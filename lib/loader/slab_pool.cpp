@@ -4,22 +4,22 @@
 #include <new>
 #include <utility>
 
-#include <ringfeed/cuda/uploader.hpp>
+#include "../cuda/device_api.hpp"
 
 #include "loader_run.hpp"
 
 namespace ringfeed::detail {
 
 void slab_memory_deleter::operator()(std::byte* p) const noexcept {
-  if (pinned)
-    cuda::host_free_pinned(p);
+  if (pinned_by != nullptr)
+    pinned_by->deallocate_pinned(p);
   else
     std::free(p);
 }
 
-slab_pool::slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size, bool pinned,
-                     std::size_t device_buffers)
-    : m_count(slabs), m_slab_bytes(slab_bytes), m_batch_size(batch_size), m_pinned(pinned) {
+slab_pool::slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size,
+                     std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers)
+    : m_count(slabs), m_slab_bytes(slab_bytes), m_batch_size(batch_size), m_pinned_by(std::move(pinned_by)) {
   m_buffer_lent.assign(device_buffers, 0);
   for (std::size_t i = 0; i < device_buffers; ++i) m_idle_buffers.push_back(static_cast<int>(i));
 }
@@ -31,9 +31,9 @@ void slab_pool::allocate() {
     auto s = std::make_unique<slab>();
     s->pool = this;
     // Pinned when they feed a device (DMA straight from them), else page-aligned.
-    void* mem = m_pinned ? cuda::host_alloc_pinned(m_slab_bytes) : std::aligned_alloc(4096, m_slab_bytes);
+    void* mem = m_pinned_by ? m_pinned_by->allocate_pinned(m_slab_bytes) : std::aligned_alloc(4096, m_slab_bytes);
     if (mem == nullptr) throw std::bad_alloc();
-    s->memory = std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {m_pinned});
+    s->memory = std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {m_pinned_by.get()});
     s->images = s->memory.get();
     s->labels.reserve(m_batch_size);
     s->indices.reserve(m_batch_size);

@@ -15,14 +15,19 @@
 #include <mutex>
 #include <vector>
 
+namespace ringfeed::cuda {
+class device_api;
+}
+
 namespace ringfeed::detail {
 
 struct run;
 class slab_pool;
 
-/// Frees slab memory the way it was allocated.
+/// Frees slab memory the way it was allocated: by the device API that
+/// pinned it, else std::free.
 struct slab_memory_deleter {
-  bool pinned = false;
+  cuda::device_api* pinned_by = nullptr;
   void operator()(std::byte* p) const noexcept;
 };
 
@@ -46,11 +51,12 @@ struct slab {
 
 class slab_pool {
  public:
-  /// `slabs` of `slab_bytes` for batches of `batch_size`, pinned when they
-  /// feed a device; `device_buffers` device buffers (0 on the host path).
-  /// Nothing is allocated before allocate().
-  slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size, bool pinned,
-            std::size_t device_buffers);
+  /// `slabs` of `slab_bytes` for batches of `batch_size`, pinned by
+  /// `pinned_by` when they feed a device (null: plain host memory);
+  /// `device_buffers` device buffers (0 on the host path). Nothing is
+  /// allocated before allocate().
+  slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size,
+            std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers);
   slab_pool(const slab_pool&) = delete;
   slab_pool& operator=(const slab_pool&) = delete;
 
@@ -83,7 +89,7 @@ class slab_pool {
   const std::size_t m_count;
   const std::size_t m_slab_bytes;
   const std::size_t m_batch_size;
-  const bool m_pinned;
+  const std::shared_ptr<cuda::device_api> m_pinned_by;  // outlives m_slabs
   std::vector<std::unique_ptr<slab>> m_slabs;  // fixed between allocate() and free_memory()
 
   mutable std::mutex m_mutex;

@@ -36,13 +36,18 @@ namespace ringfeed::cuda {
 
 /// A CUDA runtime failure: what() names the call and CUDA's error name and
 /// string; code() is the cudaError_t value (0 when built without CUDA).
+/// sticky(): the CUDA context is unusable from now on (a kernel fault, a
+/// lost device): every later call in this process fails too.
 class cuda_error : public std::runtime_error {
  public:
-  cuda_error(int code, const std::string& what) : std::runtime_error(what), m_code(code) {}
+  cuda_error(int code, const std::string& what, bool sticky = false)
+      : std::runtime_error(what), m_code(code), m_sticky(sticky) {}
   [[nodiscard]] int code() const noexcept { return m_code; }
+  [[nodiscard]] bool sticky() const noexcept { return m_sticky; }
 
  private:
   int m_code;
+  bool m_sticky;
 };
 
 /// Page-locked host memory (cudaHostAlloc, cudaHostAllocPortable: usable by

@@ -1,0 +1,175 @@
+// The CUDA runtime behind cuda::device_api (device_api.hpp), and the
+// conversion kernel. Every call is checked; a failure throws cuda_error
+// naming the call and CUDA's error name and string, after clearing the
+// runtime's per-thread "last error" so that a later, unrelated launch does
+// not report it again. Errors that leave the context unusable (a kernel
+// fault, a lost device) are marked sticky: they come back from every later
+// call in this process.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "device_api.hpp"
+#include <ringfeed/cuda/uploader.hpp>
+
+namespace ringfeed::cuda {
+namespace {
+
+// The errors after which the CUDA context is corrupt (CUDA's documentation
+// of cudaError: "the process must be terminated and relaunched").
+bool is_sticky(cudaError_t e) noexcept {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void check(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();  // a non-sticky error must not resurface at the next launch
+  throw cuda_error(static_cast<int>(e), std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e),
+                   is_sticky(e));
+}
+
+// --- the conversion kernel ----------------------------------------------------
+//
+// One thread per pixel (grid-stride, so any batch size fits the grid): reads
+// its 3 bytes of NHWC input and writes one element to each of the image's 3
+// planes, so consecutive threads write consecutive addresses of each plane
+// (coalesced). The values are table lookups: table[c * 256 + v] holds the
+// output element's bits, as computed on the host by
+// image::normalize_table, the same function the CPU path uses, so both give
+// identical bits with no floating-point arithmetic on the device.
+template <class T>
+__global__ void nhwc_to_nchw(const std::uint8_t* __restrict__ in, T* __restrict__ out,
+                             const std::uint32_t* __restrict__ table, std::size_t pixels_per_image,
+                             std::size_t total_pixels) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_pixels;
+       p += stride) {
+    const std::size_t image = p / pixels_per_image;
+    const std::size_t offset = p - image * pixels_per_image;
+    const std::uint8_t* px = in + 3 * p;
+    T* plane0 = out + 3 * image * pixels_per_image + offset;
+#pragma unroll
+    for (int c = 0; c < 3; ++c) {
+      const std::uint32_t bits = __ldg(&table[c * 256 + px[c]]);
+      if constexpr (sizeof(T) == 4) {
+        plane0[static_cast<std::size_t>(c) * pixels_per_image] = __uint_as_float(bits);
+      } else {
+        plane0[static_cast<std::size_t>(c) * pixels_per_image] = static_cast<T>(bits);
+      }
+    }
+  }
+}
+
+cudaStream_t native(stream_t s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
+cudaEvent_t native(event_t e) noexcept { return reinterpret_cast<cudaEvent_t>(e); }
+
+class cuda_device final : public device_api {
+ public:
+  device_probe probe() noexcept override {
+    device_probe p;
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+      p.reason = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err) + " (CUDA error " +
+                 std::to_string(static_cast<int>(err)) + ")";
+      (void)cudaGetLastError();  // later calls start clean
+      return p;
+    }
+    p.device_count = count;
+    if (count == 0) p.reason = "the CUDA runtime reports 0 devices";
+    return p;
+  }
+
+  int current_device() override {
+    int d = 0;
+    check(cudaGetDevice(&d), "cudaGetDevice");
+    return d;
+  }
+  void set_device(int device) override { check(cudaSetDevice(device), "cudaSetDevice"); }
+
+  stream_t create_stream() override {
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    return reinterpret_cast<stream_t>(s);
+  }
+  void destroy_stream(stream_t s) noexcept override { (void)cudaStreamDestroy(native(s)); }
+
+  event_t create_event() override {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return reinterpret_cast<event_t>(e);
+  }
+  void destroy_event(event_t e) noexcept override { (void)cudaEventDestroy(native(e)); }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
+    return p;
+  }
+  void deallocate(void* p) noexcept override {
+    if (p != nullptr) (void)cudaFree(p);
+  }
+  void* allocate_pinned(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable), "cudaHostAlloc");
+    return p;
+  }
+  void deallocate_pinned(void* p) noexcept override {
+    if (p != nullptr) (void)cudaFreeHost(p);
+  }
+
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  void copy_to_device_async(void* dst, const void* src, std::size_t bytes, stream_t s) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, native(s)), "cudaMemcpyAsync");
+  }
+  void launch_host_func(stream_t s, void (*fn)(void*), void* ctx) override {
+    check(cudaLaunchHostFunc(native(s), fn, ctx), "cudaLaunchHostFunc");
+  }
+  void launch_convert(const convert_launch& k, stream_t s) override {
+    const std::size_t total = k.images * k.pixels;
+    if (total == 0) return;
+    const int threads = 256;
+    const auto blocks = static_cast<unsigned>(std::min<std::size_t>((total + threads - 1) / threads, 65535));
+    (void)cudaGetLastError();  // report this launch's error, not an earlier one
+    if (k.dtype == dtype::float32)
+      nhwc_to_nchw<float><<<blocks, threads, 0, native(s)>>>(k.in, static_cast<float*>(k.out), k.table, k.pixels,
+                                                             total);
+    else
+      nhwc_to_nchw<std::uint16_t>
+          <<<blocks, threads, 0, native(s)>>>(k.in, static_cast<std::uint16_t*>(k.out), k.table, k.pixels, total);
+    check(cudaGetLastError(), "nhwc_to_nchw launch");
+  }
+  void record(event_t e, stream_t s) override { check(cudaEventRecord(native(e), native(s)), "cudaEventRecord"); }
+  void wait(stream_t s, event_t e) override {
+    check(cudaStreamWaitEvent(native(s), native(e), 0), "cudaStreamWaitEvent");
+  }
+  void synchronize(stream_t s) override { check(cudaStreamSynchronize(native(s)), "cudaStreamSynchronize"); }
+  void synchronize(event_t e) override { check(cudaEventSynchronize(native(e)), "cudaEventSynchronize"); }
+};
+
+}  // namespace
+
+std::shared_ptr<device_api> builtin_device_api() {
+  static const std::shared_ptr<device_api> api = std::make_shared<cuda_device>();
+  return api;
+}
+
+}  // namespace ringfeed::cuda

@@ -1,0 +1,131 @@
+// A simulated device for the device_sim tests: cuda::device_api (the
+// upload stage's only way to a device) without a GPU.
+//
+// - Each stream is a thread running its queue in order; a device's default
+//   (null) stream is one more, and like CUDA's legacy stream it is NOT
+//   ordered against streams created by create_stream() (non-blocking).
+// - Events are real cross-thread signals: wait(s, e) holds s until the
+//   record of e that was latest when wait() was called has executed.
+// - Device memory is host memory. Freed memory is poisoned (0xDB) and kept
+//   until the simulator goes, so a late reader sees garbage, not a crash,
+//   and live() tells whether an address is still allocated.
+// - Copies and the conversion kernel take injectable time and write in
+//   chunks over it, so work that is not ordered after them reads torn data.
+// - Each thread has a current device (set_device), as in CUDA; streams and
+//   events belong to the device current when they were made, and recording
+//   an event on another device's stream fails as CUDA does.
+// - Failures can be injected into any call; a sticky one fails every later
+//   call, as a lost CUDA context does.
+// Not a user-facing feature: the loader gets it only through
+// cuda::install_device_api (tests).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../../lib/cuda/device_api.hpp"
+
+namespace ringfeed::test {
+
+class sim_device final : public cuda::device_api {
+ public:
+  enum class op : int {
+    set_device, create_stream, create_event, allocate, allocate_pinned, copy, copy_async, host_func, convert,
+    record, wait, synchronize, count_
+  };
+  struct timing {
+    std::chrono::microseconds copy{0};    ///< each async copy
+    std::chrono::microseconds kernel{0};  ///< each conversion launch
+  };
+
+  explicit sim_device(int devices = 1);
+  ~sim_device() override;
+  sim_device(const sim_device&) = delete;
+  sim_device& operator=(const sim_device&) = delete;
+
+  void set_timing(timing t);
+  /// The call of `o` after the next `skip` ones throws cuda_error(code);
+  /// sticky: so does every later call of any kind.
+  void fail(op o, int code, bool sticky, int skip = 0);
+  /// Consumer work: `fn` runs on `s` (null: the current device's default
+  /// stream) after everything queued there before it.
+  void enqueue(cuda::stream_t s, std::function<void()> fn);
+  /// Whether [p, p + bytes) lies in memory allocate() gave and nobody freed.
+  [[nodiscard]] bool live(const void* p, std::size_t bytes) const;
+  /// Calls of `o` so far (failed ones included).
+  [[nodiscard]] std::size_t calls(op o) const noexcept;
+  /// Async copies queued and not finished.
+  [[nodiscard]] std::size_t copies_in_flight() const noexcept { return m_copies_in_flight.load(); }
+  /// Device allocations not yet freed.
+  [[nodiscard]] std::size_t live_allocations() const;
+  /// The device of each live allocation.
+  [[nodiscard]] std::vector<int> allocation_devices() const;
+  /// Waits until every stream's queue is empty.
+  void drain();
+
+  // --- cuda::device_api ---------------------------------------------------
+  cuda::device_probe probe() noexcept override;
+  int current_device() override;
+  void set_device(int device) override;
+  cuda::stream_t create_stream() override;
+  void destroy_stream(cuda::stream_t s) noexcept override;
+  cuda::event_t create_event() override;
+  void destroy_event(cuda::event_t e) noexcept override;
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* p) noexcept override;
+  void* allocate_pinned(std::size_t bytes) override;
+  void deallocate_pinned(void* p) noexcept override;
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
+  void copy_to_device_async(void* dst, const void* src, std::size_t bytes, cuda::stream_t s) override;
+  void launch_host_func(cuda::stream_t s, void (*fn)(void*), void* ctx) override;
+  void launch_convert(const cuda::convert_launch& k, cuda::stream_t s) override;
+  void record(cuda::event_t e, cuda::stream_t s) override;
+  void wait(cuda::stream_t s, cuda::event_t e) override;
+  void synchronize(cuda::stream_t s) override;
+  void synchronize(cuda::event_t e) override;
+
+  struct stream;
+  struct event;
+  struct signal;
+
+ private:
+  void enter(op o);  // counts the call, throws an injected failure
+  stream& resolve(cuda::stream_t s);
+  event& resolve(cuda::event_t e);
+  void check_device(int device, const char* call) const;
+
+  const int m_devices;
+  const std::size_t m_id;  // this simulator's key in the per-thread device map
+  std::atomic<std::int64_t> m_copy_us{0}, m_kernel_us{0};
+  std::atomic<std::size_t> m_copies_in_flight{0};
+  std::array<std::atomic<std::size_t>, static_cast<std::size_t>(op::count_)> m_calls{};
+
+  mutable std::mutex m_mutex;
+  struct failure {
+    op what;
+    int code;
+    bool sticky;
+    int skip;
+  };
+  std::vector<failure> m_failures;             // guarded by m_mutex
+  int m_dead = 0;                              // guarded by m_mutex: a sticky error's code
+  std::vector<std::unique_ptr<stream>> m_streams;   // guarded; default streams first (one per device)
+  std::vector<std::unique_ptr<event>> m_events;     // guarded
+  struct block {
+    std::size_t bytes;
+    int device;
+    bool pinned;
+    bool freed;
+  };
+  std::map<const std::byte*, block> m_blocks;  // guarded by m_mutex
+};
+
+}  // namespace ringfeed::test
