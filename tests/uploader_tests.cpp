@@ -7,6 +7,7 @@
 #include <ringfeed/cuda/device.hpp>
 
 #include "cuda_device.hpp"
+#include "gpu_consumer.hpp"
 #include "test_support.hpp"
 
 static ringfeed::test::skip_if_unavailable skip_without_device{ringfeed::test::why_no_cuda_device};
@@ -15,6 +16,7 @@ static ringfeed::test::skip_if_unavailable skip_without_device{ringfeed::test::w
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -69,47 +71,75 @@ TEST_CASE("uploads equal the CPU conversion bit for bit, every format", "[cuda][
   }
 }
 
-TEST_CASE("buffers rotate over many batches; release orders reuse after the consumer's work", "[cuda][uploader]") {
+TEST_CASE("release orders reuse after the consumer's work, default and side streams", "[cuda][uploader]") {
+  // One buffer: every upload rewrites what the consumer read last. The
+  // consumer's kernel spins for 3 ms before it copies the buffer, and
+  // nothing synchronizes the host until the end: without the release
+  // event, the next upload overwrites the buffer under the spinning kernel.
   const int h = 64, w = 64;
   ringfeed::cuda::uploader::options o;
-  o.buffers = 3;
+  o.buffers = 1;
   o.max_images = 4;
   o.height = h;
   o.width = w;
-  o.output = output_spec::float32_nchw();
-  ringfeed::cuda::uploader up(o);
-  cudaStream_t consumer = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking));
-  const std::size_t in_bytes = 4 * h * w * 3, out_bytes = in_bytes * 4;
-  std::vector<std::unique_ptr<pinned_batch>> hosts;
-  for (int i = 0; i < 3; ++i) hosts.push_back(std::make_unique<pinned_batch>(in_bytes));
-  float* copies = nullptr;
-  CUDA_OK(cudaMalloc(&copies, out_bytes * 3));
-  std::vector<std::byte> got(out_bytes), want(out_bytes);
-  for (int k = 0; k < 200; ++k) {
-    const std::size_t i = static_cast<std::size_t>(k) % 3;
-    hosts[i]->fill(static_cast<unsigned>(k));
-    std::atomic<int> freed{0};
-    up.enqueue(i, hosts[i]->p, 4, [](void* c) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &freed);
-    // The consumer reads the buffer on its own stream, device to device,
-    // then releases it with that stream: the next upload into buffer i
-    // (three batches later) must wait for this copy.
-    up.wait(i, reinterpret_cast<ringfeed::cuda::stream_t>(consumer));
-    CUDA_OK(cudaMemcpyAsync(reinterpret_cast<std::byte*>(copies) + i * out_bytes, up.output(i), out_bytes,
-                            cudaMemcpyDeviceToDevice, consumer));
-    up.release(i, reinterpret_cast<ringfeed::cuda::stream_t>(consumer));
-    CUDA_OK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(up.stream())));  // host slab reusable
-    REQUIRE(freed.load() == 1);
-    if (k % 10 == 9) {
-      CUDA_OK(cudaStreamSynchronize(consumer));
-      CUDA_OK(cudaMemcpy(got.data(), reinterpret_cast<std::byte*>(copies) + i * out_bytes, out_bytes,
-                         cudaMemcpyDeviceToHost));
-      ringfeed::cuda::convert_batch_cpu(hosts[i]->p, 4, h, w, o.output, nullptr, want.data());
-      REQUIRE(got == want);
+  for (auto format : {output_spec::float32_nchw(), output_spec::uint8_nhwc()}) {
+    o.output = format;
+    ringfeed::cuda::uploader up(o);
+    cudaStream_t side = nullptr;
+    CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    for (cudaStream_t consumer : {static_cast<cudaStream_t>(nullptr), side}) {
+      const int rounds = 12;
+      const std::size_t in_bytes = 4 * h * w * 3, out_bytes = in_bytes * format.element_size();
+      std::vector<std::unique_ptr<pinned_batch>> hosts;
+      for (int k = 0; k < rounds; ++k) {
+        hosts.push_back(std::make_unique<pinned_batch>(in_bytes));
+        hosts.back()->fill(static_cast<unsigned>(31 * k + 7));
+      }
+      std::byte* copies = nullptr;
+      CUDA_OK(cudaMalloc(&copies, out_bytes * rounds));
+      std::atomic<int> freed{0};
+      const auto s = reinterpret_cast<ringfeed::cuda::stream_t>(consumer);
+      for (int k = 0; k < rounds; ++k) {
+        up.enqueue(0, hosts[k]->p, 4, [](void* c) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &freed);
+        up.wait(0, s);
+        REQUIRE(ringfeed::test::spin_then_copy(s, up.output(0), copies + k * out_bytes, out_bytes, 3000) == 0);
+        up.release(0, s);
+      }
+      CUDA_OK(cudaDeviceSynchronize());
+      REQUIRE(freed.load() == rounds);
+      std::vector<std::byte> got(out_bytes), want(out_bytes);
+      for (int k = 0; k < rounds; ++k) {
+        INFO("round " << k << (consumer == nullptr ? " on the default stream" : " on a side stream"));
+        CUDA_OK(cudaMemcpy(got.data(), copies + k * out_bytes, out_bytes, cudaMemcpyDeviceToHost));
+        ringfeed::cuda::convert_batch_cpu(hosts[k]->p, 4, h, w, format, nullptr, want.data());
+        REQUIRE(got == want);
+      }
+      CUDA_OK(cudaFree(copies));
     }
+    CUDA_OK(cudaStreamDestroy(side));
   }
-  CUDA_OK(cudaFree(copies));
-  CUDA_OK(cudaStreamDestroy(consumer));
+}
+
+TEST_CASE("the conversion kernel covers batches past the grid's 16.7 M threads", "[cuda][uploader]") {
+  // 65535 blocks × 256 threads = 16.78 M: more pixels than that take the
+  // grid-stride loop's second round.
+  ringfeed::cuda::uploader::options o;
+  o.buffers = 1;
+  o.max_images = 2;
+  o.height = 2900;
+  o.width = 2900;  // 2 × 8.41 M = 16.82 M pixels
+  o.output = output_spec::float16_nchw();
+  o.normalize = img::imagenet_normalize;
+  ringfeed::cuda::uploader up(o);
+  pinned_batch host(2 * 2900 * 2900 * 3);
+  host.fill(99);
+  std::atomic<int> freed{0};
+  up.enqueue(0, host.p, 2, [](void* c) { static_cast<std::atomic<int>*>(c)->fetch_add(1); }, &freed);
+  std::vector<std::byte> got(2 * 2900 * 2900 * 3 * 2), want(got.size());
+  CUDA_OK(cudaEventSynchronize(reinterpret_cast<cudaEvent_t>(up.ready_event(0))));
+  CUDA_OK(cudaMemcpy(got.data(), up.output(0), got.size(), cudaMemcpyDeviceToHost));
+  ringfeed::cuda::convert_batch_cpu(host.p, 2, 2900, 2900, o.output, &img::imagenet_normalize, want.data());
+  REQUIRE(got == want);
 }
 
 TEST_CASE("a bad device index is a cuda_error naming CUDA's reason", "[cuda][uploader]") {

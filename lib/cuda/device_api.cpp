@@ -29,8 +29,10 @@ void install_device_api(std::shared_ptr<device_api> api) {
 }
 
 device_guard::device_guard(device_api& api, int device) : m_api(api) {
-  m_previous = api.current_device();
-  if (m_previous != device) api.set_device(device);
+  const int current = api.current_device();
+  if (current == device) return;  // nothing to restore
+  api.set_device(device);
+  m_previous = current;
 }
 
 device_guard::~device_guard() {

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,11 +20,19 @@ namespace ringfeed::cuda {
 struct uploader::impl {
   explicit impl(const options& o) : opt(o), api(current_device_api()) {}
   ~impl() {
+    std::optional<device_guard> on;  // frees on the uploader's device, then back
+    try {
+      on.emplace(*api, opt.device);
+    } catch (...) {
+      // A lost context: the calls below fail quietly and free what they can.
+    }
     for (event_t e : released) api->destroy_event(e);
     for (event_t e : ready) api->destroy_event(e);
+    if (copied != nullptr) api->destroy_event(copied);
     for (void* p : outputs) api->deallocate(p);
     api->deallocate(staging);
     api->deallocate(table);
+    if (callbacks != nullptr) api->destroy_stream(callbacks);
     if (stream != nullptr) api->destroy_stream(stream);
   }
   impl(const impl&) = delete;
@@ -32,17 +43,38 @@ struct uploader::impl {
   std::size_t pixels = 0;     // per image
   std::size_t in_bytes = 0;   // max_images × pixels × 3
   std::size_t out_bytes = 0;  // max_images × pixels × 3 × element size
-  stream_t stream = nullptr;
+  stream_t stream = nullptr;     // copies, kernels, ready events
+  stream_t callbacks = nullptr;  // host-free callbacks, each after its copy
+  event_t copied = nullptr;      // the latest copy is done (callbacks waits for it)
   void* table = nullptr;
   void* staging = nullptr;  // uint8 input of the kernel (float outputs only)
   std::vector<void*> outputs;
   std::vector<event_t> ready;
   std::vector<event_t> released;
   // Whether buffer i's `released` event was recorded since its last upload.
-  // Written by release() (consumer thread), read by enqueue(): the loader
-  // hands buffer i to enqueue only after release() returned (through a
-  // channel), which orders the two; atomics keep it race-free regardless.
+  // Written by release() (consumer thread), read by enqueue() and the
+  // destructor: the loader hands buffer i to enqueue only after release()
+  // returned (through a channel), which orders the two; atomics keep it
+  // race-free regardless.
   std::unique_ptr<std::atomic<bool>[]> release_pending;
+
+  // The first sticky error of any call: the device is lost for good.
+  mutable std::mutex lost_mutex;
+  std::exception_ptr lost;  // guarded by lost_mutex
+
+  // Runs f, noting a sticky cuda_error before it propagates.
+  template <class F>
+  decltype(auto) noting_loss(F&& f) {
+    try {
+      return f();
+    } catch (const cuda_error& e) {
+      if (e.sticky()) {
+        std::lock_guard lock(lost_mutex);
+        if (!lost) lost = std::current_exception();
+      }
+      throw;
+    }
+  }
 };
 
 uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
@@ -51,12 +83,14 @@ uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
     throw std::invalid_argument("cuda::uploader: buffers, max_images, height and width must be positive");
   o.output.check();
   device_api& api = *m.api;
-  api.set_device(o.device);
+  const device_guard on(api, o.device);
   m.pixels = static_cast<std::size_t>(o.height) * static_cast<std::size_t>(o.width);
   m.in_bytes = o.max_images * m.pixels * 3;
   m.out_bytes = m.in_bytes * o.output.element_size();
 
   m.stream = api.create_stream();
+  m.callbacks = api.create_stream();
+  m.copied = api.create_event();
   const image::normalize_table_t host_table =
       image::normalize_table(o.output.dtype, o.normalize ? &*o.normalize : nullptr);
   m.table = api.allocate(sizeof host_table);
@@ -76,12 +110,16 @@ uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
 }
 
 uploader::~uploader() {
-  if (!m_impl || m_impl->stream == nullptr) return;
-  // Every queued copy, kernel and host-free callback finishes before the
-  // memory they use goes away.
+  if (!m_impl || m_impl->release_pending == nullptr) return;  // the constructor failed: nothing was queued
+  impl& m = *m_impl;
+  // Before the buffers go: the consumers' work on them (their release
+  // events), then every queued copy, kernel and host-free callback.
   try {
-    m_impl->api->set_device(m_impl->opt.device);
-    m_impl->api->synchronize(m_impl->stream);
+    const device_guard on(*m.api, m.opt.device);
+    for (std::size_t i = 0; i < m.outputs.size(); ++i)
+      if (m.release_pending[i].load(std::memory_order_acquire)) m.api->synchronize(m.released[i]);
+    m.api->synchronize(m.stream);
+    m.api->synchronize(m.callbacks);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ringfeed: cuda::uploader: %s\n", e.what());
   }
@@ -100,40 +138,83 @@ void uploader::enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t
   if (n > m.opt.max_images)
     throw std::invalid_argument("cuda::uploader::enqueue: " + std::to_string(n) + " images, buffers hold " +
                                 std::to_string(m.opt.max_images));
-  device_api& api = *m.api;
-  api.set_device(m.opt.device);
-  const stream_t s = m.stream;
-  // The consumer's work on the previous contents of buffer i comes first.
-  if (m.release_pending[i].exchange(false, std::memory_order_acquire)) api.wait(s, m.released[i]);
-  const std::size_t bytes = n * m.pixels * 3;
-  const bool convert = m.opt.output.normalized();
-  void* copy_to = convert ? m.staging : m.outputs[i];
-  api.copy_to_device_async(copy_to, host_nhwc, bytes, s);
-  api.launch_host_func(s, on_host_free, ctx);
-  if (convert && n > 0) {
-    convert_launch k;
-    k.in = static_cast<const std::uint8_t*>(m.staging);
-    k.out = m.outputs[i];
-    k.table = static_cast<const std::uint32_t*>(m.table);
-    k.pixels = m.pixels;
-    k.images = n;
-    k.dtype = m.opt.output.dtype;
-    api.launch_convert(k, s);
-  }
-  api.record(m.ready[i], s);
+  m.noting_loss([&] { enqueue_on_device(i, host_nhwc, n, on_host_free, ctx); });
 }
 
-void uploader::wait(std::size_t i, stream_t consumer) const { m_impl->api->wait(consumer, m_impl->ready[i]); }
+void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n,
+                                 void (*on_host_free)(void*), void* ctx) {
+  impl& m = *m_impl;
+  device_api& api = *m.api;
+  const device_guard on(api, m.opt.device);
+  const stream_t s = m.stream;
+  const bool convert = m.opt.output.normalized();
+  const bool consumer_first = m.release_pending[i].load(std::memory_order_acquire);
+  bool queued = false;  // work that reads host_nhwc is on the stream
+  try {
+    // The consumer's work on buffer i's previous contents comes before
+    // whatever writes buffer i: the copy itself for uint8 output, else
+    // only the kernel (the copy goes to staging, so the host slab comes
+    // back while the consumer still reads).
+    if (consumer_first && !convert) api.wait(s, m.released[i]);
+    api.copy_to_device_async(convert ? m.staging : m.outputs[i], host_nhwc, n * m.pixels * 3, s);
+    queued = true;
+    api.record(m.copied, s);
+    if (consumer_first && convert) api.wait(s, m.released[i]);
+    if (convert && n > 0) {
+      convert_launch k;
+      k.in = static_cast<const std::uint8_t*>(m.staging);
+      k.out = m.outputs[i];
+      k.table = static_cast<const std::uint32_t*>(m.table);
+      k.pixels = m.pixels;
+      k.images = n;
+      k.dtype = m.opt.output.dtype;
+      api.launch_convert(k, s);
+    }
+    api.record(m.ready[i], s);
+    // The host-free callback on its own stream, after the copy only: the
+    // kernel and the ready event never wait for a round trip through a
+    // CPU thread. Queued last: once it is, it runs exactly once.
+    api.wait(m.callbacks, m.copied);
+    api.launch_host_func(m.callbacks, on_host_free, ctx);
+  } catch (...) {
+    // The callback will not run: the caller takes the host memory back,
+    // so no queued copy may still read it.
+    if (queued) {
+      try {
+        api.synchronize(s);
+      } catch (...) {
+        // A lost context runs nothing more: the copy is not reading either.
+      }
+    }
+    throw;
+  }
+  m.release_pending[i].store(false, std::memory_order_relaxed);  // waited for above
+}
+
+void uploader::wait(std::size_t i, stream_t consumer) const {
+  impl& m = *m_impl;
+  m.noting_loss([&] {
+    const device_guard on(*m.api, m.opt.device);  // null: this device's default stream
+    m.api->wait(consumer, m.ready[i]);
+  });
+}
 
 void uploader::release(std::size_t i, stream_t consumer_stream) {
   impl& m = *m_impl;
-  if (consumer_stream == nullptr) {
-    m.release_pending[i].store(false, std::memory_order_release);
-    return;
-  }
-  m.api->set_device(m.opt.device);
-  m.api->record(m.released[i], consumer_stream);
+  m.noting_loss([&] {
+    const device_guard on(*m.api, m.opt.device);  // null: this device's default stream
+    m.api->record(m.released[i], consumer_stream);
+  });
   m.release_pending[i].store(true, std::memory_order_release);
+}
+
+std::exception_ptr uploader::lost() const {
+  std::lock_guard lock(m_impl->lost_mutex);
+  return m_impl->lost;
+}
+
+void uploader::release_synchronized(std::size_t i) noexcept {
+  m_impl->release_pending[i].store(false, std::memory_order_release);
 }
 
 }  // namespace ringfeed::cuda

@@ -358,7 +358,15 @@ void sim_device::synchronize(cuda::event_t e) {
     std::lock_guard lock(m_mutex);
     sig = ev.latest;
   }
-  if (sig) sig->wait();
+  if (!sig) return;
+  bool blocked = false;
+  {
+    std::lock_guard lock(sig->m);
+    blocked = !sig->done;
+  }
+  if (blocked) m_blocked_event_waits.fetch_add(1);
+  sig->wait();
+  if (blocked) m_blocked_event_waits.fetch_sub(1);
 }
 
 void sim_device::enqueue(cuda::stream_t s, std::function<void()> fn) { resolve(s).push(std::move(fn)); }

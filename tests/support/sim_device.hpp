@@ -62,6 +62,9 @@ class sim_device final : public cuda::device_api {
   [[nodiscard]] bool live(const void* p, std::size_t bytes) const;
   /// Calls of `o` so far (failed ones included).
   [[nodiscard]] std::size_t calls(op o) const noexcept;
+  /// Host threads now blocked in synchronize(event) on a record that has
+  /// not run yet.
+  [[nodiscard]] std::size_t blocked_event_waits() const noexcept { return m_blocked_event_waits.load(); }
   /// Async copies queued and not finished.
   [[nodiscard]] std::size_t copies_in_flight() const noexcept { return m_copies_in_flight.load(); }
   /// Device allocations not yet freed.
@@ -106,6 +109,7 @@ class sim_device final : public cuda::device_api {
   const std::size_t m_id;  // this simulator's key in the per-thread device map
   std::atomic<std::int64_t> m_copy_us{0}, m_kernel_us{0};
   std::atomic<std::size_t> m_copies_in_flight{0};
+  std::atomic<std::size_t> m_blocked_event_waits{0};
   std::array<std::atomic<std::size_t>, static_cast<std::size_t>(op::count_)> m_calls{};
 
   mutable std::mutex m_mutex;

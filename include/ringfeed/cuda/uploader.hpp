@@ -4,16 +4,28 @@
 // synchronizing the host.
 //
 // Per batch, on the uploader's stream:
-//   [wait for the consumer's release event of buffer i]
-//   cudaMemcpyAsync host slab → device staging (or straight into buffer i
-//   for uint8 output)
-//   cudaLaunchHostFunc(on_host_free): the host slab may be reused
+//   cudaMemcpyAsync host slab → device staging (uint8 output: straight into
+//   buffer i, after the consumer's release event of buffer i)
+//   cudaEventRecord(copied)
+//   [float output: wait for the consumer's release event of buffer i]
 //   conversion kernel staging → buffer i (table lookups: see
 //   image::normalize_table, shared with the CPU path)
 //   cudaEventRecord(ready event i)
+// and on a second stream, after `copied`: the host-free callback (the host
+// slab may be reused), so neither the kernel nor the ready event waits for a
+// round trip through a CPU thread, and the host slab comes back as soon as
+// its copy is done, even while a consumer still reads buffer i.
 // The consumer makes its stream wait for the ready event (wait()), and gives
 // the buffer back with release(i, its stream), which records an event there
-// that the next upload into buffer i waits for on the device.
+// that the next write into buffer i waits for on the device.
+//
+// Streams are CUDA's: a null stream_t is the device's default (legacy)
+// stream, a real stream with real work on it (torch's default stream is
+// handle 0), never a way to say "nothing to wait for"; that is
+// release_synchronized(). The uploader's streams do not synchronize with
+// the default stream (cudaStreamNonBlocking): only these events order them.
+// Every call makes the uploader's device current for its duration and
+// restores the calling thread's current device afterwards.
 //
 // This header needs no CUDA headers: stream_t and event_t (cuda/stream.hpp)
 // are the CUDA runtime's own handle types (cudaStream_t, cudaEvent_t). Built
@@ -23,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -77,12 +90,14 @@ class uploader {
     std::optional<image::normalize_params> normalize;  ///< none: plain v / 255
   };
 
-  /// Selects the device, creates a non-blocking stream, `buffers` output
+  /// Creates, on o.device, two non-blocking streams, `buffers` output
   /// buffers, a uint8 staging buffer, the events and the device copy of the
-  /// conversion table. Throws cuda_error naming the failed call.
+  /// conversion table. Throws cuda_error naming the failed call, having
+  /// freed what it made.
   explicit uploader(const options& o);
-  /// Waits for the stream (so every host-free callback has run), then frees
-  /// everything. Must not run while another thread calls enqueue().
+  /// Waits for the consumers' pending release events and for the streams
+  /// (so every host-free callback has run), then frees everything. Must not
+  /// run while another thread calls enqueue().
   ~uploader();
   uploader(const uploader&) = delete;
   uploader& operator=(const uploader&) = delete;
@@ -94,26 +109,36 @@ class uploader {
 
   /// Enqueues the upload of `n` ≤ max_images images from `host_nhwc` (pinned,
   /// h × w × 3 each) into buffer i (see the header comment). Returns without
-  /// waiting for the device. `on_host_free(ctx)` runs on a CUDA runtime
-  /// thread once the copy is done: it must not call CUDA and must be quick.
-  /// Buffer i must not be lent to a consumer. One thread at a time.
-  /// Throws cuda_error.
+  /// waiting for the device. `on_host_free(ctx)` runs exactly once, on a
+  /// CUDA runtime thread, once the copy is done: it must not call CUDA and
+  /// must be quick. Buffer i must not be lent to a consumer. One thread at a
+  /// time. Throws cuda_error (sticky() when the context is lost); then
+  /// on_host_free never runs and no queued copy reads host_nhwc any more:
+  /// the caller has the memory back.
   void enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n, void (*on_host_free)(void*), void* ctx);
 
   /// Device pointer of buffer i.
   [[nodiscard]] void* output(std::size_t i) const noexcept;
   /// The event recorded after buffer i was last written.
   [[nodiscard]] event_t ready_event(std::size_t i) const noexcept;
-  /// Makes `consumer` wait (on the device) for buffer i's ready event. Any
-  /// thread. Throws cuda_error.
+  /// Makes `consumer` (null: the device's default stream) wait, on the
+  /// device, for buffer i's ready event. Any thread. Throws cuda_error.
   void wait(std::size_t i, stream_t consumer) const;
   /// The consumer is done with buffer i: work it queued on `consumer_stream`
-  /// so far must finish before buffer i is written again (an event recorded
-  /// there, waited for on the uploader's stream). Null: the consumer has
-  /// synchronized, nothing to wait for. Any thread. Throws cuda_error.
+  /// (null: the device's default stream) so far must finish before buffer i
+  /// is written again (an event recorded there, waited for on the device;
+  /// the destructor waits for it too). Any thread. Throws cuda_error.
   void release(std::size_t i, stream_t consumer_stream);
+  /// The consumer is done with buffer i and has synchronized with all its
+  /// work on it (for example cudaDeviceSynchronize): nothing to wait for.
+  void release_synchronized(std::size_t i) noexcept;
+  /// The first sticky cuda_error any call met (null: none): the device is
+  /// unusable for the rest of the process. Any thread.
+  [[nodiscard]] std::exception_ptr lost() const;
 
  private:
+  void enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n, void (*on_host_free)(void*),
+                         void* ctx);
   struct impl;
   std::unique_ptr<impl> m_impl;
 };
