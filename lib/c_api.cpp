@@ -338,4 +338,24 @@ extern "C" int rf_batch_on_device(const rf_batch* batch) noexcept {
   return batch != nullptr && batch->impl.on_device() ? 1 : 0;
 }
 
-extern "C" void rf_batch_release(rf_batch* batch) noexcept { delete batch; }
+extern "C" int rf_batch_wait(rf_batch* batch, void* stream) noexcept {
+  return guarded("rf_batch_wait", -1, [&] {
+    if (batch == nullptr) throw std::invalid_argument("batch is NULL");
+    batch->impl.wait(static_cast<ringfeed::cuda::stream_t>(stream));
+    return 0;
+  });
+}
+
+extern "C" void rf_batch_release(rf_batch* batch) noexcept { delete batch; }  // ~batch: release()
+
+extern "C" void rf_batch_release_on_stream(rf_batch* batch, void* stream) noexcept {
+  if (batch == nullptr) return;
+  batch->impl.release(static_cast<ringfeed::cuda::stream_t>(stream));
+  delete batch;
+}
+
+extern "C" void rf_batch_release_synchronized(rf_batch* batch) noexcept {
+  if (batch == nullptr) return;
+  batch->impl.release_synchronized();
+  delete batch;
+}

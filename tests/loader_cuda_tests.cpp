@@ -13,10 +13,12 @@
 
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/loader.hpp>
+#include <ringfeed/ringfeed.h>
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
 #include "cuda_device.hpp"
+#include "gpu_consumer.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -121,4 +123,193 @@ TEST_CASE("device buffers rotate under a consumer that holds and releases batche
     }
   }
   CUDA_OK(cudaStreamDestroy(stream));
+}
+
+namespace {
+
+// Every batch of `epochs` epochs, read by a consumer kernel that spins for
+// 2 ms and then copies the batch on `stream` (null: the default stream),
+// each batch dropped right after its kernel was queued (its destructor
+// releases it on the stream it waited on): no host synchronization until
+// all copies are queued. Returns the copies.
+std::vector<std::vector<std::byte>> read_on_device(ringfeed::loader& device, cudaStream_t stream, int epochs) {
+  std::vector<std::pair<std::byte*, std::size_t>> copies;
+  for (int e = 0; e < epochs; ++e) {
+    device.set_epoch(static_cast<std::uint64_t>(e));
+    while (auto d = ringfeed::sync_wait(device.next())) {
+      std::byte* dst = nullptr;
+      CUDA_OK(cudaMallocAsync(reinterpret_cast<void**>(&dst), d->images().bytes(), stream));
+      const auto s = reinterpret_cast<ringfeed::cuda::stream_t>(stream);
+      d->wait(s);
+      REQUIRE(ringfeed::test::spin_then_copy(s, d->images().data, dst, d->images().bytes(), 2000) == 0);
+      copies.emplace_back(dst, d->images().bytes());
+    }
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<std::vector<std::byte>> out;
+  for (auto [p, n] : copies) {
+    out.emplace_back(n);
+    CUDA_OK(cudaMemcpy(out.back().data(), p, n, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(p));
+  }
+  return out;
+}
+
+std::vector<std::vector<std::byte>> read_on_host(ringfeed::loader& host, int epochs) {
+  std::vector<std::vector<std::byte>> out;
+  for (int e = 0; e < epochs; ++e) {
+    host.set_epoch(static_cast<std::uint64_t>(e));
+    while (auto h = ringfeed::sync_wait(host.next())) {
+      const auto* p = static_cast<const std::byte*>(h->images().data);
+      out.emplace_back(p, p + h->images().bytes());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("slow consumers on the default stream and a side stream get the host's bytes, no host sync",
+          "[cuda][loader]") {
+  ringfeed::test::watchdog dog("slow consumers", std::chrono::seconds(240));
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  auto ho = options(root, output_spec::float32_nchw(), -1);
+  ringfeed::loader host(ho);
+  const auto want = read_on_host(host, 3);
+  cudaStream_t side = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  for (cudaStream_t s : {static_cast<cudaStream_t>(nullptr), side}) {
+    auto o = options(root, output_spec::float32_nchw(), 0);
+    o.device_buffers = 2;
+    ringfeed::loader device(o);
+    REQUIRE(device.uses_device());
+    const auto got = read_on_device(device, s, 3);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      INFO("batch " << k << (s == nullptr ? " on the default stream" : " on a side stream"));
+      REQUIRE(got[k] == want[k]);
+    }
+  }
+  CUDA_OK(cudaStreamDestroy(side));
+}
+
+TEST_CASE("break and iterate again, set_epoch and resume mid-epoch keep every device buffer", "[cuda][loader]") {
+  ringfeed::test::watchdog dog("stop and restart", std::chrono::seconds(240));
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  auto o = options(root, output_spec::float32_nchw(), 0);
+  o.batch_size = 2;
+  o.device_buffers = 3;
+  ringfeed::loader device(o);
+  for (std::uint64_t round = 0; round < 5; ++round) {
+    device.set_epoch(round % 2);
+    auto a = ringfeed::sync_wait(device.next());
+    auto b = ringfeed::sync_wait(device.next());  // two held at once: a lost buffer hangs here
+    REQUIRE(a.has_value());
+    REQUIRE(b.has_value());
+    a->wait(nullptr);
+    b->wait(nullptr);
+  }
+  // Resume mid-epoch from a saved state: the same batches as the original.
+  device.set_epoch(1);
+  for (int k = 0; k < 2; ++k) (void)ringfeed::sync_wait(device.next());
+  const ringfeed::loader_state at = device.state();
+  auto ro = o;
+  ro.resume = at;
+  ringfeed::loader resumed(ro);
+  for (;;) {
+    auto x = ringfeed::sync_wait(device.next());
+    auto y = ringfeed::sync_wait(resumed.next());
+    REQUIRE(x.has_value() == y.has_value());
+    if (!x) break;
+    std::vector<std::byte> cx(x->images().bytes()), cy(y->images().bytes());
+    x->wait(nullptr);
+    y->wait(nullptr);
+    CUDA_OK(cudaMemcpyAsync(cx.data(), x->images().data, cx.size(), cudaMemcpyDeviceToHost, nullptr));
+    CUDA_OK(cudaMemcpyAsync(cy.data(), y->images().data, cy.size(), cudaMemcpyDeviceToHost, nullptr));
+    CUDA_OK(cudaStreamSynchronize(nullptr));
+    REQUIRE(cx == cy);
+  }
+}
+
+TEST_CASE("the loader's device is the one asked for; the caller's current device is left alone", "[cuda][loader]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  int count = 0;
+  CUDA_OK(cudaGetDeviceCount(&count));
+  const int target = count - 1;  // a second GPU where there is one, else device 0
+  CUDA_OK(cudaSetDevice(0));
+  auto o = options(root, output_spec::float32_nchw(), target);
+  int current = -1;
+  {
+    ringfeed::loader device(o);
+    CUDA_OK(cudaGetDevice(&current));
+    REQUIRE(current == 0);
+    auto b = ringfeed::sync_wait(device.next());
+    REQUIRE(b.has_value());
+    REQUIRE(b->images().device == target);
+    cudaPointerAttributes attr{};
+    CUDA_OK(cudaPointerGetAttributes(&attr, b->images().data));
+    REQUIRE(attr.device == target);
+    CUDA_OK(cudaSetDevice(target));
+    b->wait(nullptr);
+    CUDA_OK(cudaStreamSynchronize(nullptr));
+    CUDA_OK(cudaSetDevice(0));
+    b->release();  // from device 0: the loader records on its own device
+    CUDA_OK(cudaGetDevice(&current));
+    REQUIRE(current == 0);
+  }
+  CUDA_OK(cudaGetDevice(&current));
+  REQUIRE(current == 0);
+}
+
+TEST_CASE("C API device batches read by a kernel after rf_batch_wait", "[cuda][loader][capi]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto open = [&](const char* device) {
+    rf_options* o = rf_options_new();
+    REQUIRE(rf_options_set(o, "source", root.c_str()) == 0);
+    REQUIRE(rf_options_set(o, "batch_size", "4") == 0);
+    REQUIRE(rf_options_set(o, "pipeline", "val") == 0);
+    REQUIRE(rf_options_set(o, "size", "32") == 0);
+    REQUIRE(rf_options_set(o, "device", device) == 0);
+    rf_loader* l = rf_loader_open(o);
+    rf_options_free(o);
+    REQUIRE(l != nullptr);
+    return l;
+  };
+  rf_loader* host = open("-1");
+  rf_loader* device = open("0");
+  cudaStream_t s = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<std::pair<std::byte*, std::vector<std::byte>>> copies;
+  for (;;) {
+    rf_batch* h = nullptr;
+    rf_batch* d = nullptr;
+    const int hr = rf_loader_next(host, &h), dr = rf_loader_next(device, &d);
+    REQUIRE(hr == dr);
+    if (hr == 0) break;
+    REQUIRE(rf_batch_on_device(d) == 1);
+    REQUIRE(rf_batch_wait(d, s) == 0);
+    std::byte* dst = nullptr;
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dst), rf_batch_nbytes(d)));
+    REQUIRE(ringfeed::test::spin_then_copy(reinterpret_cast<ringfeed::cuda::stream_t>(s), rf_batch_images(d), dst,
+                                           rf_batch_nbytes(d), 2000) == 0);
+    const auto* hp = static_cast<const std::byte*>(rf_batch_images(h));
+    copies.emplace_back(dst, std::vector<std::byte>(hp, hp + rf_batch_nbytes(h)));
+    rf_batch_release_on_stream(d, s);
+    rf_batch_release(h);
+  }
+  CUDA_OK(cudaStreamSynchronize(s));
+  REQUIRE_FALSE(copies.empty());
+  for (auto& [dst, want] : copies) {
+    std::vector<std::byte> got(want.size());
+    CUDA_OK(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost));
+    REQUIRE(got == want);
+    CUDA_OK(cudaFree(dst));
+  }
+  CUDA_OK(cudaStreamDestroy(s));
+  rf_loader_close(device);
+  rf_loader_close(host);
 }

@@ -91,9 +91,9 @@ ringfeed::task<> train(ringfeed::loader& loader, net& model, torch::optim::SGD& 
       running = 0;
     }
     // Before the batch is released, device work reading it must be ordered
-    // after: release(stream) records that (here the step synchronized via
-    // loss.item() already).
-    batch->release(nullptr);
+    // after: release(stream) records that; here loss.item() synchronized
+    // with the step already, which release_synchronized() says.
+    batch->release_synchronized();
   }
 }
 

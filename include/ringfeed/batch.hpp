@@ -53,7 +53,7 @@ class batch {
   batch& operator=(batch&&) noexcept;
   batch(const batch&) = delete;
   batch& operator=(const batch&) = delete;
-  /// Releases the lease (as release(nullptr) would, after any wait()).
+  /// Releases the lease, as release() does.
   ~batch();
 
   /// The images: uint8 NHWC, or float32/float16 NCHW normalized as the
@@ -76,17 +76,26 @@ class batch {
   /// (null for host batches).
   [[nodiscard]] cuda::event_t ready_event() const noexcept;
   /// Makes `stream` wait for ready_event() (cudaStreamWaitEvent: no host
-  /// synchronization) and remembers it: on release, the loader reuses the
-  /// device buffer only after work queued on `stream` so far has finished.
-  /// No-op for host batches.
+  /// synchronization) and remembers it for release(). A null stream is the
+  /// device's default stream (torch's default stream is handle 0), ordered
+  /// like any other. No-op for host batches. Throws cuda::cuda_error.
   void wait(cuda::stream_t stream);
-  /// Gives the memory back now. `consumer_stream` (device batches): the
-  /// stream whose queued work reads the images (defaults to the one given
-  /// to wait()); null and no wait(): the consumer promises it synchronized.
-  void release(cuda::stream_t consumer_stream = nullptr) noexcept;
+  /// Gives the memory back now. Device batches: the loader writes the
+  /// buffer again only after the work queued so far on the stream given to
+  /// wait() (the default stream if wait() was not called) has finished.
+  void release() noexcept;
+  /// Gives the memory back now; device batches are written again only
+  /// after the work queued so far on `consumer_stream` (null: the device's
+  /// default stream) has finished.
+  void release(cuda::stream_t consumer_stream) noexcept;
+  /// Gives the memory back now: the consumer has synchronized with all its
+  /// work on the images (cudaStreamSynchronize, cudaDeviceSynchronize), so
+  /// the buffer may be written at once.
+  void release_synchronized() noexcept;
 
  private:
   friend class detail::loader_core;
+  void release_lease(cuda::stream_t consumer_stream, bool synchronized) noexcept;
   std::shared_ptr<detail::batch_lease> m_lease;
   tensor_view m_images{};
   std::span<const std::int64_t> m_labels;

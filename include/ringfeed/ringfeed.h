@@ -200,11 +200,29 @@ size_t rf_batch_number(const rf_batch* batch) RF_NOEXCEPT;
 /** 1 when the images are in CUDA device memory, else 0. */
 int rf_batch_on_device(const rf_batch* batch) RF_NOEXCEPT;
 
+/** Device batches: makes the CUDA stream `stream` (a cudaStream_t; NULL is
+ *  the device's default stream, a real stream) wait, on the device, until
+ *  the images are uploaded: no host synchronization. Work that reads the
+ *  images goes on that stream afterwards. Host batches: nothing to do.
+ *  Returns 0, or -1 (see rf_last_error()). */
+int rf_batch_wait(rf_batch* batch, void* stream) RF_NOEXCEPT;
+
 /** Gives the batch's memory back to its loader (or frees it when the loader
- *  is closed) and frees the handle. Any thread. For device batches the
- *  caller must have synchronized with the work reading the images. NULL is
+ *  is closed) and frees the handle. Any thread. Device batches: the buffer
+ *  is written again only after the work queued so far on the stream given
+ *  to rf_batch_wait (the default stream without one) has finished. NULL is
  *  a no-op. */
 void rf_batch_release(rf_batch* batch) RF_NOEXCEPT;
+
+/** rf_batch_release, for device batches after the work queued so far on
+ *  `stream` (a cudaStream_t; NULL: the default stream), the stream that
+ *  reads the images. */
+void rf_batch_release_on_stream(rf_batch* batch, void* stream) RF_NOEXCEPT;
+
+/** rf_batch_release when the caller has synchronized with every piece of
+ *  work reading the images (cudaDeviceSynchronize, cudaStreamSynchronize):
+ *  the buffer may be written at once. */
+void rf_batch_release_synchronized(rf_batch* batch) RF_NOEXCEPT;
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -63,11 +63,22 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     u.width = m_plan.sample_shape.width;
     u.output = m_opt.output;
     u.normalize = m_opt.pipeline.normalization();
-    m_uploader = std::make_unique<cuda::uploader>(u);
-    device_buffers = u.buffers;
-    m_buffer_labels.assign(u.buffers, {});
-    m_buffer_indices.assign(u.buffers, {});
-    for (std::size_t i = 0; i < u.buffers; ++i) {
+    try {
+      m_uploader = std::make_unique<cuda::uploader>(u);
+    } catch (const cuda::cuda_error& e) {
+      // Out of device memory, exclusive-process mode, a lost context:
+      // host batches, as when there is no device at all.
+      cuda::device_probe unusable;
+      unusable.reason = "the upload stage could not be set up on device " + std::to_string(m_opt.device) + ": " +
+                        e.what();
+      m_plan = plan_loader(m_opt, m_ds, *m_smp, unusable);
+    }
+  }
+  if (m_uploader) {
+    device_buffers = m_uploader->buffers();
+    m_buffer_labels.assign(device_buffers, {});
+    m_buffer_indices.assign(device_buffers, {});
+    for (std::size_t i = 0; i < device_buffers; ++i) {
       m_buffer_labels[i].reserve(m_opt.batch_size);
       m_buffer_indices[i].reserve(m_opt.batch_size);
     }
@@ -190,6 +201,7 @@ void loader_core::stop_run() {
 // --- the consumer's side -------------------------------------------------------------
 
 task<std::optional<batch>> loader_core::next() {
+  if (const std::exception_ptr lost = device_lost()) std::rethrow_exception(lost);
   if (m_sticky_error) std::rethrow_exception(m_sticky_error);
   std::shared_ptr<run> r = m_memory->current();
   if (!r) {
@@ -240,7 +252,22 @@ void loader_core::set_epoch(std::uint64_t e) {
   m_sticky_error = nullptr;
   m_pos_epoch = e;
   m_pos_batch = 0;
-  start_run(e, 0);
+  if (!device_lost()) start_run(e, 0);  // a lost device stays lost: next() says so
+}
+
+std::exception_ptr loader_core::device_lost() const {
+  const std::exception_ptr lost = m_uploader ? m_uploader->lost() : nullptr;
+  if (!lost) return nullptr;
+  try {
+    std::rethrow_exception(lost);
+  } catch (const cuda::cuda_error& e) {
+    return std::make_exception_ptr(cuda::cuda_error(
+        e.code(), std::string("loader: the CUDA device is unusable for the rest of this process (restart it): ") +
+                      e.what(),
+        true));
+  } catch (...) {
+    return lost;
+  }
 }
 
 loader_state loader_core::state() const {

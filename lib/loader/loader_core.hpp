@@ -45,7 +45,10 @@ struct batch_lease {
   slab* s = nullptr;        // host batches: the slab to give back
   int device_buffer = -1;   // device batches: the buffer to give back
   ~batch_lease();
-  void release(cuda::stream_t consumer_stream) noexcept;
+  /// Gives the memory back; a device buffer once the work queued on
+  /// `consumer_stream` (null: the default stream) is done, or at once when
+  /// the consumer `synchronized`.
+  void release(cuda::stream_t consumer_stream, bool synchronized) noexcept;
 };
 
 class loader_core : public std::enable_shared_from_this<loader_core> {
@@ -133,7 +136,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // --- consumer position (consumer thread only) ---------------------------
   std::uint64_t m_pos_epoch = 0;
   std::size_t m_pos_batch = 0;
-  std::exception_ptr m_sticky_error;
+  std::exception_ptr m_sticky_error;  // until set_epoch
+  /// The uploader met a sticky CUDA error: the error to throw for good.
+  [[nodiscard]] std::exception_ptr device_lost() const;
 
   // --- counters (relaxed atomics: statistics only) ------------------------
   clock::time_point m_started{};

@@ -251,8 +251,11 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       const auto i = static_cast<std::size_t>(*b);
       m_buffer_labels[i].assign(s.labels.begin(), s.labels.end());
       m_buffer_indices[i].assign(s.indices.begin(), s.indices.end());
-      m_memory->lend(s);  // until the copy is done
-      m_memory->lend_buffer(*b);
+      // The slab is lent until its copy is done (the host-free callback
+      // gives it back). Buffer b stays the run's until the consumer takes
+      // its batch (make_batch): a delivery dropped when the run stops
+      // leaves it to reclaim(), like every buffer nobody holds.
+      m_memory->lend(s);
       const auto t0 = clock::now();
       std::exception_ptr failed;
       try {
@@ -267,6 +270,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
         failed = std::current_exception();
       }
       if (failed) {
+        // enqueue threw: its callback will not run, the slab is ours again.
         m_memory->give_back(&s);
         m_memory->give_back_buffer(*b);
         delivery e;
@@ -310,6 +314,7 @@ batch loader_core::make_batch(delivery d) {
   lease->core = shared_from_this();
   if (d.device_buffer >= 0) {
     const auto i = static_cast<std::size_t>(d.device_buffer);
+    m_memory->lend_buffer(d.device_buffer);  // the consumer's from now on
     lease->device_buffer = d.device_buffer;
     b.m_labels = m_buffer_labels[i];
     b.m_indices = m_buffer_indices[i];

@@ -27,7 +27,10 @@
 
 namespace ringfeed::detail {
 
-/// What travels to the consumer, in order.
+/// What travels to the consumer, in order. Its slab or device buffer is the
+/// run's until the consumer makes a batch of it (make_batch lends it then):
+/// a delivery dropped when the run stops (set_epoch, a failed send, the
+/// loader's end) needs nothing done, reclaim() finds its memory idle.
 struct delivery {
   enum class kind : std::uint8_t { none, batch, end_of_epoch, error } what = kind::none;
   slab* s = nullptr;

@@ -2,6 +2,7 @@
 #include "py_loader.hpp"
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -50,20 +51,24 @@ loader_options loader_options_from(const py::dict& d) {
 namespace {
 
 // Python callable (device ordinal) -> int: torch's current CUDA stream on
-// that device, asked when a device batch is freed. Leaked on purpose: it
-// may be called while the interpreter shuts down.
+// that device (0: its default stream, a real stream), asked when a device
+// batch is freed. Leaked on purpose: it may be called while the interpreter
+// shuts down.
 PyObject* g_stream_query = nullptr;
 
-cuda::stream_t current_stream(int device) noexcept {
-  if (g_stream_query == nullptr || Py_IsInitialized() == 0 || _Py_IsFinalizing() != 0) return nullptr;
+// None when torch cannot say (no query, the interpreter finalizing, the
+// query failed): then the stream the batch waited on is used.
+std::optional<cuda::stream_t> current_stream(int device) noexcept {
+  if (g_stream_query == nullptr || Py_IsInitialized() == 0 || _Py_IsFinalizing() != 0) return std::nullopt;
   const PyGILState_STATE gil = PyGILState_Ensure();
-  cuda::stream_t stream = nullptr;
+  std::optional<cuda::stream_t> stream;
   PyObject* r = PyObject_CallFunction(g_stream_query, "i", device);
   if (r != nullptr) {
-    stream = reinterpret_cast<cuda::stream_t>(PyLong_AsVoidPtr(r));
+    void* handle = PyLong_AsVoidPtr(r);
+    if (PyErr_Occurred() == nullptr) stream = reinterpret_cast<cuda::stream_t>(handle);
     Py_DECREF(r);
   }
-  PyErr_Clear();  // no stream known: the one the batch waited on is used
+  PyErr_Clear();
   PyGILState_Release(gil);
   return stream;
 }
@@ -79,8 +84,10 @@ struct batch_owner final : tensor_owner {
     m_held->fetch_add(1, std::memory_order_relaxed);
   }
   ~batch_owner() override {
-    if (m_batch.on_device()) m_batch.release(current_stream(m_batch.images().device));
-    m_batch.release();
+    if (m_batch.on_device()) {
+      if (const auto s = current_stream(m_batch.images().device)) m_batch.release(*s);
+    }
+    m_batch.release();  // host batches, or on the stream the batch waited on
     m_held->fetch_sub(1, std::memory_order_relaxed);
   }
   batch m_batch;
@@ -197,7 +204,9 @@ py::object py_loader::next(std::uintptr_t stream) {
   if (!got) return py::none();  // end of the epoch
 
   batch b = std::move(*got);
-  if (b.on_device() && stream != 0) b.wait(reinterpret_cast<cuda::stream_t>(stream));
+  // torch's current stream; 0 is its default stream, which needs the wait
+  // as much as any other.
+  if (b.on_device()) b.wait(reinterpret_cast<cuda::stream_t>(stream));
   const tensor_view v = b.images();
   const auto epoch = b.epoch();
   const auto number = b.number();

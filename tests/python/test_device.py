@@ -86,3 +86,32 @@ def test_without_cuda_device_batches_stay_on_host(train_dir):
     got = epoch_batches(loader)
     assert all(x.device.type == "cpu" for x, _ in got)
     assert_same_batches(got, epoch_batches(ringfeed.Loader(train_dir, **kw)), "host fallback vs. device=None")
+
+
+def test_cuda_without_index_is_torchs_current_device(monkeypatch):
+    # torchrun: torch.cuda.set_device(local_rank), then device="cuda" (or
+    # torch.device("cuda")) must mean that GPU, as it does in torch.
+    from ringfeed import loader as loader_module
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert loader_module._device_index("cuda") == 3
+    assert loader_module._device_index(torch.device("cuda")) == 3
+    assert loader_module._device_index("cuda:1") == 1
+    assert loader_module._device_index(torch.device("cuda", 0)) == 0
+    assert loader_module._device_index(2) == 2
+
+
+def test_freeing_a_device_batch_asks_torch_for_its_stream(monkeypatch):
+    # The default stream is handle 0: it is returned as 0 (a real stream to
+    # order on), not mistaken for "unknown"; without CUDA the answer is None
+    # (then the stream the batch waited on is used).
+    from ringfeed import loader as loader_module
+
+    class Stream:
+        cuda_stream = 0
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device: Stream())
+    assert loader_module._stream_query(0) == 0
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert loader_module._stream_query(0) is None

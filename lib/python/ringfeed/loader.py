@@ -37,10 +37,12 @@ def _from_dlpack(capsule):
 
 
 def _stream_query(device):
-    # Called by C++ when a device batch is freed: the stream current then.
+    # Called by C++ when a device batch is freed: the stream current then
+    # (0 is torch's default stream, a real stream). None: unknown, and the
+    # stream the batch waited on is used.
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
-        return 0
+        return None
     return torch.cuda.current_stream(device).cuda_stream
 
 
@@ -70,6 +72,20 @@ def _env_rank_world():
     return 0, 1
 
 
+def _current_cuda_device():
+    # "cuda" without an index means torch's current device, as in torch
+    # (torchrun: torch.cuda.set_device(local_rank)); 0 without torch or CUDA.
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            return 0
+    if not torch.cuda.is_available():
+        return 0
+    return torch.cuda.current_device()
+
+
 def _device_index(device):
     if device is None:
         return -1
@@ -85,12 +101,12 @@ def _device_index(device):
             return -1
         if kind != "cuda":
             raise ValueError(f"device {device!r}: only CUDA devices are supported")
-        return device.index or 0
+        return _current_cuda_device() if device.index is None else device.index
     if isinstance(device, str):
         if device == "cpu":
             return -1
         if device == "cuda":
-            return 0
+            return _current_cuda_device()
         if device.startswith("cuda:") and device[5:].isdigit():
             return int(device[5:])
     raise ValueError(f"device must be None, 'cuda', 'cuda:N', an int or a torch.device, not {device!r}")

@@ -1,0 +1,335 @@
+// The loader's device path on the simulated device (support/sim_device):
+// consumers on the default stream or a side stream, with slow kernels and
+// no host synchronization, get the host path's bytes; stopping a run
+// (set_epoch) loses no device buffer; the chosen device is used and the
+// caller's current device is left alone; failures in the upload are
+// reported, transient ones recovered, sticky ones final, and an uploader
+// that cannot be made means host batches; destroying the loader waits for
+// the consumers' releases. Each of these failed before its fix (a wrong
+// byte, a hang caught by the watchdog, or a wrong device).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/loader.hpp>
+#include <ringfeed/sync_wait.hpp>
+
+#include "image_test_data.hpp"
+#include "sim_device.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace cu = ringfeed::cuda;
+namespace img = ringfeed::image;
+using ringfeed::output_spec;
+using ringfeed::test::sim_device;
+using namespace std::chrono_literals;
+
+struct sim_scope {
+  std::shared_ptr<sim_device> dev;
+  explicit sim_scope(int devices = 1) : dev(std::make_shared<sim_device>(devices)) { cu::install_device_api(dev); }
+  ~sim_scope() {
+    dev->drain();
+    cu::install_device_api(nullptr);
+  }
+  sim_scope(const sim_scope&) = delete;
+  sim_scope& operator=(const sim_scope&) = delete;
+};
+
+fs::path make_folder(const fs::path& root) {
+  const fs::path src = ringfeed::test::image_data::dir() / "photos";
+  for (int c = 0; c < 2; ++c) {
+    const fs::path dir = root / ("class" + std::to_string(c));
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dir / e.path().filename());
+  }
+  return root;
+}
+
+ringfeed::loader_options options(const fs::path& root, int device, std::size_t buffers = 2) {
+  ringfeed::loader_options o;
+  o.source = root.string();
+  o.dataset.use_cache = false;
+  o.pipeline = img::pipeline::train(24, img::pipeline_mode::fast);
+  o.output = output_spec::float32_nchw();
+  o.batch_size = 3;
+  o.threads = 2;
+  o.device = device;
+  o.device_buffers = buffers;
+  o.sampler.seed = 5;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+using bytes = std::vector<std::byte>;
+
+// Every batch of `epochs` epochs on the host path: the reference.
+std::vector<bytes> host_batches(const fs::path& root, std::uint64_t first_epoch, int epochs) {
+  ringfeed::loader host(options(root, -1));
+  host.set_epoch(first_epoch);
+  std::vector<bytes> out;
+  for (int e = 0; e < epochs; ++e) {
+    if (e > 0) host.set_epoch(first_epoch + static_cast<std::uint64_t>(e));
+    while (auto b = ringfeed::sync_wait(host.next())) {
+      const auto* p = static_cast<const std::byte*>(b->images().data);
+      out.emplace_back(p, p + b->images().bytes());
+    }
+  }
+  return out;
+}
+
+// What a consumer kernel read on its stream.
+struct reading {
+  bytes got;
+  bool live = false;
+};
+
+// The consumer's work on batch `b` on stream `s`: a kernel that runs for
+// `busy`, then reads the images. No host synchronization.
+void consume(sim_device& dev, ringfeed::batch& b, cu::stream_t s, std::chrono::milliseconds busy, reading& out) {
+  b.wait(s);
+  const void* p = b.images().data;
+  const std::size_t n = b.images().bytes();
+  dev.enqueue(s, [&dev, p, n, busy, &out] {
+    std::this_thread::sleep_for(busy);  // simulated device time: the consumer's kernel
+    out.live = dev.live(p, n);
+    out.got.assign(static_cast<const std::byte*>(p), static_cast<const std::byte*>(p) + n);
+  });
+}
+
+// Runs `epochs` epochs with every batch read by a slow kernel on `stream`
+// (null: the default stream) and dropped at once (its destructor releases
+// it on the stream it waited on); returns what the kernels read.
+std::vector<bytes> device_epochs(sim_device& dev, ringfeed::loader& loader, cu::stream_t stream, int epochs) {
+  std::vector<std::unique_ptr<reading>> reads;
+  for (int e = 0; e < epochs; ++e) {
+    if (e > 0) loader.set_epoch(static_cast<std::uint64_t>(e));
+    while (auto b = ringfeed::sync_wait(loader.next())) {
+      REQUIRE(b->on_device());
+      reads.push_back(std::make_unique<reading>());
+      consume(dev, *b, stream, 6ms, *reads.back());
+    }
+  }
+  dev.drain();
+  std::vector<bytes> out;
+  for (auto& r : reads) out.push_back(std::move(r->got));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("default-stream consumers with slow kernels get the host path's bytes", "[device_sim][loader]") {
+  ringfeed::test::watchdog dog("default stream", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto want = host_batches(root, 0, 3);
+  sim_scope sim;
+  sim.dev->set_timing({2ms, 2ms});
+  ringfeed::loader loader(options(root, 0));
+  REQUIRE(loader.uses_device());
+  const auto got = device_epochs(*sim.dev, loader, nullptr, 3);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    INFO("batch " << k);
+    REQUIRE(got[k] == want[k]);
+  }
+}
+
+TEST_CASE("side-stream consumers with slow kernels get the host path's bytes", "[device_sim][loader]") {
+  ringfeed::test::watchdog dog("side stream", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto want = host_batches(root, 0, 3);
+  sim_scope sim;
+  sim.dev->set_timing({2ms, 2ms});
+  ringfeed::loader loader(options(root, 0));
+  const cu::stream_t s = sim.dev->create_stream();
+  const auto got = device_epochs(*sim.dev, loader, s, 3);
+  REQUIRE(got == want);
+  sim.dev->destroy_stream(s);
+}
+
+TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loader]") {
+  // break after a few batches, then iterate again (set_epoch), holding two
+  // batches at a time: with buffers lost, the second next() never returns.
+  ringfeed::test::watchdog dog("set_epoch after break", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  sim_scope sim;
+  ringfeed::loader loader(options(root, 0, 3));
+  for (std::uint64_t round = 0; round < 4; ++round) {
+    loader.set_epoch(round);
+    auto a = ringfeed::sync_wait(loader.next());
+    auto b = ringfeed::sync_wait(loader.next());
+    REQUIRE(a.has_value());
+    REQUIRE(b.has_value());
+    REQUIRE(a->number() == 0);
+    REQUIRE(b->number() == 1);
+    a->wait(nullptr);
+    b->wait(nullptr);
+  }
+  // And a whole epoch afterwards, each batch held until the next arrives.
+  loader.set_epoch(9);
+  std::optional<ringfeed::batch> previous;
+  std::size_t n = 0;
+  while (auto b = ringfeed::sync_wait(loader.next())) {
+    b->wait(nullptr);
+    previous = std::move(b);
+    ++n;
+  }
+  REQUIRE(n == loader.batches_per_epoch());
+}
+
+TEST_CASE("a loader resumed mid-epoch on the device continues with the host path's bytes", "[device_sim][loader]") {
+  ringfeed::test::watchdog dog("resume", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto epoch1 = host_batches(root, 1, 1);
+  sim_scope sim;
+  sim.dev->set_timing({2ms, 2ms});
+  auto o = options(root, 0);
+  o.resume = ringfeed::loader_state{o.sampler.seed, 1, 2, 0, 1};
+  ringfeed::loader loader(o);
+  std::vector<std::unique_ptr<reading>> reads;
+  while (auto b = ringfeed::sync_wait(loader.next())) {
+    reads.push_back(std::make_unique<reading>());
+    consume(*sim.dev, *b, nullptr, 4ms, *reads.back());
+  }
+  sim.dev->drain();
+  REQUIRE(reads.size() + 2 == epoch1.size());
+  for (std::size_t k = 0; k < reads.size(); ++k) REQUIRE(reads[k]->got == epoch1[k + 2]);
+}
+
+TEST_CASE("the loader uploads to its device and leaves the caller's current device alone", "[device_sim][loader]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto want = host_batches(root, 0, 1);
+  sim_scope sim(2);
+  REQUIRE(sim.dev->current_device() == 0);
+  std::vector<bytes> got;
+  {
+    ringfeed::loader loader(options(root, 1));
+    REQUIRE(loader.uses_device());
+    REQUIRE(sim.dev->current_device() == 0);
+    for (int d : sim.dev->allocation_devices()) REQUIRE(d == 1);
+    while (auto b = ringfeed::sync_wait(loader.next())) {
+      REQUIRE(b->images().device == 1);
+      REQUIRE(sim.dev->current_device() == 0);
+      // The consumer's default stream on device 1 (torch: current_stream(1)).
+      sim.dev->set_device(1);
+      b->wait(nullptr);
+      sim.dev->synchronize(static_cast<cu::stream_t>(nullptr));
+      const auto* p = static_cast<const std::byte*>(b->images().data);
+      got.emplace_back(p, p + b->images().bytes());
+      sim.dev->set_device(0);
+      b->release(nullptr);  // from device 0: the loader finds device 1's default stream
+      REQUIRE(sim.dev->current_device() == 0);
+    }
+  }
+  REQUIRE(got == want);
+}
+
+TEST_CASE("a transient upload failure is reported and the next epoch is whole", "[device_sim][loader]") {
+  ringfeed::test::watchdog dog("transient failure", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto want = host_batches(root, 1, 1);
+  sim_scope sim;
+  sim.dev->set_timing({3ms, 1ms});
+  ringfeed::loader loader(options(root, 0));
+  sim.dev->fail(sim_device::op::convert, 719, false, 2);  // the third batch's kernel launch
+  bool failed = false;
+  try {
+    while (auto b = ringfeed::sync_wait(loader.next())) b->wait(nullptr);
+  } catch (const cu::cuda_error& e) {
+    failed = true;
+    REQUIRE(std::string(e.what()).find("injected error 719") != std::string::npos);
+  }
+  REQUIRE(failed);
+  loader.set_epoch(1);
+  const auto got = device_epochs(*sim.dev, loader, nullptr, 1);
+  REQUIRE(got == want);
+}
+
+TEST_CASE("a sticky device error stays: no retry on the next epoch", "[device_sim][loader]") {
+  ringfeed::test::watchdog dog("sticky failure", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  sim_scope sim;
+  ringfeed::loader loader(options(root, 0));
+  sim.dev->fail(sim_device::op::copy_async, 700, true, 1);  // cudaErrorIllegalAddress on the second upload
+  REQUIRE_THROWS_AS([&] { while (auto b = ringfeed::sync_wait(loader.next())) b->wait(nullptr); }(), cu::cuda_error);
+  const std::size_t copies = sim.dev->calls(sim_device::op::copy_async);
+  for (std::uint64_t e = 1; e < 3; ++e) {
+    loader.set_epoch(e);
+    REQUIRE_THROWS_WITH(ringfeed::sync_wait(loader.next()), Catch::Contains("injected error 700") &&
+                                                               Catch::Contains("unusable"));
+  }
+  REQUIRE(sim.dev->calls(sim_device::op::copy_async) == copies);  // nothing retried on the dead context
+}
+
+TEST_CASE("an uploader that cannot be made means host batches, with the reason", "[device_sim][loader]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto want = host_batches(root, 0, 1);
+  sim_scope sim;
+  sim.dev->fail(sim_device::op::allocate, 2, false, 1);  // cudaErrorMemoryAllocation for a buffer
+  std::vector<std::string> lines;
+  auto o = options(root, 0);
+  o.log = [&](std::string_view l) { lines.emplace_back(l); };
+  ringfeed::loader loader(o);
+  REQUIRE_FALSE(loader.uses_device());
+  REQUIRE(loader.host_reason().find("injected error 2") != std::string::npos);
+  std::vector<bytes> got;
+  while (auto b = ringfeed::sync_wait(loader.next())) {
+    REQUIRE_FALSE(b->on_device());
+    const auto* p = static_cast<const std::byte*>(b->images().data);
+    got.emplace_back(p, p + b->images().bytes());
+  }
+  REQUIRE(got == want);
+  REQUIRE(sim.dev->live_allocations() == 0);  // nothing of the failed uploader left behind
+}
+
+TEST_CASE("destroying the loader waits for the consumer's pending release", "[device_sim][loader]") {
+  ringfeed::test::watchdog dog("destruction", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path());
+  const auto want = host_batches(root, 0, 1);
+  sim_scope sim;
+  const cu::stream_t s = sim.dev->create_stream();
+  auto loader = std::make_unique<ringfeed::loader>(options(root, 0));
+  auto b = ringfeed::sync_wait(loader->next());
+  REQUIRE(b.has_value());
+  // The consumer's kernel runs until the test opens the gate; then it reads.
+  std::promise<void> gate;
+  std::shared_future<void> open = gate.get_future().share();
+  sim.dev->enqueue(s, [open] { open.wait(); });
+  reading r;
+  consume(*sim.dev, *b, s, 0ms, r);
+  loader.reset();  // the run stops; the batch keeps the loader's memory alive
+  std::atomic<bool> destroyed{false};
+  std::thread closer([&] {
+    // Nothing is uploaded any more, so only the destruction waits for this
+    // release; the batch is the last lease: the uploader and buffers go now.
+    b->release(s);
+    destroyed = true;
+  });
+  // Open the gate once the destruction has either finished (the bug: it
+  // did not wait) or blocks on the consumer's release (the fix).
+  while (!destroyed && sim.dev->blocked_event_waits() == 0) std::this_thread::yield();
+  gate.set_value();
+  closer.join();
+  sim.dev->drain();
+  REQUIRE(r.live);
+  REQUIRE(r.got == want.front());
+  sim.dev->destroy_stream(s);
+}
