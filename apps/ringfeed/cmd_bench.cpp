@@ -288,7 +288,7 @@ int run_bench(bench_options opt) {
     std::printf("  limited by: storage (only the read stage runs with --pipeline none)\n");
     if (!s.skipped.empty()) {
       std::printf("  skipped %zu (files, or directories that cannot be listed):\n", s.skipped.size());
-      for (const auto& k : s.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
+      for (const auto& k : s.skipped) std::printf("    %s: %s\n", escape_bytes(k.path).c_str(), k.reason.c_str());
     }
   }
   return 0;
@@ -446,7 +446,7 @@ int run_loader_bench(const bench_options& opt) {
                   static_cast<double>(st.cache_bytes) / 1e6);
     if (!st.skipped.empty()) {
       std::printf("  skipped %zu (files, or directories that cannot be listed):\n", st.skipped.size());
-      for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
+      for (const auto& k : st.skipped) std::printf("    %s: %s\n", escape_bytes(k.path).c_str(), k.reason.c_str());
     }
   }
   return 0;
