@@ -220,12 +220,14 @@ extern "C" int rf_options_set(rf_options* options, const char* key, const char* 
       try {
         k.set(changed, value);
       } catch (const bad_value& e) {
-        throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': bad value '" + ringfeed::escape_bytes(value) + "' (" + e.what() + ")");
+        throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': bad value '" +
+                                    ringfeed::escape_bytes(value) + "' (" + e.what() + ")");
       }
       o = std::move(changed);
       return 0;
     }
-    throw std::invalid_argument(key == nullptr ? std::string("key is NULL") : "unknown key '" + ringfeed::escape_bytes(name) + "'");
+    throw std::invalid_argument(key == nullptr ? std::string("key is NULL")
+                                               : "unknown key '" + ringfeed::escape_bytes(name) + "'");
   });
 }
 

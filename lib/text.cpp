@@ -57,7 +57,8 @@ std::string escape_bytes(std::string_view bytes) {
     }
     const std::size_t n = utf8_sequence_length(bytes.substr(i));
     // C2 80..C2 9F encode the C1 controls: not printable either.
-    const bool control = c < 0x20 || c == 0x7F || (n == 2 && c == 0xC2 && static_cast<unsigned char>(bytes[i + 1]) < 0xA0);
+    const bool control =
+        c < 0x20 || c == 0x7F || (n == 2 && c == 0xC2 && static_cast<unsigned char>(bytes[i + 1]) < 0xA0);
     if (n == 0 || control) {
       const std::size_t k = n == 0 ? 1 : n;
       for (std::size_t j = 0; j < k; ++j) append_hex(out, "\\x", static_cast<unsigned char>(bytes[i + j]), 2);

@@ -69,7 +69,9 @@ class csv_parser {
           ++m_pos;
         }
         if (m_pos < m_text.size() && m_text[m_pos] != m_delimiter && m_text[m_pos] != '\n') {
-          throw dataset_error(m_path, "unexpected character '" + escape_bytes(std::string_view(&m_text[m_pos], 1)) + "' after a closing quote",
+          throw dataset_error(m_path,
+                              "unexpected character '" + escape_bytes(std::string_view(&m_text[m_pos], 1)) +
+                                  "' after a closing quote",
                               m_line);
         }
       } else {
@@ -142,7 +144,9 @@ dataset_contents manifest_contents(const std::filesystem::path& manifest, const 
   while (parser.next(r)) {
     if (r.blank) continue;
     if (r.fields.size() < 2) {
-      throw dataset_error(path, std::string("expected ") + delimiter_name + ", found one field '" + escape_bytes(r.fields[0]) + "'",
+      throw dataset_error(path,
+                          std::string("expected ") + delimiter_name + ", found one field '" +
+                              escape_bytes(r.fields[0]) + "'",
                           r.line);
     }
     const auto label = parse_int(r.fields[1]);

@@ -229,7 +229,8 @@ std::optional<tar_member> tar_reader::next() {
           if (key == "path" && !long_name) long_name = value;
           if (key == "size" && !pax_size) {
             const auto v = detail::parse_int(value);
-            if (!v || *v < 0) throw dataset_error(m_path, "bad pax size '" + escape_bytes(value) + "' (" + offset_text(at) + ")");
+            if (!v || *v < 0)
+              throw dataset_error(m_path, "bad pax size '" + escape_bytes(value) + "' (" + offset_text(at) + ")");
             pax_size = static_cast<std::uint64_t>(*v);
           }
           if (key.rfind("GNU.sparse.", 0) == 0) sparse = true;
@@ -359,7 +360,9 @@ shard_index parse_shard(tar_reader& reader, const dataset_options& options) {
       std::string text(static_cast<std::size_t>(cls->member.size), '\0');
       reader.read_at(cls->member.data_offset, text);
       const auto v = parse_int(text);
-      if (!v) throw dataset_error(path, "label member '" + escape_bytes(cls->member.name) + "' holds '" + escape_bytes(text) + "', not an integer");
+      if (!v)
+        throw dataset_error(path, "label member '" + escape_bytes(cls->member.name) + "' holds '" + escape_bytes(text) +
+                                      "', not an integer");
       label = *v;
     } else if (options.require_labels) {
       throw dataset_error(path, "sample '" + escape_bytes(key) + "' has no ." + options.label_suffix + " label member");
@@ -372,7 +375,8 @@ shard_index parse_shard(tar_reader& reader, const dataset_options& options) {
   };
   while (auto m = reader.next()) {
     if (m->type == 'S') {
-      throw dataset_error(path, "member '" + escape_bytes(m->name) + "' is a sparse file; a shard index cannot point into it");
+      throw dataset_error(path,
+                          "member '" + escape_bytes(m->name) + "' is a sparse file; a shard index cannot point into it");
     }
     if (!m->is_regular() || is_webdataset_meta(m->name)) continue;
     const auto split = split_webdataset_name(m->name);

@@ -113,7 +113,8 @@ database_path resolve(const std::string& location) {
   }
   struct stat st {};
   if (::stat(db.path.c_str(), &st) != 0) {
-    throw std::system_error(errno, std::system_category(), "lmdb '" + escape_bytes(location) + "': stat '" + escape_bytes(db.path) + "'");
+    throw std::system_error(errno, std::system_category(),
+                            "lmdb '" + escape_bytes(location) + "': stat '" + escape_bytes(db.path) + "'");
   }
   db.subdir = S_ISDIR(st.st_mode);
   return db;
@@ -243,7 +244,8 @@ std::unique_ptr<source> open_lmdb_source(const std::string& location, thread_poo
 
   struct stat st {};
   if (::stat(db.data_file().c_str(), &st) != 0) {
-    throw std::system_error(errno, std::system_category(), "lmdb '" + shown + "': stat '" + escape_bytes(db.data_file()) + "'");
+    throw std::system_error(errno, std::system_category(),
+                            "lmdb '" + shown + "': stat '" + escape_bytes(db.data_file()) + "'");
   }
   // The map covers the file as it is (the writer's map_size may be far
   // larger: address space, not memory, but no use to a reader).

@@ -28,7 +28,8 @@ constexpr int read_flags = O_RDONLY | O_CLOEXEC;
 int errno_of(const std::system_error& e) noexcept { return retry_policy::errno_of(e); }
 
 std::system_error read_error(int err, const std::string& path, std::uint64_t offset) {
-  return std::system_error(err, std::system_category(), "read '" + escape_bytes(path) + "' at offset " + std::to_string(offset));
+  return std::system_error(err, std::system_category(),
+                           "read '" + escape_bytes(path) + "' at offset " + std::to_string(offset));
 }
 
 }  // namespace
@@ -61,7 +62,8 @@ void reader::refuse_direct(const std::string& path) noexcept {
   m_state->direct.store(false, std::memory_order_relaxed);
   if (!m_state->refusal_logged.exchange(true, std::memory_order_relaxed)) {
     try {
-      log("O_DIRECT refused for '" + escape_bytes(path) + "' (EINVAL: the file system does not support direct I/O); reading buffered");
+      log("O_DIRECT refused for '" + escape_bytes(path) +
+          "' (EINVAL: the file system does not support direct I/O); reading buffered");
     } catch (...) {  // logging must not fail a read
     }
   }

@@ -348,7 +348,8 @@ bool ring::read_file_operation::await_ready() noexcept {
 std::size_t ring::read_file_operation::await_resume() {
   if (m_open_res < 0) throw_if_failed("open", *m_path);
   if (m_error != 0) {
-    throw std::system_error(std::error_code(m_error, std::system_category()), "read '" + escape_bytes(*m_path) + "' at offset 0");
+    throw std::system_error(std::error_code(m_error, std::system_category()),
+                            "read '" + escape_bytes(*m_path) + "' at offset 0");
   }
   return static_cast<std::size_t>(m_read_res);
 }
