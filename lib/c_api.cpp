@@ -2,6 +2,7 @@
 // batch. Every entry point catches every exception and turns it into a
 // failure value plus a thread-local message; no pipeline logic lives here.
 #include <ringfeed/ringfeed.h>
+#include <ringfeed/text.hpp>
 
 #include <charconv>
 #include <cstdlib>
@@ -214,17 +215,19 @@ extern "C" int rf_options_set(rf_options* options, const char* key, const char* 
     const std::string name = key != nullptr ? key : "";
     for (const option_key& k : option_keys) {
       if (name != k.name) continue;
-      if (value == nullptr) throw std::invalid_argument("key '" + name + "': value is NULL");
+      if (value == nullptr) throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': value is NULL");
       rf_options changed = o;  // unchanged on failure
       try {
         k.set(changed, value);
       } catch (const bad_value& e) {
-        throw std::invalid_argument("key '" + name + "': bad value '" + value + "' (" + e.what() + ")");
+        throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': bad value '" +
+                                    ringfeed::escape_bytes(value) + "' (" + e.what() + ")");
       }
       o = std::move(changed);
       return 0;
     }
-    throw std::invalid_argument(key == nullptr ? std::string("key is NULL") : "unknown key '" + name + "'");
+    throw std::invalid_argument(key == nullptr ? std::string("key is NULL")
+                                               : "unknown key '" + ringfeed::escape_bytes(name) + "'");
   });
 }
 

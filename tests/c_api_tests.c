@@ -316,6 +316,54 @@ static void check_errors(void) {
   rf_loader_close(l);
 }
 
+/* Valid UTF-8 (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF). */
+static int valid_utf8(const char* text) {
+  const unsigned char* p = (const unsigned char*)text;
+  while (*p != 0) {
+    int n = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (*p < 0x80) n = 1;
+    else if (*p >= 0xC2 && *p <= 0xDF) n = 2;
+    else if (*p >= 0xE0 && *p <= 0xEF) n = 3, lo = *p == 0xE0 ? 0xA0 : 0x80, hi = *p == 0xED ? 0x9F : 0xBF;
+    else if (*p >= 0xF0 && *p <= 0xF4) n = 4, lo = *p == 0xF0 ? 0x90 : 0x80, hi = *p == 0xF4 ? 0x8F : 0xBF;
+    else return 0;
+    for (int i = 1; i < n; ++i)
+      if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF)) return 0;
+    p += n;
+  }
+  return 1;
+}
+
+/* File names are bytes: latin1/{a,b\xE9} (a class folder named in Latin-1),
+ * a photo each, and a/bad\xE9<TAB>.ppm whose data holds the token 1\xE00. The
+ * stats JSON stays valid UTF-8: the name as \udcNN (surrogateescape), the
+ * reason quoting the token as \xe0. */
+static void check_hostile_names(void) {
+  static const char pnm[] = "P3\n2 1\n255\n1\xE0" "0 0 0 0 0 0\n";
+  const int made = make_dir("latin1") && make_dir("latin1/a") && make_dir("latin1/b\xE9") &&
+                   copy_photo("latin1/a", "astronaut.jpg") && copy_photo("latin1/b\xE9", "coffee.jpg") &&
+                   write_file("latin1/a/bad\xE9\t.ppm", pnm, sizeof pnm - 1);
+  if (!check(made, "an ImageFolder with Latin-1 names created")) return;
+  const char* const kv[] = {"batch_size", "2", "size", "32", "pipeline", "val", "on_error", "skip"};
+  rf_loader* l = open_loader("latin1", 4, kv);
+  if (l == NULL) return;
+  rf_batch* b;
+  int rc;
+  size_t samples = 0;
+  while ((rc = rf_loader_next(l, &b)) == 1) {
+    samples += rf_batch_size(b);
+    rf_batch_release(b);
+  }
+  check(rc == 0 && samples == 2, "Latin-1 names: the 2 good samples are delivered");
+  char* json = rf_loader_stats_json(l);
+  check(json != NULL && valid_utf8(json), "stats JSON over a Latin-1 name and hostile bytes is valid UTF-8");
+  check(contains(json, "latin1/a/bad\\udce9\\t.ppm\""), "the name is written as surrogateescape (\\udce9)");
+  check(contains(json, "invalid token '1\\\\xe00' in image data"), "the reason quotes the token escaped");
+  if (json != NULL) printf("       (%s)\n", strstr(json, "\"skipped\""));
+  rf_free(json);
+  rf_loader_close(l);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <tests/data/image>\n", argv[0]);
@@ -342,6 +390,7 @@ int main(int argc, char** argv) {
     check_shuffle();
     check_resume();
     check_errors();
+    check_hostile_names();
   }
   nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);

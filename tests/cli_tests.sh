@@ -87,6 +87,75 @@ check "export --on-error skip lists the skipped file and why in skipped.tsv" \
 check "a completed export has no INCOMPLETE marker" test ! -e "$work/exp-skip/INCOMPLETE" -a ! -e "$work/exp/INCOMPLETE"
 check "a failed export is marked INCOMPLETE" test -f "$work/exp-fail/INCOMPLETE"
 
+# Hostile bytes: file names in Latin-1 (bytes, not UTF-8; one with a tab and
+# a newline) and images whose bytes quote raw into a decoder's message. The
+# JSON stays valid UTF-8 (a name that is not UTF-8 is written as Python's
+# surrogateescape, \udcNN, so os.fsencode(path) opens the file), the good
+# files are delivered, and skipped.tsv keeps one line per file.
+if command -v python3 >/dev/null; then
+  python3 - "$work/a/train" "$work/latin1" <<'PY'
+import os, shutil, sys
+src, dst = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
+lines = []
+for i, c in enumerate(sorted(os.listdir(src))):
+    d = os.path.join(dst, c + (b"_caf\xe9" if i == 0 else b""))
+    os.makedirs(d)
+    for j, f in enumerate(sorted(os.listdir(os.path.join(src, c)))):
+        name = f if j % 2 else b"img\xe9\xff_" + f
+        shutil.copyfile(os.path.join(src, c, f), os.path.join(d, name))
+        lines.append(b"%s,%d\n" % (os.path.relpath(os.path.join(d, name), dst), i))
+d0 = os.path.join(dst, sorted(os.listdir(dst))[0])
+bad = {b"bad\xe9\tname\n.ppm": b"P3\n2 1\n255\n1\xe00 0 0 0 0 0\n",  # the issue's token
+       b"bad\xff.jpg": b"\xff\xd8\xff" + bytes(range(0x80, 0x100)) + bytes(range(0x20))}
+for name, content in bad.items():
+    with open(os.path.join(d0, name), "wb") as f:
+        f.write(content)
+    lines.append(b"\"%s\",0\n" % os.path.relpath(os.path.join(d0, name), dst))
+with open(os.path.join(dst, b"manifest.csv"), "wb") as f:
+    f.writelines(lines)
+PY
+  latin1_json() {  # file holding bench's stdout, images expected, skips expected
+    python3 - "$@" <<'PY'
+import json, os, sys
+last = open(sys.argv[1], "rb").read().splitlines()[-1]
+s = json.loads(last.decode("utf-8"))  # strict: raises on invalid UTF-8
+assert s["images"] == int(sys.argv[2]), s["images"]
+skipped = s["skipped"]
+assert len(skipped) == int(sys.argv[3]), skipped
+for k in skipped:
+    assert os.path.isfile(os.fsencode(k["path"])), k["path"]  # the reported path opens the file
+    assert all(c >= " " for c in k["reason"]), k["reason"]
+if skipped:
+    reasons = " ".join(k["reason"] for k in skipped)
+    assert "invalid token '1\\xe00' in image data" in reasons, reasons
+PY
+  }
+  "$cli" bench "$work/latin1" --pipeline val --batch 8 --device -1 --json >"$work/latin1.out" 2>/dev/null; rc=$?
+  check "bench --json over Latin-1 names and hostile bytes exits 0 (got $rc)" test "$rc" -eq 0
+  check "its JSON is valid UTF-8, the 30 good images are delivered, the 2 bad paths open" \
+    latin1_json "$work/latin1.out" 30 2
+  "$cli" bench "$work/latin1" --pipeline none --json >"$work/latin1-none.out" 2>/dev/null; rc=$?
+  check "bench --pipeline none --json over Latin-1 names: valid JSON, every file read" \
+    test "$rc" -eq 0 -a -n "$(latin1_json "$work/latin1-none.out" 32 0 && echo ok)"
+  "$cli" bench "$work/latin1/manifest.csv" --pipeline val --batch 8 --device -1 --json \
+    >"$work/latin1-manifest.out" 2>/dev/null; rc=$?
+  check "bench --json over a manifest of Latin-1 names: valid JSON, 30 delivered, 2 skipped (rc $rc)" \
+    latin1_json "$work/latin1-manifest.out" 30 2
+  "$cli" export "$work/latin1" --out "$work/latin1-exp" --pipeline val --on-error skip >/dev/null 2>&1; rc=$?
+  check "export --on-error skip over Latin-1 names writes the 30 good samples" \
+    test "$rc" -eq 0 -a "$(ls "$work/latin1-exp" | grep -c '\.ppm$')" -eq 30
+  check "skipped.tsv: one line per file, two fields, names escaped reversibly" python3 - "$work/latin1-exp/skipped.tsv" <<'PY'
+import codecs, os, sys
+lines = open(sys.argv[1], "rb").read().decode("utf-8").split("\n")
+assert lines[0] == "path\treason" and lines[-1] == "", lines
+rows = [l.split("\t") for l in lines[1:-1]]
+assert len(rows) == 2 and all(len(r) == 2 for r in rows), rows
+for path, reason in rows:
+    raw = codecs.escape_decode(path.encode())[0]  # \xNN and \\ back to bytes
+    assert os.path.isfile(raw), path
+PY
+fi
+
 # Unreadable files and directories (chmod 000) are named and skipped or
 # fatal as --on-error says. As root, setpriv drops the capabilities that
 # bypass the mode bits; where they still do not deny access, say so.

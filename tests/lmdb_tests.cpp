@@ -336,3 +336,29 @@ TEST_CASE("lmdb: a read-only directory is read without creating a lock file") {
   CHECK_FALSE(fs::exists(tmp.path() / "single.lmdb-lock"));
   fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);  // so temp_dir can remove it
 }
+
+TEST_CASE("lmdb: messages quote a Latin-1 database name and a hostile key escaped") {
+  temp_dir tmp;
+  thread_pool pool(2);
+  const auto clean = [](const std::string& s) {
+    for (const char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80) return false;
+    return true;
+  };
+  // A malformed record in a database whose directory is named in Latin-1.
+  const fs::path db = tmp.path() / "caf\xE9\x01";
+  fs::rename(make_db(tmp.path() / "db", "--records 9 --bad 4:notarray"), db);  // python-lmdb wants UTF-8
+  const auto src = io::detail::open_lmdb_source(db.string(), pool, {});
+  const std::string bad = error_of([&] { (void)data::index_lmdb(*src); });
+  CHECK(clean(bad));
+  CHECK_THAT(bad, Catch::Contains("caf\\xe9\\x01") && Catch::Contains("record '4'"));
+
+  // A key of bytes 0x80-0xFF and control characters that does not exist.
+  std::string key;
+  for (int b = 0x80; b <= 0xFF; ++b) key.push_back(static_cast<char>(b));
+  for (int b = 0x01; b < 0x20; ++b) key.push_back(static_cast<char>(b));
+  io::read_buffer buffer;
+  const std::string missing = error_of([&] { (void)sync_wait(src->read({key, false, 0, io::unknown_size}, buffer)); });
+  CHECK(clean(missing));
+  CHECK_THAT(missing, Catch::Contains("key '\\x80\\x81") && Catch::Contains("\\x1f'"));
+}

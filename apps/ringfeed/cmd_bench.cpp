@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/detail/json_text.hpp>
 #include <ringfeed/io/source.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
@@ -277,7 +278,7 @@ int run_bench(bench_options opt) {
         {"reads", {{"retries", st.retries}, {"timeouts", st.timeouts}}},
         {"skipped", skipped},
     };
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", detail::json_text(out).c_str());  // valid UTF-8 whatever the file names hold
   } else {
     std::printf("ringfeed bench: %s (--pipeline none: read only)\n", opt.source.c_str());
     std::printf("  %zu images, %.1f MB in %.3f s: %.0f images/s, %.1f MB/s\n", images,
@@ -287,7 +288,7 @@ int run_bench(bench_options opt) {
     std::printf("  limited by: storage (only the read stage runs with --pipeline none)\n");
     if (!s.skipped.empty()) {
       std::printf("  skipped %zu (files, or directories that cannot be listed):\n", s.skipped.size());
-      for (const auto& k : s.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
+      for (const auto& k : s.skipped) std::printf("    %s: %s\n", escape_bytes(k.path).c_str(), k.reason.c_str());
     }
   }
   return 0;
@@ -385,7 +386,15 @@ int run_loader_bench(const bench_options& opt) {
   if (opt.json) {
     // The loader's own counters, under the names every binding uses, plus
     // what only the command knows.
-    nlohmann::json out = nlohmann::json::parse(st.json());
+    // File names are bytes: the skipped list goes in as bytes, and
+    // json_text writes them as stats.json() does (surrogateescape), where
+    // parsing that text back would refuse its lone-surrogate escapes.
+    loader_stats counters = st;
+    counters.skipped.clear();
+    nlohmann::json out = nlohmann::json::parse(counters.json());
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& k : st.skipped) skipped.push_back({{"path", k.path}, {"reason", k.reason}});
+    out["skipped"] = std::move(skipped);
     out.update({
         {"source", opt.source},
         {"pipeline", opt.pipeline},
@@ -405,7 +414,7 @@ int run_loader_bench(const bench_options& opt) {
         {"stream_shards", opt.stream},
     });
     if (st.cache) out["cache"]["dir"] = opt.cache_dir;
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", detail::json_text(out).c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),
                 opt.pipeline.c_str(), opt.exact ? "exact" : "fast", opt.batch, output_name,
@@ -437,7 +446,7 @@ int run_loader_bench(const bench_options& opt) {
                   static_cast<double>(st.cache_bytes) / 1e6);
     if (!st.skipped.empty()) {
       std::printf("  skipped %zu (files, or directories that cannot be listed):\n", st.skipped.size());
-      for (const auto& k : st.skipped) std::printf("    %s: %s\n", k.path.c_str(), k.reason.c_str());
+      for (const auto& k : st.skipped) std::printf("    %s: %s\n", escape_bytes(k.path).c_str(), k.reason.c_str());
     }
   }
   return 0;

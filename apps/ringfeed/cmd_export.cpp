@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <ringfeed/loader.hpp>
+#include <ringfeed/text.hpp>
 
 #include "commands.hpp"
 #include "interrupt.hpp"
@@ -59,10 +60,12 @@ void write_marker(const export_options& opt, const std::string& state) {
 }
 
 // --on-error skip: the files left out and why, beside the images, so one
-// command audits a dataset.
+// command audits a dataset. One line per file whatever its name holds:
+// escape_bytes writes tabs, newlines, other control characters and bytes
+// that are not UTF-8 as \xNN and a backslash as \\ (reversible).
 void write_skipped(const fs::path& list, const std::vector<skipped_sample>& skipped) {
   std::string text = "path\treason\n";
-  for (const auto& k : skipped) text += k.path + '\t' + k.reason + '\n';
+  for (const auto& k : skipped) text += escape_bytes(k.path) + '\t' + escape_bytes(k.reason) + '\n';
   write_text_atomically(list, text);
 }
 

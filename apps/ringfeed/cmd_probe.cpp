@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ringfeed/detail/json_text.hpp>
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/io/storage.hpp>
 
@@ -36,7 +37,7 @@ void register_probe(CLI::App& app) {
           {"io_uring", uring.empty() ? "available" : uring},
           {"advice", s.advice},
       };
-      std::printf("%s\n", out.dump().c_str());
+      std::printf("%s\n", detail::json_text(out).c_str());  // a path is bytes, not UTF-8
       return;
     }
     std::printf("%s\n", s.path.c_str());

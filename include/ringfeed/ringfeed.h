@@ -172,7 +172,9 @@ int rf_loader_state(const rf_loader* loader, rf_state* out) RF_NOEXCEPT;
 /** The loader's counters so far as one JSON object (ringfeed::loader_stats::json():
  *  seconds, images, batches, stages, bottleneck, skipped[{path, reason}],
  *  ...), NUL-terminated, allocated with malloc: free it with rf_free.
- *  NULL on failure. */
+ *  Valid UTF-8 whatever bytes the file names hold: a path that is not UTF-8
+ *  is written as Python's surrogateescape would (each stray byte 0xNN as the
+ *  escape \udcNN; see ringfeed::json_string). NULL on failure. */
 char* rf_loader_stats_json(const rf_loader* loader) RF_NOEXCEPT;
 
 /* --- batches ---------------------------------------------------------------

@@ -22,8 +22,8 @@ struct stage_stats {
 
 /// A sample that on_error = skip left out, and why.
 struct skipped_sample {
-  std::string path;
-  std::string reason;
+  std::string path;    ///< the file's name as bytes (not necessarily UTF-8)
+  std::string reason;  ///< the error message: outside bytes quoted by escape_bytes()
 };
 
 struct loader_stats {
@@ -75,7 +75,10 @@ struct loader_stats {
   /// memory_budget, slab_bytes, stages{read_s, decode_s, upload_s,
   /// consumer_wait_s, *_utilization}, bottleneck, reads{retries, timeouts},
   /// skipped[{path, reason}], cache{hits, …} when a cache is in use). What
-  /// the CLI, the C API and the Python binding report.
+  /// the CLI, the C API and the Python binding report. Valid UTF-8 whatever
+  /// bytes a path holds: strings go through json_string() (ringfeed/text.hpp),
+  /// so a path that is not UTF-8 is written as Python's surrogateescape
+  /// (`\udcNN` per stray byte) and json.loads gives the str os.fsdecode gives.
   [[nodiscard]] std::string json() const;
 };
 

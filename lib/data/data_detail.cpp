@@ -1,5 +1,7 @@
 #include "data/data_detail.hpp"
 
+#include <ringfeed/text.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,7 +23,7 @@ namespace ringfeed::data::detail {
 void throw_errno(int err, std::string_view what, std::string_view path) {
   std::string message(what);
   message += ' ';
-  message += path;
+  message += escape_bytes(path);
   throw std::system_error(err, std::generic_category(), message);
 }
 

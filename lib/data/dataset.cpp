@@ -1,5 +1,6 @@
 // The dataset value type, source strings and shard patterns.
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/text.hpp>
 
 #include <dirent.h>
 #include <glob.h>
@@ -19,7 +20,8 @@ namespace {
 // "<path>[:<line>]: <reason>", built by appending (GCC 12 -O3 warns
 // -Wrestrict, falsely, on the equivalent chain of operator+).
 std::string error_text(const std::string& path, const std::string& reason, std::size_t line) {
-  std::string what = path;
+  // The path is bytes from outside (a file name): quoted escaped.
+  std::string what = escape_bytes(path);
   if (line != 0) {
     what += ':';
     what += std::to_string(line);
@@ -363,7 +365,7 @@ source_kind detect_source_kind(std::string_view source) {
                           "an nfs:// source is opened by the loader (an ImageFolder on the export, listed with "
                           "libnfs), not by data::open_dataset; or mount the export and pass the local path");
     }
-    throw dataset_error(std::string(source), "unsupported URL scheme '" + name + "://'");
+    throw dataset_error(std::string(source), "unsupported URL scheme '" + escape_bytes(name) + "://'");
   }
   if (source.find('{') != std::string_view::npos || has_glob_chars(source)) return source_kind::tar_shards;
   if (ends_with_ci(source, ".tar")) return source_kind::tar_shards;

@@ -13,6 +13,7 @@
 // the file (a database written in one pass holds its records in key order,
 // and readahead covers both ends of most). The index is not cached.
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/text.hpp>
 
 #include <msgpuck.h>
 
@@ -129,7 +130,7 @@ class indexer {
   }
 
   [[noreturn]] void bad(const std::string& key, const std::string& reason) const {
-    throw dataset_error(m_src.location(), "record '" + key + "': " + reason);
+    throw dataset_error(m_src.location(), "record '" + escape_bytes(key) + "': " + reason);
   }
 
  private:

@@ -1,5 +1,7 @@
 // Manifests: `path,label` CSV or `path<TAB>label` TSV, RFC 4180 quoting.
 #include <fcntl.h>
+
+#include <ringfeed/text.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,7 +69,9 @@ class csv_parser {
           ++m_pos;
         }
         if (m_pos < m_text.size() && m_text[m_pos] != m_delimiter && m_text[m_pos] != '\n') {
-          throw dataset_error(m_path, std::string("unexpected character '") + m_text[m_pos] + "' after a closing quote",
+          throw dataset_error(m_path,
+                              "unexpected character '" + escape_bytes(std::string_view(&m_text[m_pos], 1)) +
+                                  "' after a closing quote",
                               m_line);
         }
       } else {
@@ -140,7 +144,9 @@ dataset_contents manifest_contents(const std::filesystem::path& manifest, const 
   while (parser.next(r)) {
     if (r.blank) continue;
     if (r.fields.size() < 2) {
-      throw dataset_error(path, std::string("expected ") + delimiter_name + ", found one field '" + r.fields[0] + "'",
+      throw dataset_error(path,
+                          std::string("expected ") + delimiter_name + ", found one field '" +
+                              escape_bytes(r.fields[0]) + "'",
                           r.line);
     }
     const auto label = parse_int(r.fields[1]);
@@ -149,7 +155,7 @@ dataset_contents manifest_contents(const std::filesystem::path& manifest, const 
         first = false;
         continue;
       }
-      throw dataset_error(path, "label '" + r.fields[1] + "' is not an integer" +
+      throw dataset_error(path, "label '" + escape_bytes(r.fields[1]) + "' is not an integer" +
                                     (looks_numeric(r.fields[1]) ? " in the 64-bit range" : ""), r.line);
     }
     first = false;

@@ -1,6 +1,7 @@
 // The per-epoch order: DistributedSampler semantics over a Philox-driven
 // Fisher–Yates permutation.
 #include <ringfeed/data/sampler.hpp>
+#include <ringfeed/text.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -34,7 +35,8 @@ std::size_t parse_env_count(const char* name, const std::string& value) {
     n = n * 10 + static_cast<std::size_t>(c - '0');
     any = true;
   }
-  if (!any) throw std::invalid_argument(std::string(name) + "='" + value + "' is not a non-negative integer");
+  if (!any)
+    throw std::invalid_argument(std::string(name) + "='" + escape_bytes(value) + "' is not a non-negative integer");
   return n;
 }
 

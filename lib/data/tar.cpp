@@ -1,6 +1,7 @@
 // Tar archives: member headers (ustar, GNU, pax) and the WebDataset shard
 // index built from them.
 #include <ringfeed/data/tar.hpp>
+#include <ringfeed/text.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -172,7 +173,7 @@ std::optional<tar_member> tar_reader::next() {
     const std::uint64_t data = at + block;
     auto data_end = [&](std::uint64_t n) {
       if (n > m_size || data > m_size - n) {
-        throw dataset_error(m_path, "member '" + name + "' (" + offset_text(at) + ") claims " + std::to_string(n) +
+        throw dataset_error(m_path, "member '" + escape_bytes(name) + "' (" + offset_text(at) + ") claims " + std::to_string(n) +
                                         " bytes but the file ends at " + std::to_string(m_size));
       }
       return data + round_up_block(n);
@@ -228,7 +229,8 @@ std::optional<tar_member> tar_reader::next() {
           if (key == "path" && !long_name) long_name = value;
           if (key == "size" && !pax_size) {
             const auto v = detail::parse_int(value);
-            if (!v || *v < 0) throw dataset_error(m_path, "bad pax size '" + value + "' (" + offset_text(at) + ")");
+            if (!v || *v < 0)
+              throw dataset_error(m_path, "bad pax size '" + escape_bytes(value) + "' (" + offset_text(at) + ")");
             pax_size = static_cast<std::uint64_t>(*v);
           }
           if (key.rfind("GNU.sparse.", 0) == 0) sparse = true;
@@ -345,23 +347,25 @@ shard_index parse_shard(tar_reader& reader, const dataset_options& options) {
     if (image == nullptr) {
       std::string members;
       for (const part& p : group) members += (members.empty() ? "" : ", ") + p.member.name;
-      throw dataset_error(path, "sample '" + key + "' has no image member (jpg, jpeg, png, ppm, pgm, bmp, tif, tiff, webp); "
+      throw dataset_error(path, "sample '" + escape_bytes(key) + "' has no image member (jpg, jpeg, png, ppm, pgm, bmp, tif, tiff, webp); "
                                 "its members: " + members);
     }
     std::int64_t label = -1;
     const auto cls = std::find_if(group.begin(), group.end(), [&](const part& p) { return p.suffix == label_suffix; });
     if (cls != group.end()) {
       if (cls->member.size > 64) {
-        throw dataset_error(path, "label member '" + cls->member.name + "' has " + std::to_string(cls->member.size) +
+        throw dataset_error(path, "label member '" + escape_bytes(cls->member.name) + "' has " + std::to_string(cls->member.size) +
                                       " bytes; expected an integer as text");
       }
       std::string text(static_cast<std::size_t>(cls->member.size), '\0');
       reader.read_at(cls->member.data_offset, text);
       const auto v = parse_int(text);
-      if (!v) throw dataset_error(path, "label member '" + cls->member.name + "' holds '" + text + "', not an integer");
+      if (!v)
+        throw dataset_error(path, "label member '" + escape_bytes(cls->member.name) + "' holds '" + escape_bytes(text) +
+                                      "', not an integer");
       label = *v;
     } else if (options.require_labels) {
-      throw dataset_error(path, "sample '" + key + "' has no ." + options.label_suffix + " label member");
+      throw dataset_error(path, "sample '" + escape_bytes(key) + "' has no ." + options.label_suffix + " label member");
     }
     out.offsets.push_back(image->member.data_offset);
     out.sizes.push_back(image->member.size);
@@ -371,7 +375,8 @@ shard_index parse_shard(tar_reader& reader, const dataset_options& options) {
   };
   while (auto m = reader.next()) {
     if (m->type == 'S') {
-      throw dataset_error(path, "member '" + m->name + "' is a sparse file; a shard index cannot point into it");
+      throw dataset_error(path,
+                          "member '" + escape_bytes(m->name) + "' is a sparse file; a shard index cannot point into it");
     }
     if (!m->is_regular() || is_webdataset_meta(m->name)) continue;
     const auto split = split_webdataset_name(m->name);
@@ -382,8 +387,8 @@ shard_index parse_shard(tar_reader& reader, const dataset_options& options) {
     }
     std::string suffix = ascii_lower(split->suffix);
     if (std::any_of(group.begin(), group.end(), [&](const part& p) { return p.suffix == suffix; })) {
-      throw dataset_error(path, "duplicate file name in tar file: '" + m->name + "' repeats suffix '" + suffix +
-                                    "' of sample '" + key + "'");
+      throw dataset_error(path, "duplicate file name in tar file: '" + escape_bytes(m->name) + "' repeats suffix '" + escape_bytes(suffix) +
+                                    "' of sample '" + escape_bytes(key) + "'");
     }
     group.push_back({std::move(suffix), std::move(*m)});
   }

@@ -1,4 +1,5 @@
 #include <ringfeed/image/image.hpp>
+#include <ringfeed/text.hpp>
 
 #include <limits>
 #include <string>
@@ -9,7 +10,8 @@ namespace {
 std::string describe(std::string_view name, std::string_view reason) {
   std::string s;
   s.reserve(name.size() + reason.size() + 2);
-  s.append(name).append(": ").append(reason);
+  // The name is a path, bytes from outside: quoted escaped.
+  s.append(escape_bytes(name)).append(": ").append(reason);
   return s;
 }
 }  // namespace

@@ -8,6 +8,8 @@
 // longjmps back to a setjmp in run_guarded(). Only trivially destructible
 // objects live between the two, and no C++ exception crosses libjpeg.
 #include <csetjmp>
+
+#include <ringfeed/text.hpp>
 #include <cstdio>  // jpeglib.h needs FILE and size_t first
 #include <cstring>
 #include <string>
@@ -135,7 +137,7 @@ struct decoder::impl {
     err.fail_on_any_warning = fail_on_any_warning;
     if (!call_with_setjmp(body)) {
       jpeg_abort_decompress(&cinfo);
-      throw image_error(name, std::string("JPEG: ") + err.message);
+      throw image_error(name, "JPEG: " + escape_bytes(err.message));
     }
   }
 

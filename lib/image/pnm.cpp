@@ -6,6 +6,8 @@
 // maxval > 255, which Pillow opens as mode "I" scaled to 65535 and
 // convert("RGB") then clips at 255.
 #include <algorithm>
+
+#include <ringfeed/text.hpp>
 #include <cfenv>
 #include <climits>
 #include <cmath>
@@ -80,7 +82,7 @@ std::int64_t read_token(const std::uint8_t* p, std::size_t n, std::size_t& pos, 
   if (token.empty()) fail(name, "reached the end of the file while reading the header");
   if (token.size() > 10) fail(name, "header token too long");
   const std::optional<std::int64_t> v = python_int(token);
-  if (!v) fail(name, "header token '" + token + "' is not a number");
+  if (!v) fail(name, "header token '" + escape_bytes(token) + "' is not a number");
   return *v;
 }
 
@@ -208,7 +210,7 @@ image_info pnm_decode(std::span<const std::byte> bytes, std::string_view name, i
         if (token.empty() || i == samples) return;
         if (token.size() > 10) fail(name, "token too long in image data");
         const std::optional<std::int64_t> v = python_int(token);
-        if (!v) fail(name, "invalid token '" + token + "' in image data");
+        if (!v) fail(name, "invalid token '" + escape_bytes(token) + "' in image data");
         if (*v > h.maxval) fail(name, "channel value " + std::to_string(*v) + " larger than maxval");
         last = scale_plain(*v, h.maxval, out_max, name);
         put(i++, last);

@@ -10,6 +10,8 @@
 // several threads do not share state.
 #include <tiffio.h>
 
+#include <ringfeed/text.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -102,7 +104,7 @@ using tiff_ptr = std::unique_ptr<TIFF, tiff_deleter>;
   reason += what;
   if (!f.error.empty()) {
     reason += ": ";
-    reason += f.error;
+    reason += escape_bytes(f.error);  // libtiff may quote the file's own text
   }
   throw image_error(name, reason);
 }

@@ -1,5 +1,6 @@
 // ringfeed::io::cache — see cache.hpp.
 #include <ringfeed/io/cache.hpp>
+#include <ringfeed/text.hpp>
 
 #include <ringfeed/detail/unique_fd.hpp>
 
@@ -254,10 +255,10 @@ struct cache::state {
         line += "the file system of '";
       } else {
         line += "cannot store '";
-        line += key;
+        line += escape_bytes(key);
         line += "' in '";
       }
-      line += options.dir.string();
+      line += escape_bytes(options.dir.native());
       line += err == ENOSPC || err == EDQUOT ? "' is full (" : "' (";
       line += step;
       line += ": ";
@@ -270,7 +271,7 @@ struct cache::state {
 
   [[noreturn]] void fail(int err, const char* what) const {
     throw std::system_error(err, std::system_category(),
-                            std::string("ringfeed cache: cannot ") + what + " '" + options.dir.string() + "'");
+                            std::string("ringfeed cache: cannot ") + what + " '" + escape_bytes(options.dir.native()) + "'");
   }
 
   void remove_temporaries() {
@@ -345,7 +346,7 @@ cache::cache(cache_options options) : m_state(std::make_unique<state>()) {
   if (::flock(s.lock_file.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK)
       throw std::system_error(EBUSY, std::system_category(),
-                              "ringfeed cache: '" + s.options.dir.string() +
+                              "ringfeed cache: '" + escape_bytes(s.options.dir.native()) +
                                   "' is in use by another cache (in this or another process); give each its own "
                                   "directory");
     s.fail(errno, "lock");

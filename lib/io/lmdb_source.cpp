@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <ringfeed/text.hpp>
+
 namespace ringfeed::io {
 namespace {
 
@@ -34,23 +36,6 @@ bool names_data_file(std::string_view path) noexcept {
   constexpr std::string_view data_mdb = "data.mdb";
   return path == data_mdb || (path.size() > data_mdb.size() && path.ends_with(data_mdb) &&
                               path[path.size() - data_mdb.size() - 1] == '/');
-}
-
-// A key or location fit for a message: bytes outside printable ASCII as \xNN.
-std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && u != '\\') {
-      out.push_back(c);
-    } else {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", u);
-      out.append(hex);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -90,7 +75,7 @@ class read_txn {
   // LMDB returns errno values, or its own negative codes (MDB_CORRUPTED,
   // MDB_INVALID, …) that have no errno: those become EIO with its message.
   static std::system_error lmdb_error(int rc, const std::string& location, std::string_view what) {
-    std::string message = "lmdb '" + printable(location) + "': ";
+    std::string message = "lmdb '" + escape_bytes(location) + "': ";
     message.append(what);
     if (rc > 0) return std::system_error(rc, std::system_category(), message);
     message += " (";
@@ -128,7 +113,8 @@ database_path resolve(const std::string& location) {
   }
   struct stat st {};
   if (::stat(db.path.c_str(), &st) != 0) {
-    throw std::system_error(errno, std::system_category(), "lmdb '" + printable(location) + "': stat '" + db.path + "'");
+    throw std::system_error(errno, std::system_category(),
+                            "lmdb '" + escape_bytes(location) + "': stat '" + escape_bytes(db.path) + "'");
   }
   db.subdir = S_ISDIR(st.st_mode);
   return db;
@@ -150,7 +136,7 @@ class lmdb_source final : public source {
   std::vector<source_entry> list(const std::string& dir) override {
     if (!dir.empty()) {
       throw std::system_error(ENOTDIR, std::system_category(),
-                              "lmdb '" + printable(location()) + "': list '" + printable(dir) +
+                              "lmdb '" + escape_bytes(location()) + "': list '" + escape_bytes(dir) +
                                   "' (a database has keys, not directories)");
     }
     const read_txn txn(m_env.get(), location());
@@ -196,7 +182,7 @@ class lmdb_source final : public source {
  private:
   std::system_error key_error(int err, const std::string& key, const std::string& what) const {
     return std::system_error(err, std::system_category(),
-                             "lmdb '" + printable(location()) + "': key '" + printable(key) + "': " + what);
+                             "lmdb '" + escape_bytes(location()) + "': key '" + escape_bytes(key) + "': " + what);
   }
 
   std::span<const std::byte> read_blocking(const std::string& key, const sample_ref& sample, read_buffer& buffer) {
@@ -205,7 +191,7 @@ class lmdb_source final : public source {
     MDB_val v{};
     const int rc = mdb_get(txn.get(), m_dbi, &k, &v);
     if (rc == MDB_NOTFOUND) throw key_error(ENOENT, key, "no such key");
-    if (rc != 0) throw read_txn::lmdb_error(rc, location(), "get key '" + printable(key) + "'");
+    if (rc != 0) throw read_txn::lmdb_error(rc, location(), "get key '" + escape_bytes(key) + "'");
     const std::uint64_t value_size = v.mv_size;
     std::uint64_t offset = 0;
     std::uint64_t size = value_size;
@@ -254,11 +240,12 @@ void log_line(const source_options& options, std::string_view line) {
 std::unique_ptr<source> open_lmdb_source(const std::string& location, thread_pool& resume_on,
                                          const source_options& options) {
   const database_path db = resolve(location);
-  const std::string shown = printable(location);
+  const std::string shown = escape_bytes(location);
 
   struct stat st {};
   if (::stat(db.data_file().c_str(), &st) != 0) {
-    throw std::system_error(errno, std::system_category(), "lmdb '" + shown + "': stat '" + db.data_file() + "'");
+    throw std::system_error(errno, std::system_category(),
+                            "lmdb '" + shown + "': stat '" + escape_bytes(db.data_file()) + "'");
   }
   // The map covers the file as it is (the writer's map_size may be far
   // larger: address space, not memory, but no use to a reader).

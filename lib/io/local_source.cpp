@@ -1,6 +1,8 @@
 // Local files through an io::reader (io_uring or pread threads): whole
 // files, and ranges of files held open for the source's life (tar shards).
 #include <algorithm>
+
+#include <ringfeed/text.hpp>
 #include <filesystem>
 #include <mutex>
 #include <string_view>
@@ -48,7 +50,7 @@ class local_source final : public source {
       }
       out.push_back(std::move(e));
     }
-    if (ec) throw std::system_error(ec, "list '" + at.string() + "'");
+    if (ec) throw std::system_error(ec, "list '" + escape_bytes(at.native()) + "'");
     std::sort(out.begin(), out.end(), [](const source_entry& a, const source_entry& b) { return a.name < b.name; });
     return out;
   }

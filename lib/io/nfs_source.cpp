@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include <ringfeed/io/nfs.hpp>
+#include <ringfeed/text.hpp>
 
 #include "io/sources.hpp"
 
@@ -46,7 +47,7 @@ class nfs_source final : public source {
     const std::size_t n = co_await m_client->read_range(path, sample.offset, sample.size, buffer);
     if (n < sample.size)
       throw std::system_error(EIO, std::generic_category(),
-                              "read '" + m_client->url_of(path) + "': the file ends at byte " +
+                              "read '" + escape_bytes(m_client->url_of(path)) + "': the file ends at byte " +
                                   std::to_string(sample.offset + n) + ", inside bytes [" +
                                   std::to_string(sample.offset) + ", " + std::to_string(sample.offset + sample.size) +
                                   ")");

@@ -1,6 +1,8 @@
 // nfs_url: parsing and printing `nfs://server[:port]/export[//path]`.
 #include "nfs_core.hpp"
 
+#include <ringfeed/text.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -40,7 +42,7 @@ bool nfs_url::is_nfs(std::string_view text) noexcept {
 
 nfs_url nfs_url::parse(std::string_view url) {
   auto fail = [url](const std::string& why) -> std::invalid_argument {
-    return std::invalid_argument("invalid NFS URL '" + std::string(url) + "': " + why);
+    return std::invalid_argument("invalid NFS URL '" + escape_bytes(url) + "': " + why);
   };
   constexpr std::string_view scheme = "nfs://";
   if (!is_nfs(url)) throw fail("it does not start with nfs://");
@@ -76,7 +78,7 @@ nfs_url nfs_url::parse(std::string_view url) {
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
     if (ec != std::errc{} || end != port_text.data() + port_text.size() || value == 0 || value > 65535)
-      throw fail("port '" + std::string(port_text) + "' is not a number from 1 to 65535");
+      throw fail("port '" + escape_bytes(port_text) + "' is not a number from 1 to 65535");
     out.port = static_cast<std::uint16_t>(value);
   }
   if (path.size() <= 1) throw fail("no export path");

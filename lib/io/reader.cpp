@@ -1,4 +1,5 @@
 #include <ringfeed/io/reader.hpp>
+#include <ringfeed/text.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -27,7 +28,8 @@ constexpr int read_flags = O_RDONLY | O_CLOEXEC;
 int errno_of(const std::system_error& e) noexcept { return retry_policy::errno_of(e); }
 
 std::system_error read_error(int err, const std::string& path, std::uint64_t offset) {
-  return std::system_error(err, std::system_category(), "read '" + path + "' at offset " + std::to_string(offset));
+  return std::system_error(err, std::system_category(),
+                           "read '" + escape_bytes(path) + "' at offset " + std::to_string(offset));
 }
 
 }  // namespace
@@ -60,7 +62,8 @@ void reader::refuse_direct(const std::string& path) noexcept {
   m_state->direct.store(false, std::memory_order_relaxed);
   if (!m_state->refusal_logged.exchange(true, std::memory_order_relaxed)) {
     try {
-      log("O_DIRECT refused for '" + path + "' (EINVAL: the file system does not support direct I/O); reading buffered");
+      log("O_DIRECT refused for '" + escape_bytes(path) +
+          "' (EINVAL: the file system does not support direct I/O); reading buffered");
     } catch (...) {  // logging must not fail a read
     }
   }
@@ -80,7 +83,7 @@ reader::handle reader::open(const std::string& path) {
     if (fd < 0 && errno == EINVAL) refuse_direct(path);
   }
   if (fd < 0) fd = ::open(path.c_str(), read_flags);
-  if (fd < 0) throw std::system_error(errno, std::system_category(), "open '" + path + "'");
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "open '" + escape_bytes(path) + "'");
   std::lock_guard lock(m_state->opened_mutex);
   m_state->opened.emplace_back(fd, path);
   return m_state->opened.size() - 1;
@@ -287,7 +290,7 @@ class pread_reader final : public reader {
         refuse_direct(path);
         return read_file_blocking(path, buffer, false);
       }
-      throw std::system_error(err, std::system_category(), "open '" + path + "'");
+      throw std::system_error(err, std::system_category(), "open '" + escape_bytes(path) + "'");
     }
     const file f(fd, path);  // closes on every way out
     read_plan plan = read_plan::whole(buffer, direct, m_options.network);

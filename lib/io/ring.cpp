@@ -1,4 +1,5 @@
 #include <ringfeed/io/ring.hpp>
+#include <ringfeed/text.hpp>
 
 #include <ringfeed/detail/intrusive_fifo.hpp>
 
@@ -302,7 +303,7 @@ void ring::operation::throw_if_failed(std::string_view verb, std::string_view pa
   if (m_error == 0) return;
   std::string what(verb);
   what += " '";
-  what += path;
+  what += escape_bytes(path);  // a file name: bytes, not text
   what += '\'';
   throw std::system_error(std::error_code(m_error, std::system_category()), what);
 }
@@ -326,7 +327,7 @@ file_info ring::statx_operation::await_resume() {
 std::size_t ring::read_operation::await_resume() {
   if (m_error != 0) {
     std::string where = m_error_path.empty() ? "fd " + std::to_string(m_fd)
-                                             : std::string(m_error_path);
+                                             : escape_bytes(m_error_path);
     where += m_offset == stream_position ? "' after " + std::to_string(m_done) + " bytes"
                                          : "' at offset " + std::to_string(m_offset + m_done);
     std::string what = "read '" + where;
@@ -347,7 +348,8 @@ bool ring::read_file_operation::await_ready() noexcept {
 std::size_t ring::read_file_operation::await_resume() {
   if (m_open_res < 0) throw_if_failed("open", *m_path);
   if (m_error != 0) {
-    throw std::system_error(std::error_code(m_error, std::system_category()), "read '" + *m_path + "' at offset 0");
+    throw std::system_error(std::error_code(m_error, std::system_category()),
+                            "read '" + escape_bytes(*m_path) + "' at offset 0");
   }
   return static_cast<std::size_t>(m_read_res);
 }

@@ -1,5 +1,6 @@
 // ringfeed::io::probe_storage — see storage.hpp.
 #include <ringfeed/io/storage.hpp>
+#include <ringfeed/text.hpp>
 
 #include <ringfeed/io/nfs.hpp>
 
@@ -158,9 +159,11 @@ storage_info probe_storage(const std::string& path) {
   storage_info info;
   info.path = path;
   struct statfs sf {};
-  if (::statfs(path.c_str(), &sf) != 0) throw std::system_error(errno, std::generic_category(), "statfs '" + path + "'");
+  if (::statfs(path.c_str(), &sf) != 0)
+    throw std::system_error(errno, std::generic_category(), "statfs '" + escape_bytes(path) + "'");
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw std::system_error(errno, std::generic_category(), "stat '" + path + "'");
+  if (::stat(path.c_str(), &st) != 0)
+    throw std::system_error(errno, std::generic_category(), "stat '" + escape_bytes(path) + "'");
 
   char hex[24];
   std::snprintf(hex, sizeof hex, "0x%lx", static_cast<unsigned long>(sf.f_type));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <ringfeed/cuda/device.hpp>
+#include <ringfeed/text.hpp>
 #include <ringfeed/io/nfs.hpp>
 #include <ringfeed/log.hpp>
 #include <ringfeed/sync_wait.hpp>
@@ -27,7 +28,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     // reads on the decode threads: both start here.
     if (m_opt.stream_shards)
       throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + m_opt.source +
-                                  "' has none: pack it first with `ringfeed pack " + m_opt.source + " OUT`");
+                                  "' has none: pack it first with `ringfeed pack " + escape_bytes(m_opt.source) + " OUT`");
     m_pool = std::make_unique<thread_pool>(m_opt.threads);
     m_src = io::source::open(m_opt.source, *m_pool, source_options());
     m_listed_by_source = true;
@@ -42,10 +43,10 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
       m_where = io::probe_source(m_ds.shards().empty() ? std::string(m_ds.root()) : m_ds.shards().front().path);
   }
   for (const data::skipped_directory& d : m_ds.report().skipped) {
-    log("skipped directory " + d.path + ": " + d.reason);
+    log("skipped directory " + escape_bytes(d.path) + ": " + d.reason);
     m_skipped.push_back({d.path, d.reason});  // no thread runs yet: the mutex is not needed
   }
-  if (m_ds.empty()) throw std::invalid_argument("loader: '" + m_opt.source + "' holds no samples");
+  if (m_ds.empty()) throw std::invalid_argument("loader: '" + escape_bytes(m_opt.source) + "' holds no samples");
   if (m_opt.io_depth == 0) m_opt.io_depth = m_where.io_depth;
   m_smp = std::make_unique<data::sampler>(m_ds.size(), m_opt.sampler);
   const std::shared_ptr<cuda::device_api> api = cuda::current_device_api();
@@ -108,7 +109,7 @@ io::source_options loader_core::source_options() {
   so.log = [this](std::string_view line) { log(line); };
   if (!m_opt.cache_dir.empty()) {
     if (m_opt.stream_shards) {
-      log("cache_dir '" + m_opt.cache_dir + "' not used: stream_shards reads whole shards sequentially");
+      log("cache_dir '" + escape_bytes(m_opt.cache_dir) + "' not used: stream_shards reads whole shards sequentially");
     } else {
       so.cache_dir = m_opt.cache_dir;
       so.cache_bytes = m_opt.cache_bytes;
@@ -149,7 +150,7 @@ void loader_core::start_threads_once() {
   // get buffered reads, deadlines and retries (io/source.hpp).
   if (!m_src) {
     if (!m_where.small_files_ok && m_ds.shards().empty())
-      log("'" + m_opt.source + "' is on " + std::string(io::to_string(m_where.device)) +
+      log("'" + escape_bytes(m_opt.source) + "' is on " + std::string(io::to_string(m_where.device)) +
           " storage, where random small-file reads are slow: " + m_where.advice);
     m_src = io::source::open(m_opt.source, *m_pool, source_options());
   }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <ringfeed/thread_pool.hpp>
+#include <ringfeed/text.hpp>
 
 namespace ringfeed::detail {
 namespace {
@@ -21,7 +22,7 @@ void check_streaming(const loader_options& opt, const data::dataset& ds, const d
   if (!opt.stream_shards) return;
   if (ds.shards().empty())
     throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + opt.source +
-                                "' has none: pack it first with `ringfeed pack " + opt.source + " OUT`");
+                                "' has none: pack it first with `ringfeed pack " + escape_bytes(opt.source) + " OUT`");
   if (opt.stream_read_size == 0) throw std::invalid_argument("loader: stream_read_size must be at least 1");
   if (smp.world_size() > 1)
     throw std::invalid_argument("loader: stream_shards with world_size " + std::to_string(smp.world_size()) +
@@ -79,12 +80,12 @@ void size_memory(const loader_options& opt, loader_plan& p) {
 loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, const data::sampler& smp,
                         const cuda::device_probe& devices) {
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
-  if (ds.empty()) throw std::invalid_argument("loader: '" + opt.source + "' holds no samples");
+  if (ds.empty()) throw std::invalid_argument("loader: '" + escape_bytes(opt.source) + "' holds no samples");
   check_streaming(opt, ds, smp);
   loader_plan p;
   p.batches_per_epoch = smp.num_batches(opt.batch_size, opt.drop_last);
   if (p.batches_per_epoch == 0)
-    throw std::invalid_argument("loader: '" + opt.source + "' gives rank " + std::to_string(smp.rank()) + " " +
+    throw std::invalid_argument("loader: '" + escape_bytes(opt.source) + "' gives rank " + std::to_string(smp.rank()) + " " +
                                 std::to_string(smp.num_samples()) + " samples per epoch, fewer than batch_size " +
                                 std::to_string(opt.batch_size) + " with drop_last: no batch to deliver");
   check_resume(opt, smp, p);

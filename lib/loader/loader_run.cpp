@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include <ringfeed/text.hpp>
+
 #include "loader_core.hpp"
 
 namespace ringfeed::detail {
@@ -200,7 +202,7 @@ void loader_core::fail_sample(slab& s, std::size_t index, std::exception_ptr err
   std::string sample = m_ds.describe(index);
   std::lock_guard lock(m_skipped_mutex);
   if (!m_skipped_indices.insert(index).second) return;  // reported in an earlier epoch
-  log("skipped " + sample + ": " + reason);
+  log("skipped " + escape_bytes(sample) + ": " + reason);
   m_skipped.push_back({std::move(sample), std::move(reason)});
 }
 

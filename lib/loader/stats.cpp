@@ -5,6 +5,8 @@
 #include <chrono>
 #include <mutex>
 
+#include <ringfeed/detail/json_text.hpp>
+
 #include "loader_core.hpp"
 
 #include <nlohmann/json.hpp>
@@ -125,7 +127,9 @@ std::string loader_stats::json() const {
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},
                     {"stores", cache_stores}, {"evictions", cache_evictions}, {"bytes", cache_bytes},
                     {"dropped", cache_dropped}};
-  return out.dump();
+  // File names are bytes: json_text keeps the text valid UTF-8 whatever
+  // they hold (surrogateescape), where dump() would throw.
+  return detail::json_text(out);
 }
 
 }  // namespace ringfeed

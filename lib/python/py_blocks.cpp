@@ -80,9 +80,18 @@ task<> read_some(io::reader& r, const std::vector<std::string>& paths, std::vect
   }
 }
 
+// A file name (bytes) as the str Python's os functions make of it
+// (os.fsdecode: surrogateescape for bytes that are not UTF-8).
+py::object fs_str(const std::string& name) {
+  py::object p = py::reinterpret_steal<py::object>(
+      PyUnicode_DecodeFSDefaultAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
+  if (!p) throw py::error_already_set();
+  return p;
+}
+
 [[noreturn]] void raise_os_error(const std::system_error& e, const std::string& path) {
   // OSError(errno, message, filename) picks the subclass (FileNotFoundError, ...).
-  py::object error = py::module_::import("builtins").attr("OSError")(e.code().value(), e.what(), path);
+  py::object error = py::module_::import("builtins").attr("OSError")(e.code().value(), e.what(), fs_str(path));
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
   throw py::error_already_set();
 }
@@ -164,14 +173,11 @@ py::tuple scan_image_folder(const std::string& root, bool include_hidden) {
     ds = data::open_dataset(root, o);
   }
   py::list classes;
-  for (const auto& c : ds.classes()) classes.append(py::str(c));
+  for (const auto& c : ds.classes()) classes.append(fs_str(c));  // folder names: bytes
   py::list samples;
   for (std::size_t i = 0; i < ds.size(); ++i) {
     // Names are bytes on disk; Python's os functions decode them this way.
-    const std::string path = ds.path(i);
-    py::object p = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
-    if (!p) throw py::error_already_set();
-    samples.append(py::make_tuple(p, ds.label(i)));
+    samples.append(py::make_tuple(fs_str(ds.path(i)), ds.label(i)));
   }
   return py::make_tuple(classes, samples);
 }

@@ -17,7 +17,9 @@ def read_files(paths, io_depth=0, direct=False):
     that cannot be read raises OSError (FileNotFoundError, ...) naming it."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         raise TypeError(f"read_files takes a list of paths, not one path: {paths!r}")
-    return _ringfeed.read_files([os.fsdecode(p) for p in paths], io_depth, direct)
+    # File names are bytes: os.fsencode passes any name (str from os.fsdecode
+    # included, lone surrogates and all) to C++ unchanged.
+    return _ringfeed.read_files([os.fsencode(p) for p in paths], io_depth, direct)
 
 
 def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>",
@@ -56,7 +58,7 @@ class ImageFolder:
 
     def __init__(self, root, include_hidden=True):
         self.root = os.fspath(root)
-        classes, samples = _ringfeed._scan_image_folder(self.root, bool(include_hidden))
+        classes, samples = _ringfeed._scan_image_folder(os.fsencode(self.root), bool(include_hidden))
         self.classes = list(classes)
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         self.samples = [(path, int(label)) for path, label in samples]

@@ -215,7 +215,10 @@ class Loader:
         self._warned_copies = False
 
     def _open(self, resume):
-        options = dict(self._options, resume=resume)
+        # Paths go to C++ as bytes (os.fsencode): a name that is not UTF-8,
+        # held in a str as os.fsdecode makes it, reaches the file unchanged.
+        options = dict(self._options, resume=resume, source=os.fsencode(self._options["source"]),
+                       cache_dir=os.fsencode(self._options["cache_dir"]))
         try:
             return _ringfeed._Loader(options)
         except ValueError:

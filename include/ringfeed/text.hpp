@@ -1,0 +1,41 @@
+// ringfeed text: bytes from outside (file contents, file names, tar member
+// names, manifest fields) made safe to show in a message, a line of a text
+// file, or JSON.
+//
+// File names on Linux are bytes, not UTF-8, and a damaged file can hold any
+// byte. Every message the library builds quotes such bytes through
+// escape_bytes(), and every JSON it writes encodes strings with
+// json_string(), so one hostile byte never makes a report unreadable.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ringfeed {
+
+/// `bytes` fit to quote in a message or a line of text. Printable ASCII
+/// stays, and so do well-formed UTF-8 sequences of printable characters
+/// (U+00A0 and up); a backslash becomes `\\`; every other byte (control
+/// characters such as tab and newline, DEL, the C1 controls U+0080–U+009F,
+/// bytes that are not well-formed UTF-8) becomes `\xNN`, two lowercase hex
+/// digits. The result is valid UTF-8 without control characters, holds no
+/// tab or newline, and is reversible. Any thread.
+[[nodiscard]] std::string escape_bytes(std::string_view bytes);
+
+/// `bytes` as a JSON string literal, quotes included, that is valid UTF-8
+/// (in fact ASCII-safe where it matters) whatever `bytes` holds:
+/// well-formed UTF-8 is kept as is, `"`, `\` and control characters are
+/// escaped as JSON requires (DEL too), and each byte that is not part of well-formed
+/// UTF-8 becomes the escape `\udcNN` (U+DC00 + the byte). That is Python's
+/// `surrogateescape`: `json.loads` gives the same str as
+/// `os.fsdecode(bytes)` (on a UTF-8 file system encoding), and
+/// `os.fsencode` of it gives back the original bytes, so a path reported in
+/// JSON opens the file. Any thread.
+[[nodiscard]] std::string json_string(std::string_view bytes);
+
+/// Length of the well-formed UTF-8 sequence (Unicode Table 3-7) at the
+/// start of `bytes`: 1 to 4, or 0 when it does not start with one.
+[[nodiscard]] std::size_t utf8_sequence_length(std::string_view bytes) noexcept;
+
+}  // namespace ringfeed

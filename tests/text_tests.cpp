@@ -1,0 +1,125 @@
+// ringfeed/text.hpp: escape_bytes() for messages and json_string() /
+// detail::json_text() for JSON, on every byte value: the results are valid
+// UTF-8 whatever the input, escape_bytes holds no control character, and
+// json_string is Python's surrogateescape (what os.fsdecode makes).
+#include <catch2/catch.hpp>
+
+#include <ringfeed/detail/json_text.hpp>
+#include <ringfeed/text.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+using ringfeed::escape_bytes;
+using ringfeed::json_string;
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = ringfeed::utf8_sequence_length(s.substr(i));
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+bool has_control(std::string_view s) {
+  for (const char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return true;
+  return false;
+}
+
+// Inverse of escape_bytes, for the round-trip check.
+std::string unescape(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') {
+      out.push_back(s[i]);
+    } else if (s[i + 1] == '\\') {
+      out.push_back('\\');
+      ++i;
+    } else {
+      REQUIRE(s[i + 1] == 'x');
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 2, 2)), nullptr, 16)));
+      i += 3;
+    }
+  }
+  return out;
+}
+
+std::string all_bytes() {
+  std::string s;
+  for (int b = 0; b < 256; ++b) s.push_back(static_cast<char>(b));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("utf8_sequence_length follows Unicode's table of well-formed sequences", "[text]") {
+  CHECK(ringfeed::utf8_sequence_length("a") == 1);
+  CHECK(ringfeed::utf8_sequence_length("\xC3\xA9") == 2);           // é
+  CHECK(ringfeed::utf8_sequence_length("\xE2\x82\xAC") == 3);       // €
+  CHECK(ringfeed::utf8_sequence_length("\xF0\x9F\x98\x80") == 4);   // 😀
+  CHECK(ringfeed::utf8_sequence_length("\xC0\xAF") == 0);           // overlong '/'
+  CHECK(ringfeed::utf8_sequence_length("\xE0\x80\xAF") == 0);       // overlong
+  CHECK(ringfeed::utf8_sequence_length("\xED\xB2\x80") == 0);       // a surrogate (U+DC80)
+  CHECK(ringfeed::utf8_sequence_length("\xF4\x90\x80\x80") == 0);   // past U+10FFFF
+  CHECK(ringfeed::utf8_sequence_length("\xE9") == 0);               // Latin-1 é
+  CHECK(ringfeed::utf8_sequence_length("\xC3") == 0);               // truncated
+  CHECK(ringfeed::utf8_sequence_length("\x80") == 0);               // a lone continuation byte
+  CHECK(ringfeed::utf8_sequence_length("") == 0);
+}
+
+TEST_CASE("escape_bytes keeps text and writes every other byte as \\xNN", "[text]") {
+  CHECK(escape_bytes("plain/name_1.jpg") == "plain/name_1.jpg");
+  CHECK(escape_bytes("caf\xC3\xA9.jpg") == "caf\xC3\xA9.jpg");  // UTF-8 stays readable
+  CHECK(escape_bytes("caf\xE9.jpg") == "caf\\xe9.jpg");         // Latin-1 does not
+  CHECK(escape_bytes("1\xE0" "0") == "1\\xe00");                // the PNM token of the issue
+  CHECK(escape_bytes("a\tb\nc\r\x1B[31m\x7F") == "a\\x09b\\x0ac\\x0d\\x1b[31m\\x7f");
+  CHECK(escape_bytes(std::string_view("nul\0x", 5)) == "nul\\x00x");
+  CHECK(escape_bytes("back\\slash") == "back\\\\slash");
+  CHECK(escape_bytes("\xC2\x85") == "\\xc2\\x85");  // U+0085, a C1 control
+  CHECK(escape_bytes("\xC2\xA0") == "\xC2\xA0");    // U+00A0 is text
+  CHECK(escape_bytes("\xED\xB2\x80") == "\\xed\\xb2\\x80");
+
+  const std::string every = all_bytes();
+  const std::string e = escape_bytes(every);
+  CHECK(valid_utf8(e));
+  CHECK_FALSE(has_control(e));
+  CHECK(unescape(e) == every);
+  for (int b = 0x80; b <= 0xFF; ++b) {
+    const std::string one(1, static_cast<char>(b));
+    CHECK(escape_bytes(one).size() == 4);
+  }
+}
+
+TEST_CASE("json_string is a JSON string literal, valid UTF-8, surrogateescape for other bytes", "[text]") {
+  CHECK(json_string("a.jpg") == "\"a.jpg\"");
+  CHECK(json_string("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
+  // Python: json.loads(r'"caf\udce9"') == os.fsdecode(b"caf\xe9")
+  CHECK(json_string("caf\xE9") == "\"caf\\udce9\"");
+  CHECK(json_string("q\"b\\t\tn\nc\x01") == "\"q\\\"b\\\\t\\tn\\nc\\u0001\"");
+  CHECK(json_string("\xED\xB2\x80") == "\"\\udced\\udcb2\\udc80\"");
+
+  const std::string every = all_bytes();
+  const std::string j = json_string(every);
+  CHECK(valid_utf8(j));
+  CHECK_FALSE(has_control(j));
+  // Bytes that are UTF-8 come back from a standard parser as they were.
+  CHECK(nlohmann::json::parse(json_string("tab\there \xE2\x82\xAC \"q\"")) == "tab\there \xE2\x82\xAC \"q\"");
+}
+
+TEST_CASE("json_text writes what dump() writes, and does not throw on bytes that are not UTF-8", "[text]") {
+  const nlohmann::json ok = {{"a", 1}, {"b", {true, nullptr, 2.5, "x"}}, {"c", nlohmann::json::object()},
+                             {"d", nlohmann::json::array()}};
+  CHECK(ringfeed::detail::json_text(ok) == ok.dump());
+  CHECK(ringfeed::detail::json_text(ok, 2) == ok.dump(2));
+
+  const nlohmann::json bad = {{"skipped", {{{"path", "/d/caf\xE9.png"}, {"reason", "PNM: \xE0"}}}}};
+  CHECK_THROWS(bad.dump());  // what nlohmann alone does
+  const std::string text = ringfeed::detail::json_text(bad);
+  CHECK(text == R"({"skipped":[{"path":"/d/caf\udce9.png","reason":"PNM: \udce0"}]})");
+  CHECK(valid_utf8(text));
+}
