@@ -6,6 +6,8 @@
 // The Orientation tag (274) is applied on every decode, as Pillow 9.4's
 // TiffImageFile.load_end does (its `_tile_orientation` transpose): the
 // image comes out upright and the tag is spent (image_info::orientation 1).
+// Only pixels the file defines are delivered: a strip or tile libtiff
+// reports an error for is refused even where libtiff returns it filled in.
 //
 // libtiff's messages go to per-open handlers (TIFFClientOpenExt with
 // TIFFOpenOptions, libtiff >= 4.5) that collect them into the image_error:
@@ -307,6 +309,7 @@ void read_plane(TIFF* tif, memory_file& f, std::string_view name, const layout& 
       for (std::uint32_t x = 0; x < l.width; x += tw) {
         const ttile_t t = TIFFComputeTile(tif, x, y, 0, sample);
         if (TIFFReadEncodedTile(tif, t, tile.data(), tile_size) < 0) fail(name, f, "reading a tile");
+        if (!f.error.empty()) fail(name, f, "corrupt tile data");
         const std::uint32_t w = std::min(tw, l.width - x);
         const std::uint32_t h = std::min(th, l.height - y);
         for (std::uint32_t r = 0; r < h; ++r)
@@ -326,6 +329,9 @@ void read_plane(TIFF* tif, memory_file& f, std::string_view name, const layout& 
     // A short strip (a truncated file) is an error, as in Pillow.
     const tmsize_t got = TIFFReadEncodedStrip(tif, s, dst + static_cast<std::size_t>(y) * row_bytes, want);
     if (got < 0) fail(name, f, "reading a strip");
+    // Some codecs report an error and still return the strip, filled past
+    // the damage (CCITT's "bad code word"): those pixels are not the file's.
+    if (!f.error.empty()) fail(name, f, "corrupt strip data");
     if (got < want) fail(name, f, "a strip is shorter than its rows");
   }
 }
@@ -386,6 +392,9 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
   const std::size_t planes = separate ? l.samples : 1;
   const std::size_t plane_samples = separate ? 1 : l.samples;
   const std::size_t row_bytes = (w * plane_samples * l.bits + 7) / 8;
+  // From here on every libtiff error means undefined pixels (read_plane):
+  // forget what opening recovered from.
+  f.error.clear();
   // Contiguous raw samples, plane after plane when separate.
   std::vector<std::uint8_t> raw(row_bytes * h * planes);
   for (std::size_t s = 0; s < planes; ++s)
