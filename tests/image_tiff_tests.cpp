@@ -251,6 +251,22 @@ TEST_CASE("a TIFF declaring 30000x30000 is refused before allocating", "[image][
   CHECK(out.width() == 0);
 }
 
+TEST_CASE("a strip libtiff reports corrupt is refused, though libtiff fills it in", "[image][tiff][errors]") {
+  // bilevel_g4.tif's G4 strip is bytes 8..23; a zero at 13 is a bad code
+  // word on line 7. libtiff logs an error, fills the rest of the strip and
+  // returns it as read (Pillow 9.4 refuses the file): rows 7.. would be
+  // libtiff's fill, not the file's pixels.
+  auto bytes = files().input("bilevel_g4.tif");
+  REQUIRE(bytes.size() == 138);
+  bytes[13] = std::byte{0};
+  img::decoder d;
+  img::image_buffer out;
+  CHECK(d.read_info(bytes, "g4-bad-code.tif").width == 37);
+  CHECK_THROWS_WITH(d.decode(bytes, "g4-bad-code.tif", out),
+                    Catch::Contains("g4-bad-code.tif") && Catch::Contains("corrupt strip data") &&
+                        Catch::Contains("Bad code word at line 7"));
+}
+
 TEST_CASE("truncated and bit-flipped TIFFs decode or throw image_error, never crash", "[image][tiff][errors]") {
   const auto& g = files();
   img::decoder d;

@@ -3,6 +3,11 @@
 // (IFD) of a multi-page file is decoded, as Image.open does. What is read
 // follows Pillow's OPEN_INFO key: byte order, photometric, sample format,
 // bits and ExtraSamples (premultiplied alpha is undone as Pillow does).
+// The Orientation tag (274) is applied on every decode, as Pillow 9.4's
+// TiffImageFile.load_end does (its `_tile_orientation` transpose): the
+// image comes out upright and the tag is spent (image_info::orientation 1).
+// Only pixels the file defines are delivered: a strip or tile libtiff
+// reports an error for is refused even where libtiff returns it filled in.
 //
 // libtiff's messages go to per-open handlers (TIFFClientOpenExt with
 // TIFFOpenOptions, libtiff >= 4.5) that collect them into the image_error:
@@ -152,15 +157,24 @@ layout layout_of(TIFF* tif, const memory_file& f, std::string_view name) {
   return l;
 }
 
+// The Orientation tag as decode applies it: 1..8, else 1 (Pillow's
+// transpose table has no entry for other values and leaves the image).
+int orientation_of(const layout& l) { return l.orientation >= 1 && l.orientation <= 8 ? l.orientation : 1; }
+
+// The facts of the image as delivered: upright, so 5..8 swap width and
+// height, and no orientation left to apply.
 image_info info_of(const layout& l) {
   image_info info;
   info.format = image_format::tiff;
   // Sizes beyond int are refused by check_pixel_limit (as non-positive).
-  info.width = l.width > 0x7fffffffu ? -1 : static_cast<int>(l.width);
-  info.height = l.height > 0x7fffffffu ? -1 : static_cast<int>(l.height);
+  const int w = l.width > 0x7fffffffu ? -1 : static_cast<int>(l.width);
+  const int h = l.height > 0x7fffffffu ? -1 : static_cast<int>(l.height);
+  const bool swap = orientation_of(l) >= 5;
+  info.width = swap ? h : w;
+  info.height = swap ? w : h;
   info.components = l.samples;
   info.bit_depth = l.bits;
-  info.orientation = l.orientation >= 1 && l.orientation <= 8 ? l.orientation : 1;
+  info.orientation = 1;
   return info;
 }
 
@@ -297,6 +311,7 @@ void read_plane(TIFF* tif, memory_file& f, std::string_view name, const layout& 
       for (std::uint32_t x = 0; x < l.width; x += tw) {
         const ttile_t t = TIFFComputeTile(tif, x, y, 0, sample);
         if (TIFFReadEncodedTile(tif, t, tile.data(), tile_size) < 0) fail(name, f, "reading a tile");
+        if (!f.error.empty()) fail(name, f, "corrupt tile data");
         const std::uint32_t w = std::min(tw, l.width - x);
         const std::uint32_t h = std::min(th, l.height - y);
         for (std::uint32_t r = 0; r < h; ++r)
@@ -316,6 +331,9 @@ void read_plane(TIFF* tif, memory_file& f, std::string_view name, const layout& 
     // A short strip (a truncated file) is an error, as in Pillow.
     const tmsize_t got = TIFFReadEncodedStrip(tif, s, dst + static_cast<std::size_t>(y) * row_bytes, want);
     if (got < 0) fail(name, f, "reading a strip");
+    // Some codecs report an error and still return the strip, filled past
+    // the damage (CCITT's "bad code word"): those pixels are not the file's.
+    if (!f.error.empty()) fail(name, f, "corrupt strip data");
     if (got < want) fail(name, f, "a strip is shorter than its rows");
   }
 }
@@ -362,6 +380,7 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
   const layout l = layout_of(t, f, name);
   const image_info info = info_of(l);
   check_pixel_limit(name, info.width, info.height, max_pixels);
+  const int orientation = orientation_of(l);
   const plan p = plan_of(l, name);
   if (l.compression != COMPRESSION_NONE && !TIFFIsCODECConfigured(l.compression))
     unsupported(name, l, "compression (not built into libtiff)");
@@ -375,6 +394,9 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
   const std::size_t planes = separate ? l.samples : 1;
   const std::size_t plane_samples = separate ? 1 : l.samples;
   const std::size_t row_bytes = (w * plane_samples * l.bits + 7) / 8;
+  // From here on every libtiff error means undefined pixels (read_plane):
+  // forget what opening recovered from.
+  f.error.clear();
   // Contiguous raw samples, plane after plane when separate.
   std::vector<std::uint8_t> raw(row_bytes * h * planes);
   for (std::size_t s = 0; s < planes; ++s)
@@ -394,7 +416,10 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
     }
   }
 
-  out.reset(info.width, info.height, 3);
+  // The stored (unrotated) RGB goes to `rgb`: `out` itself when upright.
+  image_buffer stored;
+  image_buffer& rgb = orientation == 1 ? out : stored;
+  rgb.reset(static_cast<int>(w), static_cast<int>(h), 3);
   // Sample c of pixel x on row y, as an 8/16/32-bit raw value.
   const std::size_t plane_size = row_bytes * h;
   const auto sample16 = [&](std::size_t y, std::size_t x, std::size_t c) {
@@ -408,10 +433,10 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
     return separate ? raw[c * plane_size + y * row_bytes + x] : raw[y * row_bytes + x * l.samples + c];
   };
   for (std::size_t y = 0; y < h; ++y) {
-    std::uint8_t* o = out.data() + y * w * 3;
+    std::uint8_t* o = rgb.data() + y * w * 3;
     const std::uint8_t* row = raw.data() + y * row_bytes;
     for (std::size_t x = 0; x < w; ++x, o += 3) {
-      std::uint8_t rgb[3];
+      std::uint8_t px[3];
       switch (p.k) {
         case kind::gray:
         case kind::gray_inverted: {
@@ -430,23 +455,23 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
             g = scale_to_8(sub_byte(row, x, l.bits), l.bits);
           }
           if (p.k == kind::gray_inverted) g = static_cast<std::uint8_t>(255 - g);
-          rgb[0] = rgb[1] = rgb[2] = g;
+          px[0] = px[1] = px[2] = g;
           break;
         }
         case kind::palette: {
           const unsigned i = l.bits == 8 ? row[x] : sub_byte(row, x, l.bits);
-          std::memcpy(rgb, &palette[3 * i], 3);
+          std::memcpy(px, &palette[3 * i], 3);
           break;
         }
         case kind::rgb:
           for (std::size_t c = 0; c < 3; ++c)
             // 16-bit: Pillow's RGB;16L / RGB;16B unpackers keep the high byte.
-            rgb[c] = l.bits == 16 ? static_cast<std::uint8_t>(sample16(y, x, c) >> 8) : sample8(y, x, c);
+            px[c] = l.bits == 16 ? static_cast<std::uint8_t>(sample16(y, x, c) >> 8) : sample8(y, x, c);
           if (p.premultiplied) {
             // Pillow's RGBa unpackers (8 bits, or the high bytes of 16):
             // alpha 0 is black, 255 as is, else v * 255 / a clipped.
             const unsigned a = l.bits == 16 ? sample16(y, x, 3) >> 8 : sample8(y, x, 3);
-            for (std::uint8_t& v : rgb)
+            for (std::uint8_t& v : px)
               v = a == 0 ? 0 : a == 255 ? v : static_cast<std::uint8_t>(std::min(255u, v * 255u / a));
           }
           break;
@@ -454,13 +479,14 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
           // Pillow 9.4 Convert.c cmyk2rgb: (255 - k) scaled down by each ink.
           const int nk = 255 - sample8(y, x, 3);
           for (std::size_t c = 0; c < 3; ++c)
-            rgb[c] = static_cast<std::uint8_t>(std::clamp(nk - muldiv255(sample8(y, x, c), nk), 0, 255));
+            px[c] = static_cast<std::uint8_t>(std::clamp(nk - muldiv255(sample8(y, x, c), nk), 0, 255));
           break;
         }
       }
-      std::memcpy(o, rgb, 3);
+      std::memcpy(o, px, 3);
     }
   }
+  if (orientation != 1) apply_orientation(stored.view(), orientation, out);
   return info;
 }
 

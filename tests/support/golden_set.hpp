@@ -1,6 +1,8 @@
 // A committed folder of decoder inputs and Pillow goldens (tests/data/image/
-// webp/, tiff/, bmp_pnm/): DIR/manifest.txt names the inputs, DIR/NAME.ppm
-// is Pillow 9.4's Image.open(NAME).convert("RGB") as a binary P6. Written by
+// webp/, tiff/, bmp_pnm/, orientation/): DIR/manifest.txt names the inputs,
+// DIR/NAME.ppm is Pillow 9.4's Image.open(NAME).convert("RGB") as a binary
+// P6, and an optional DIR/NAME.oriented.ppm is ImageOps.exif_transpose of
+// that (a folder has one for every input or for none). Written by
 // the generator scripts beside them (tests/data/image/README.md); the tests
 // read them without Python. When an interpreter with the goldens' Pillow is
 // at hand, live_pillow_mismatches() re-decodes the inputs with it to catch a
@@ -41,15 +43,22 @@ class golden_set {
   [[nodiscard]] const std::vector<std::string>& names() const noexcept { return m_names; }
   [[nodiscard]] std::vector<std::byte> input(const std::string& name) const { return read_file(m_dir / name); }
   [[nodiscard]] pnm golden(const std::string& name) const { return read_pnm(m_dir / (name + ".ppm")); }
+  /// Whether the folder has NAME.oriented.ppm goldens (for every input).
+  [[nodiscard]] bool has_oriented() const { return std::filesystem::exists(m_dir / (m_names[0] + ".oriented.ppm")); }
+  [[nodiscard]] pnm oriented_golden(const std::string& name) const {
+    return read_pnm(m_dir / (name + ".oriented.ppm"));
+  }
 
   /// Files in the folder that are neither a listed input, its golden nor
   /// the manifest, and listed inputs or goldens that are missing: empty
   /// when the manifest describes the folder exactly.
   [[nodiscard]] std::vector<std::string> inconsistencies() const {
     std::vector<std::string> expected{"manifest.txt"};
+    const bool oriented = has_oriented();
     for (const auto& n : m_names) {
       expected.push_back(n);
       expected.push_back(n + ".ppm");
+      if (oriented) expected.push_back(n + ".oriented.ppm");
     }
     std::vector<std::string> found;
     for (const auto& e : std::filesystem::directory_iterator(m_dir)) found.push_back(e.path().filename().string());
@@ -129,15 +138,23 @@ inline live_pillow_result live_pillow_mismatches(const golden_set& set) {
       result.mismatches.push_back(name + ": the live Pillow cannot decode it (" + output + ")");
       continue;
     }
-    const pnm want = set.golden(name);
-    const pnm got = read_pnm(live);
-    if (got.width != want.width || got.height != want.height)
-      result.mismatches.push_back(name + ": Pillow decodes " + std::to_string(got.width) + "x" +
-                                  std::to_string(got.height) + ", the golden is " + std::to_string(want.width) +
-                                  "x" + std::to_string(want.height));
-    else if (got.pixels != want.pixels)
-      result.mismatches.push_back(name + ": " + std::to_string(compare(got.pixels, want.pixels).differing) +
-                                  " samples differ from the golden");
+    const auto check = [&](const std::string& golden, const pnm& want) {
+      const std::filesystem::path live_golden = tmp.path() / "out" / golden;
+      if (!std::filesystem::exists(live_golden)) {
+        result.mismatches.push_back(golden + ": pillow_rgb.py wrote none");
+        return;
+      }
+      const pnm got = read_pnm(live_golden);
+      if (got.width != want.width || got.height != want.height)
+        result.mismatches.push_back(golden + ": Pillow decodes " + std::to_string(got.width) + "x" +
+                                    std::to_string(got.height) + ", the golden is " + std::to_string(want.width) +
+                                    "x" + std::to_string(want.height));
+      else if (got.pixels != want.pixels)
+        result.mismatches.push_back(golden + ": " + std::to_string(compare(got.pixels, want.pixels).differing) +
+                                    " samples differ from the golden");
+    };
+    check(name + ".ppm", set.golden(name));
+    if (set.has_oriented()) check(name + ".oriented.ppm", set.oriented_golden(name));
   }
   return result;
 }

@@ -48,14 +48,17 @@ enum class chroma_subsampling : std::uint8_t { none, s444, s422, s420, s440, s41
 /// Header facts, for planning a decode.
 struct image_info {
   image_format format = image_format::jpeg;
-  int width = 0;            ///< stored width, before any EXIF orientation
+  int width = 0;            ///< stored width, before any EXIF orientation (TIFF: upright, as delivered)
   int height = 0;           ///< stored height
   int components = 0;       ///< JPEG: 1, 3 or 4 in the file; PNG: channels incl. alpha
   chroma_subsampling subsampling = chroma_subsampling::none;
   bool progressive = false;  ///< JPEG progressive (SOF2/SOF10)
   bool arithmetic = false;   ///< JPEG arithmetic-coded (SOF9/SOF10)
   int bit_depth = 8;         ///< PNG sample depth (1..16); 8 for JPEG
-  int orientation = 1;       ///< EXIF orientation 1..8 (1 when absent or invalid)
+  /// EXIF orientation 1..8 (1 when absent or invalid). Always 1 for TIFF:
+  /// its Orientation tag is applied by every decode, as Pillow's TIFF loader
+  /// does on open, and width/height are the upright size.
+  int orientation = 1;
 
   /// The size after applying `orientation` (5–8 swap width and height).
   [[nodiscard]] size2 oriented_size() const noexcept {
@@ -65,8 +68,10 @@ struct image_info {
 
 /// Options of an exact decode.
 struct decode_options {
-  /// Rotate/flip by the EXIF orientation tag, as PIL.ImageOps.exif_transpose.
-  /// Off by default: torchvision's loader ignores it.
+  /// Rotate/flip by the EXIF orientation tag (JPEG, PNG eXIf, WebP), as
+  /// PIL.ImageOps.exif_transpose on Image.open(f).convert("RGB"). Off by
+  /// default: torchvision's loader never calls exif_transpose. TIFF is
+  /// upright either way (Pillow applies its tag on open; see image_info).
   bool apply_exif_orientation = false;
   /// By default only libjpeg warnings that mean lost or corrupt data
   /// (premature end of file, corrupt entropy data, bad Huffman/arithmetic
@@ -127,7 +132,7 @@ class decoder {
 
   /// Reduced decode to RGB for fast mode: DCT-domain scaling by
   /// 1/`scale_denom` and only the rows and columns around `region`. EXIF
-  /// orientation is not applied. Formats other than JPEG decode whole at scale 1. Throws
+  /// orientation is not applied (TIFF comes out upright, as from decode). Formats other than JPEG decode whole at scale 1. Throws
   /// image_error naming `name`; std::invalid_argument for a bad request.
   scaled_result decode_scaled(std::span<const std::byte> bytes, std::string_view name,
                               const scaled_request& request, image_buffer& out);

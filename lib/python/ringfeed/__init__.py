@@ -8,7 +8,8 @@ them to PyTorch as tensors.
         ...
 
 Building blocks for other loaders: read_files, decode, ImageFolder.
-torch is imported only by what produces tensors.
+torch is imported only by what produces tensors: a Loader when constructed,
+decode() when called.
 """
 from ._ringfeed import __version__
 from .blocks import ImageFolder, decode, read_files

@@ -28,7 +28,17 @@ class Batch(NamedTuple):
 
 
 def _torch():
-    import torch  # lazily: `import ringfeed` works without torch
+    """torch, imported on first use: `import ringfeed` works without it.
+
+    A Ctrl-C that lands while torch's C extension initializes comes out of
+    `import torch` as RuntimeError("KeyboardInterrupt: ..."): raised here as
+    the KeyboardInterrupt it is."""
+    try:
+        import torch
+    except RuntimeError as e:
+        if str(e).startswith("KeyboardInterrupt"):
+            raise KeyboardInterrupt from e
+        raise
     return torch
 
 
@@ -175,6 +185,9 @@ class Loader:
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, not {value!r}")
         device_index = _device_index(device)
+        # torch makes the batches' tensors: imported here rather than inside
+        # the first next(), which would otherwise spend a second or two in it.
+        _torch()
 
         if rank is None and world_size is None:
             rank, world_size = _distributed_defaults()

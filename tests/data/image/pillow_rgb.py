@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Pillow's Image.open(f).convert("RGB") goldens for a committed folder of inputs.
 
-A golden folder (webp/, tiff/, bmp_pnm/) holds input files, NAME.ppm beside
-each input NAME (Pillow's convert("RGB") as a binary P6, maxval 255) and
-manifest.txt: "# pillow X.Y.Z ..." and then one input name per line.
+A golden folder (webp/, tiff/, bmp_pnm/, orientation/) holds input files,
+NAME.ppm beside each input NAME (Pillow's convert("RGB") as a binary P6,
+maxval 255) and manifest.txt: "# pillow X.Y.Z ..." and then one input name
+per line. A folder may also hold NAME.oriented.ppm for every input:
+ImageOps.exif_transpose of that convert("RGB").
 
 As a module, the generators (make_webp.py, make_tiff.py, make_bmp_pnm.py)
 use clear(), write_golden() and write_manifest().
@@ -13,7 +15,8 @@ As a script, the tests' stale-golden check:
     pillow_rgb.py DIR OUTDIR
 
 writes OUTDIR/NAME.ppm, the live Pillow's convert("RGB") of every input
-DIR/manifest.txt lists, for the test to compare with DIR/NAME.ppm. An input
+DIR/manifest.txt lists, for the test to compare with DIR/NAME.ppm (and
+OUTDIR/NAME.oriented.ppm where DIR has NAME.oriented.ppm). An input
 Pillow refuses gets no output (the test reports it). Exits 3 when this
 interpreter has no Pillow (or no WebP in it for a WebP folder) and 4 when its
 Pillow is not the release the goldens were made with (another release may
@@ -31,12 +34,13 @@ def ppm_bytes(rgb):
     return b"P6\n%d %d\n255\n" % rgb.size + rgb.tobytes()
 
 
-def pillow_ppm(path):
-    from PIL import Image
+def pillow_ppm(path, oriented=False):
+    from PIL import Image, ImageOps
 
     with open(path, "rb") as f:
         with Image.open(f) as im:
-            return ppm_bytes(im.convert("RGB"))
+            rgb = im.convert("RGB")
+            return ppm_bytes(ImageOps.exif_transpose(rgb) if oriented else rgb)
 
 
 def read_manifest(folder):
@@ -110,6 +114,9 @@ def main(argv):
             continue
         with open(os.path.join(outdir, name + ".ppm"), "wb") as f:
             f.write(data)
+        if os.path.exists(os.path.join(folder, name + ".oriented.ppm")):
+            with open(os.path.join(outdir, name + ".oriented.ppm"), "wb") as f:
+                f.write(pillow_ppm(os.path.join(folder, name), oriented=True))
     return 0
 
 
