@@ -85,12 +85,10 @@ def _env_rank_world():
 def _current_cuda_device():
     # "cuda" without an index means torch's current device, as in torch
     # (torchrun: torch.cuda.set_device(local_rank)); 0 without torch or CUDA.
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            import torch
-        except ImportError:
-            return 0
+    try:
+        torch = _torch()
+    except ImportError:
+        return 0
     if not torch.cuda.is_available():
         return 0
     return torch.cuda.current_device()
