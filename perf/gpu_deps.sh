@@ -5,7 +5,8 @@
 #
 #   perf/gpu_deps.sh prepare DIR [--python PY]...   (a Debian 12 machine with
 #        network to Debian's archive): puts into DIR what the build needs and
-#        such a machine lacks, and prints its size
+#        such a machine lacks, and prints its size; Python headers of a
+#        python3.12 found here and of each PY
 #   source perf/gpu_deps.sh; gpu_deps_env DIR PY    (the GPU machine): exports
 #        PATH, CMAKE_PREFIX_PATH and friends for a build against DIR alone and
 #        sets the array gpu_deps_cmake_args (pass it to cmake's configure)
@@ -118,12 +119,13 @@ gpu_deps_prepare() {  # DIR [--python PY]...
     esac
     shift
   done
-  if [ ${#pythons[@]} -eq 0 ]; then  # the GPU machines' Python is 3.12
-    local p
-    for p in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
-      [ -x "$p" ] && "$p" -c 'import sysconfig' >/dev/null 2>&1 && { pythons+=("$p"); break; }
-    done
-    [ ${#pythons[@]} -gt 0 ] || gpu_deps_log "no python3.12 here: DIR gets no Python headers (--python PY to name one)"
+  # Always a python3.12 (the GPU machines' Python), besides those named.
+  local p found=""
+  for p in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    [ -x "$p" ] && "$p" -c 'import sysconfig' >/dev/null 2>&1 && { found="$p"; break; }
+  done
+  if [ -n "$found" ]; then pythons=("$found" "${pythons[@]}"); else
+    gpu_deps_log "no python3.12 here: DIR gets no Python 3.12 headers (--python PY to name one)"
   fi
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   command -v apt-get >/dev/null && command -v dpkg >/dev/null || { gpu_deps_log "needs apt-get and dpkg (Debian 12)"; return 1; }

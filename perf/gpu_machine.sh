@@ -28,7 +28,7 @@
 #       the build needs, unpacked into a private prefix, Boost trimmed to
 #       the headers the build includes, pkgconf, and Python headers of
 #       PY (default: a python3.12 here) for an interpreter without its own
-#       (perf/gpu_deps.sh; about 16 MB)
+#       (perf/gpu_deps.sh; 14.3 MiB)
 #   perf/gpu_machine.sh --deps DIR --out RESULTS [--quick] [--step S] [--jobs N]
 #       on the GPU machine, against DIR alone; S is one of
 #         build   Release + CUDA + the Python module for python3, into
@@ -132,7 +132,7 @@ step() {
   local rc=${PIPESTATUS[0]}
   case "$rc" in
     0) say "$name: ok" ;;
-    77) say "$name: skipped: $(grep -m1 -i 'no CUDA device\|skipped\|cannot' "$file" || tail -n1 "$file")" ;;
+    77) say "$name: skipped: $(grep -m1 'no CUDA device' "$file" || grep -m1 -i 'skipped\|cannot' "$file" || tail -n1 "$file")" ;;
     124) say "$name: FAILED (over its time limit)"; failed=1 ;;
     *) say "$name: FAILED (exit $rc)"; failed=1 ;;
   esac
