@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # perf/gpu_machine.sh — issue 17's targets 3 (many cores) and 4 (a real GPU
-# kept busy) in one command, on a many-core machine with a CUDA GPU:
+# kept busy), and issue 23's GPU check on a bare GPU machine.
+#
+# On a machine with Debian 12's development packages (./bootstrap.sh deps):
 #
 #   perf/gpu_machine.sh [--quick] [--with-tests] [--out DIR] [--jobs N]
 #
@@ -18,58 +20,120 @@
 #      vs DataLoader(num_workers=cores, pin_memory=True); without a GPU its
 #      --dry-run --device cpu instead (the measuring path, no numbers)
 #
-# Everything lands in one directory (default build/gpu-machine/<UTC time>):
-# system.txt, build.log, <step>.txt (the step's output) and <step>.json,
-# and summary.txt with each step's exit status. Steps that need a GPU exit
-# 77 without one, saying "no CUDA device: <why>"; the script goes on, and
-# exits 0 when every step passed or was skipped, 1 when one failed.
-# --quick: smaller datasets, fewer rounds and steps (estimated: about 5
-# minutes on 16 cores, the full run about 15; 72 s on 2 cores without a GPU).
+# On a bare GPU machine (Python with torch, pybind11, CMake, ninja, nvcc;
+# no Debian development packages, no apt, no network):
+#
+#   perf/gpu_machine.sh --prepare DIR [--python PY]...
+#       on a Debian 12 machine with network: DIR gets the Debian packages
+#       the build needs, unpacked into a private prefix, Boost trimmed to
+#       the headers the build includes, pkgconf, and Python headers of
+#       PY (default: a python3.12 here) for an interpreter without its own
+#       (perf/gpu_deps.sh; 14.3 MiB)
+#   perf/gpu_machine.sh --deps DIR --out RESULTS [--quick] [--step S] [--jobs N]
+#       on the GPU machine, against DIR alone; S is one of
+#         build   Release + CUDA + the Python module for python3, into
+#                 build/gpu-deps (the CUDA tests' targets, the CLI, h2d_bench)
+#         tests   ctest -L cuda, and pytest tests/python/test_device*.py
+#         bench   `ringfeed gen`, then h2d_bench with the synchronizing-call count
+#         train   perf/train_gpu.py (ResNet-50, ringfeed vs DataLoader)
+#         all     the four in order (default; the full run takes longer
+#                 than one 10-minute command: run one step per command there)
+#       each step under `timeout 540` (9 minutes; each reuses the build
+#       before it). RESULTS gets at most 8 plain files: summary.txt (the
+#       machine and every step's status so far, kept across steps in
+#       build/gpu-deps) and build.log, tests.txt, h2d_bench.txt,
+#       h2d_bench.json, train_gpu.txt, train_gpu.json.
+#       RINGFEED_CUDA=OFF builds without CUDA; --targets all builds every
+#       target and --step-limit S changes the 540 s (the self-test does both);
+#       --build-dir D builds in D instead of build/gpu-deps.
+#   perf/gpu_machine.sh --selftest-hidden DIR [--out RESULTS]
+#       (root, here) the proof: in a mount namespace whose /usr hides every
+#       development package but the compiler's own, builds with --deps DIR
+#       (CUDA off, every target) and runs ctest (perf/gpu_hidden_selftest.sh)
+#
+# Steps that need a GPU exit 77 without one, saying "no CUDA device: <why>";
+# the script goes on, and exits 0 when every step passed or was skipped, 1
+# when one failed. --quick: smaller datasets, fewer rounds and steps.
 #
 # Environment: PYTHON (an interpreter with torch and torchvision; default:
 # the first of python3 on PATH and /usr/bin/python3 that imports torch),
-# RINGFEED_CUDA (AUTO|ON|OFF, default AUTO). Missing Debian packages:
-# ./bootstrap.sh deps.
+# RINGFEED_CUDA (AUTO|ON|OFF, default AUTO).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$here"
+cd "$here" || exit 1
 
 quick=0
 with_tests=0
 out=""
 jobs="$(nproc)"
+prepare=""
+deps=""
+selftest=""
+step_name="all"
+targets="gpu"
+limit=540
+bdir="$here/build/gpu-deps"
+extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --with-tests) with_tests=1 ;;
     --out) out="$2"; shift ;;
     --jobs) jobs="$2"; shift ;;
+    --prepare) prepare="$2"; shift ;;
+    --python) extra+=(--python "$2"); shift ;;
+    --deps) deps="$2"; shift ;;
+    --step) step_name="$2"; shift ;;
+    --targets) targets="$2"; shift ;;
+    --step-limit) limit="$2"; shift ;;
+    --build-dir) bdir="$(mkdir -p "$2" && cd "$2" && pwd)"; shift ;;
+    --selftest-hidden) selftest="$2"; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu_machine: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
+
+if [ -n "$prepare" ]; then
+  exec "$here/perf/gpu_deps.sh" prepare "$prepare" "${extra[@]}"
+fi
+if [ -n "$selftest" ]; then
+  exec "$here/perf/gpu_hidden_selftest.sh" "$selftest" ${out:+--out "$out"}
+fi
+case "$step_name" in
+  build|tests|bench|train|all) ;;
+  *) echo "gpu_machine: --step is build, tests, bench, train or all, not $step_name" >&2; exit 2 ;;
+esac
+case "$targets" in
+  gpu|all) ;;
+  *) echo "gpu_machine: --targets is gpu or all, not $targets" >&2; exit 2 ;;
+esac
+
 out="${out:-build/gpu-machine/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 summary="$out/summary.txt"
-: >"$summary"
 failed=0
 
 say() { printf '[gpu_machine] %s\n' "$*" | tee -a "$summary"; }
 
-# step NAME COMMAND...: runs it, output to $out/NAME.txt (and the terminal),
-# notes its status: 0 ok, 77 skipped (the last line saying why), else failed.
+# step NAME COMMAND...: runs it, output to $out/NAME.txt (or $step_file) and
+# the terminal, notes its status: 0 ok, 77 skipped (the line saying why),
+# 124 over its time limit (timeout's), else failed.
+step_file=""
+step_what=""
 step() {
-  local name="$1"
+  local name="$1" file="${step_file:-$out/$1.txt}"
   shift
-  printf '\n[gpu_machine] %s: %s\n' "$name" "$*"
-  "$@" 2>&1 | tee "$out/$name.txt"
+  local what="${step_what:-$*}"
+  printf '\n[gpu_machine] %s: %s\n' "$name" "$what"
+  "$@" 2>&1 | tee -a "$file"
   local rc=${PIPESTATUS[0]}
   case "$rc" in
     0) say "$name: ok" ;;
-    77) say "$name: skipped: $(grep -m1 -i 'no CUDA device\|skipped\|cannot' "$out/$name.txt" || tail -n1 "$out/$name.txt")" ;;
+    77) say "$name: skipped: $(grep -m1 'no CUDA device' "$file" || grep -m1 -i 'skipped\|cannot' "$file" || tail -n1 "$file")" ;;
+    124) say "$name: FAILED (over its time limit)"; failed=1 ;;
     *) say "$name: FAILED (exit $rc)"; failed=1 ;;
   esac
   return "$rc"
@@ -84,8 +148,7 @@ pick_python() {
 }
 py="$(pick_python)"
 
-# --- the machine ------------------------------------------------------------------------
-{
+system_info() {
   echo "date: $(date -u +%FT%TZ)"
   echo "checkout: $(git rev-parse HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) files changed"
   echo "cpus allowed: $("$py" -c 'import os; print(len(os.sched_getaffinity(0)))' 2>/dev/null || nproc)"
@@ -94,12 +157,130 @@ py="$(pick_python)"
   echo "python: $py ($("$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.cuda.device_count())' 2>&1 | tail -n1))"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max --format=csv 2>&1
   [ -x /usr/local/cuda/bin/nvcc ] && /usr/local/cuda/bin/nvcc --version | tail -n1
-} >"$out/system.txt" 2>&1
+  command -v cmake >/dev/null && cmake --version | head -n1
+}
+
+pybind=()
+if dir="$("$py" -m pybind11 --cmakedir 2>/dev/null)" && [ -n "$dir" ]; then pybind=(-Dpybind11_DIR="$dir"); fi
+
+# --- a bare GPU machine: --deps DIR -------------------------------------------------------
+if [ -n "$deps" ]; then
+  # shellcheck source=perf/gpu_deps.sh
+  source "$here/perf/gpu_deps.sh"
+  mkdir -p "$bdir"
+  kept="$bdir/gpu-machine-summary.txt"  # every step's status on this machine, across commands
+  case "$step_name" in build|all) rm -f "$kept" ;; esac  # a new run starts with the build
+  if [ -f "$kept" ]; then cp "$kept" "$summary"; else : >"$summary"; fi
+  if ! grep -q '^date:' "$summary"; then
+    system_info >>"$summary" 2>&1
+    echo "deps: $deps ($(du -sb "$deps" 2>/dev/null | cut -f1) bytes); build: $bdir; quick: $quick" >>"$summary"
+  fi
+  cp "$summary" "$kept"
+  if ! gpu_deps_env "$deps" "$py" 2>&1 | tee -a "$summary"; then
+    say "deps: FAILED: $deps cannot serve this build (above)"
+    cp "$summary" "$kept"
+    exit 1
+  fi
+  gpu_deps_env "$deps" "$py" 2>/dev/null  # again, in this shell (the tee ran it in a subshell)
+  has_gpu=0
+  gpu_why="$("$py" -c 'import torch; print("ok" if torch.cuda.is_available() else f"no CUDA device: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none")' 2>&1 | tail -n1)"
+  [ "$gpu_why" = ok ] && has_gpu=1
+
+  deps_build() {
+    local arch=()
+    [ "$has_gpu" = 1 ] && arch=(-DCMAKE_CUDA_ARCHITECTURES=native)  # this machine's GPU only: a faster build
+    cmake -S "$here" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGFEED_BUILD_TESTS=ON \
+      -DRINGFEED_BUILD_PERF=ON -DRINGFEED_BUILD_APPS=ON -DRINGFEED_PYTHON=ON \
+      -DRINGFEED_CUDA="${RINGFEED_CUDA:-AUTO}" -DPython3_EXECUTABLE="$py" "${pybind[@]}" \
+      "${gpu_deps_cmake_args[@]}" "${arch[@]}" || return 1
+    local want=(all)
+    if [ "$targets" = gpu ]; then  # what the later steps run, not the whole test suite
+      want=()
+      local t
+      for t in ringfeed_cli ringfeed_python cuda_tests uploader_tests loader_cuda_tests h2d_bench; do
+        grep -q "^build $t: phony" "$bdir/build.ninja" && want+=("$t")  # a target of this configuration
+      done
+    fi
+    echo "building: ${want[*]}"
+    cmake --build "$bdir" -j "$jobs" --target "${want[@]}" || return 1
+    # The private prefix, not the system, serves every library at run time.
+    echo "libraries of $bdir/bin/ringfeed:"
+    ldd "$bdir/bin/ringfeed" | grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb'
+  }
+  deps_tests() {
+    local rc=0
+    (cd "$bdir" && ctest -L cuda --output-on-failure --timeout 300) || rc=1
+    PYTHONPATH="$bdir/python" RINGFEED_CLI="$bdir/bin/ringfeed" PYTHONDONTWRITEBYTECODE=1 \
+      "$py" -m pytest -q -p no:cacheprovider -rs tests/python/test_device.py tests/python/test_device_gpu.py || rc=1
+    if [ "$has_gpu" = 0 ] && [ "$rc" = 0 ]; then echo "$gpu_why: the CUDA tests above skipped"; return 77; fi
+    return "$rc"
+  }
+  deps_bench() {
+    local h2d="$bdir/perf/h2d_bench" images=10000 data
+    [ "$quick" = 1 ] && images=3000
+    data="$here/build/gpu-machine/gen-$images"
+    [ -x "$h2d" ] || { echo "h2d_bench: not built (no CUDA toolkit or CUPTI: see build.log); skipped"; return 77; }
+    "$h2d" --probe || { echo "no CUDA device: h2d_bench --probe found none; skipped"; return 77; }
+    gen_dataset "$bdir/bin/ringfeed" "$data" "$images" || return 1
+    local args=(--rounds 5 --batches 60)
+    [ "$quick" = 1 ] && args=(--rounds 2 --batches 30)
+    "$h2d" "${args[@]}" --loader "$data/train" --loader-batch 256 --json "$out/h2d_bench.json"
+  }
+  deps_train() {
+    local args=() rc
+    [ "$quick" = 1 ] && args=(--steps 30 --warmup 10)
+    "$py" perf/train_gpu.py "${args[@]}" --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
+      --json "$out/train_gpu.json"
+    rc=$?
+    [ "$rc" = 77 ] || return "$rc"
+    echo "no CUDA device: the measuring path on the CPU instead (--dry-run --device cpu, no numbers)"
+    "$py" perf/train_gpu.py --dry-run --device cpu --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
+      --gen-dir "$here/build/gpu-machine/train-gpu-dry-run" --json "$out/train_gpu.json" || return 1
+    return 77
+  }
+  # run_step NAME FUNCTION FILE: the function in a shell of its own under
+  # timeout, with the variables it reads; output to $out/FILE.
+  run_step() {
+    local rc
+    step_file="$out/$3"
+    step_what="$2 (at most ${limit}s) -> $out/$3"
+    step "$1" timeout "$limit" bash -c "set -uo pipefail; $(declare -f "$2" gen_dataset)
+      $(declare -p bdir out py quick has_gpu gpu_why targets jobs here pybind gpu_deps_cmake_args); cd \"\$here\"; $2"
+    rc=$?
+    step_file="" step_what=""
+    cp "$summary" "$kept"
+    return "$rc"
+  }
+  gen_dataset() {  # cli out images: `ringfeed gen`, reused when complete
+    "$py" - "$@" <<'EOF'
+import json, subprocess, sys
+cli, out, images = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    m = json.load(open(f"{out}/ringfeed-gen.json"))
+    if m.get("complete") and m.get("train_images") == images:
+        print(f"{out}: complete, reused"); sys.exit(0)
+except (OSError, ValueError):
+    pass
+sys.exit(subprocess.run([cli, "gen", out, "--images", str(images), "--classes", "100", "--force"]).returncode)
+EOF
+  }
+  export PATH CMAKE_PREFIX_PATH PKG_CONFIG CMAKE_POLICY_VERSION_MINIMUM
+  case "$step_name" in build|all) run_step build deps_build build.log || exit 1 ;; esac
+  case "$step_name" in tests|all) run_step tests deps_tests tests.txt ;; esac
+  case "$step_name" in bench|all) run_step bench deps_bench h2d_bench.txt ;; esac
+  case "$step_name" in train|all) run_step train deps_train train_gpu.txt ;; esac
+  echo
+  cat "$summary"
+  echo "[gpu_machine] results in $out ($(find "$out" -maxdepth 1 -type f | wc -l) files)"
+  exit "$failed"
+fi
+
+# --- a machine with Debian's development packages -------------------------------------------
+: >"$summary"
+system_info >"$out/system.txt" 2>&1
 cat "$out/system.txt"
 
 # --- 1. build ---------------------------------------------------------------------------
-pybind=()
-if dir="$("$py" -m pybind11 --cmakedir 2>/dev/null)" && [ -n "$dir" ]; then pybind=(-Dpybind11_DIR="$dir"); fi
 build() {
   cmake --preset release -DRINGFEED_CUDA="${RINGFEED_CUDA:-AUTO}" -DPython3_EXECUTABLE="$py" "${pybind[@]}" &&
     cmake --build --preset release -j "$jobs"
