@@ -31,16 +31,6 @@ namespace {
 
 #define CUDA_OK(call) REQUIRE((call) == cudaSuccess)
 
-fs::path make_folder(const fs::path& root) {
-  const fs::path src = ringfeed::test::image_data::dir() / "photos";
-  for (int c = 0; c < 2; ++c) {
-    const fs::path dir = root / ("class" + std::to_string(c));
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dir / e.path().filename());
-  }
-  return root;
-}
-
 ringfeed::loader_options options(const fs::path& root, output_spec format, int device) {
   ringfeed::loader_options o;
   o.source = root.string();
@@ -59,7 +49,7 @@ ringfeed::loader_options options(const fs::path& root, output_spec format, int d
 
 TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda][loader]") {
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   cudaStream_t stream = nullptr;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw(), output_spec::uint8_nhwc()}) {
@@ -94,7 +84,7 @@ TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda]
 TEST_CASE("device buffers rotate under a consumer that holds and releases batches", "[cuda][loader]") {
   ringfeed::test::watchdog dog("device buffer rotation", std::chrono::seconds(120));
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   auto o = options(root, output_spec::float32_nchw(), 0);
   o.batch_size = 2;
   o.device_buffers = 3;
@@ -173,7 +163,7 @@ TEST_CASE("slow consumers on the default stream and a side stream get the host's
           "[cuda][loader]") {
   ringfeed::test::watchdog dog("slow consumers", std::chrono::seconds(240));
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   auto ho = options(root, output_spec::float32_nchw(), -1);
   ringfeed::loader host(ho);
   const auto want = read_on_host(host, 3);
@@ -197,7 +187,7 @@ TEST_CASE("slow consumers on the default stream and a side stream get the host's
 TEST_CASE("break and iterate again, set_epoch and resume mid-epoch keep every device buffer", "[cuda][loader]") {
   ringfeed::test::watchdog dog("stop and restart", std::chrono::seconds(240));
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   auto o = options(root, output_spec::float32_nchw(), 0);
   o.batch_size = 2;
   o.device_buffers = 3;
@@ -235,7 +225,7 @@ TEST_CASE("break and iterate again, set_epoch and resume mid-epoch keep every de
 
 TEST_CASE("the loader's device is the one asked for; the caller's current device is left alone", "[cuda][loader]") {
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   int count = 0;
   CUDA_OK(cudaGetDeviceCount(&count));
   const int target = count - 1;  // a second GPU where there is one, else device 0
@@ -266,7 +256,7 @@ TEST_CASE("the loader's device is the one asked for; the caller's current device
 
 TEST_CASE("C API device batches read by a kernel after rf_batch_wait", "[cuda][loader][capi]") {
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto open = [&](const char* device) {
     rf_options* o = rf_options_new();
     REQUIRE(rf_options_set(o, "source", root.c_str()) == 0);

@@ -32,28 +32,8 @@ namespace cu = ringfeed::cuda;
 namespace img = ringfeed::image;
 using ringfeed::output_spec;
 using ringfeed::test::sim_device;
+using ringfeed::test::sim_scope;
 using namespace std::chrono_literals;
-
-struct sim_scope {
-  std::shared_ptr<sim_device> dev;
-  explicit sim_scope(int devices = 1) : dev(std::make_shared<sim_device>(devices)) { cu::install_device_api(dev); }
-  ~sim_scope() {
-    dev->drain();
-    cu::install_device_api(nullptr);
-  }
-  sim_scope(const sim_scope&) = delete;
-  sim_scope& operator=(const sim_scope&) = delete;
-};
-
-fs::path make_folder(const fs::path& root) {
-  const fs::path src = ringfeed::test::image_data::dir() / "photos";
-  for (int c = 0; c < 2; ++c) {
-    const fs::path dir = root / ("class" + std::to_string(c));
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dir / e.path().filename());
-  }
-  return root;
-}
 
 ringfeed::loader_options options(const fs::path& root, int device, std::size_t buffers = 2) {
   ringfeed::loader_options o;
@@ -130,7 +110,7 @@ std::vector<bytes> device_epochs(sim_device& dev, ringfeed::loader& loader, cu::
 TEST_CASE("default-stream consumers with slow kernels get the host path's bytes", "[device_sim][loader]") {
   ringfeed::test::watchdog dog("default stream", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto want = host_batches(root, 0, 3);
   sim_scope sim;
   sim.dev->set_timing({2ms, 2ms});
@@ -147,7 +127,7 @@ TEST_CASE("default-stream consumers with slow kernels get the host path's bytes"
 TEST_CASE("side-stream consumers with slow kernels get the host path's bytes", "[device_sim][loader]") {
   ringfeed::test::watchdog dog("side stream", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto want = host_batches(root, 0, 3);
   sim_scope sim;
   sim.dev->set_timing({2ms, 2ms});
@@ -163,7 +143,7 @@ TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loade
   // batches at a time: with buffers lost, the second next() never returns.
   ringfeed::test::watchdog dog("set_epoch after break", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   sim_scope sim;
   ringfeed::loader loader(options(root, 0, 3));
   for (std::uint64_t round = 0; round < 4; ++round) {
@@ -192,7 +172,7 @@ TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loade
 TEST_CASE("a loader resumed mid-epoch on the device continues with the host path's bytes", "[device_sim][loader]") {
   ringfeed::test::watchdog dog("resume", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto epoch1 = host_batches(root, 1, 1);
   sim_scope sim;
   sim.dev->set_timing({2ms, 2ms});
@@ -211,7 +191,7 @@ TEST_CASE("a loader resumed mid-epoch on the device continues with the host path
 
 TEST_CASE("the loader uploads to its device and leaves the caller's current device alone", "[device_sim][loader]") {
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto want = host_batches(root, 0, 1);
   sim_scope sim(2);
   REQUIRE(sim.dev->current_device() == 0);
@@ -241,7 +221,7 @@ TEST_CASE("the loader uploads to its device and leaves the caller's current devi
 TEST_CASE("a transient upload failure is reported and the next epoch is whole", "[device_sim][loader]") {
   ringfeed::test::watchdog dog("transient failure", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto want = host_batches(root, 1, 1);
   sim_scope sim;
   sim.dev->set_timing({3ms, 1ms});
@@ -263,7 +243,7 @@ TEST_CASE("a transient upload failure is reported and the next epoch is whole", 
 TEST_CASE("a sticky device error stays: no retry on the next epoch", "[device_sim][loader]") {
   ringfeed::test::watchdog dog("sticky failure", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   sim_scope sim;
   ringfeed::loader loader(options(root, 0));
   sim.dev->fail(sim_device::op::copy_async, 700, true, 1);  // cudaErrorIllegalAddress on the second upload
@@ -279,7 +259,7 @@ TEST_CASE("a sticky device error stays: no retry on the next epoch", "[device_si
 
 TEST_CASE("an uploader that cannot be made means host batches, with the reason", "[device_sim][loader]") {
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto want = host_batches(root, 0, 1);
   sim_scope sim;
   sim.dev->fail(sim_device::op::allocate, 2, false, 1);  // cudaErrorMemoryAllocation for a buffer
@@ -302,7 +282,7 @@ TEST_CASE("an uploader that cannot be made means host batches, with the reason",
 TEST_CASE("destroying the loader waits for the consumer's pending release", "[device_sim][loader]") {
   ringfeed::test::watchdog dog("destruction", 120s);
   ringfeed::test::temp_dir tmp;
-  const auto root = make_folder(tmp.path());
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const auto want = host_batches(root, 0, 1);
   sim_scope sim;
   const cu::stream_t s = sim.dev->create_stream();

@@ -26,20 +26,10 @@ namespace cu = ringfeed::cuda;
 namespace img = ringfeed::image;
 using ringfeed::output_spec;
 using ringfeed::test::sim_device;
+using ringfeed::test::sim_scope;
 using namespace std::chrono_literals;
 
 // Installs a simulated device for one test case.
-struct sim_scope {
-  std::shared_ptr<sim_device> dev;
-  explicit sim_scope(int devices = 1) : dev(std::make_shared<sim_device>(devices)) { cu::install_device_api(dev); }
-  ~sim_scope() {
-    dev->drain();
-    cu::install_device_api(nullptr);
-  }
-  sim_scope(const sim_scope&) = delete;
-  sim_scope& operator=(const sim_scope&) = delete;
-};
-
 std::vector<std::uint8_t> noise(std::size_t bytes, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<std::uint8_t> v(bytes);

@@ -30,6 +30,20 @@ inline std::filesystem::path dir() {
   return std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "image";
 }
 
+inline std::filesystem::path dir_of_photos() { return dir() / "photos"; }
+
+/// An ImageFolder at `root` with two classes, each holding a copy of the
+/// committed photos (photos/): 16 JPEGs of assorted sizes. Returns root.
+inline std::filesystem::path photo_folder(const std::filesystem::path& root) {
+  for (int c = 0; c < 2; ++c) {
+    const std::filesystem::path dir = root / ("class" + std::to_string(c));
+    std::filesystem::create_directories(dir);
+    for (const auto& e : std::filesystem::directory_iterator(dir_of_photos()))
+      std::filesystem::copy_file(e.path(), dir / e.path().filename());
+  }
+  return root;
+}
+
 using ringfeed::test::read_file;
 using ringfeed::test::write_file;
 

@@ -132,4 +132,17 @@ class sim_device final : public cuda::device_api {
   std::map<const std::byte*, block> m_blocks;  // guarded by m_mutex
 };
 
+/// Installs a simulated device as the device API for one test (scope);
+/// drains it and goes back to the built-in API afterwards.
+struct sim_scope {
+  std::shared_ptr<sim_device> dev;
+  explicit sim_scope(int devices = 1) : dev(std::make_shared<sim_device>(devices)) { cuda::install_device_api(dev); }
+  ~sim_scope() {
+    dev->drain();
+    cuda::install_device_api(nullptr);
+  }
+  sim_scope(const sim_scope&) = delete;
+  sim_scope& operator=(const sim_scope&) = delete;
+};
+
 }  // namespace ringfeed::test
