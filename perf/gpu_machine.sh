@@ -163,7 +163,23 @@ system_info() {
 pybind=()
 if dir="$("$py" -m pybind11 --cmakedir 2>/dev/null)" && [ -n "$dir" ]; then pybind=(-Dpybind11_DIR="$dir"); fi
 
+# Both modes: `ringfeed gen`, reused when the folder is complete.
+gen_dataset() {  # cli out images: `ringfeed gen`, reused when complete
+  "$py" - "$@" <<'EOF'
+import json, subprocess, sys
+cli, out, images = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    m = json.load(open(f"{out}/ringfeed-gen.json"))
+    if m.get("complete") and m.get("train_images") == images:
+        print(f"{out}: complete, reused"); sys.exit(0)
+except (OSError, ValueError):
+    pass
+sys.exit(subprocess.run([cli, "gen", out, "--images", str(images), "--classes", "100", "--force"]).returncode)
+EOF
+}
+
 # --- a bare GPU machine: --deps DIR -------------------------------------------------------
+
 if [ -n "$deps" ]; then
   # shellcheck source=perf/gpu_deps.sh
   source "$here/perf/gpu_deps.sh"
@@ -251,19 +267,6 @@ if [ -n "$deps" ]; then
     cp "$summary" "$kept"
     return "$rc"
   }
-  gen_dataset() {  # cli out images: `ringfeed gen`, reused when complete
-    "$py" - "$@" <<'EOF'
-import json, subprocess, sys
-cli, out, images = sys.argv[1], sys.argv[2], int(sys.argv[3])
-try:
-    m = json.load(open(f"{out}/ringfeed-gen.json"))
-    if m.get("complete") and m.get("train_images") == images:
-        print(f"{out}: complete, reused"); sys.exit(0)
-except (OSError, ValueError):
-    pass
-sys.exit(subprocess.run([cli, "gen", out, "--images", str(images), "--classes", "100", "--force"]).returncode)
-EOF
-  }
   export PATH CMAKE_PREFIX_PATH PKG_CONFIG CMAKE_POLICY_VERSION_MINIMUM
   case "$step_name" in build|all) run_step build deps_build build.log || exit 1 ;; esac
   case "$step_name" in tests|all) run_step tests deps_tests tests.txt ;; esac
@@ -305,17 +308,7 @@ fi
 # --- 2. dataset -------------------------------------------------------------------------
 if [ "$quick" = 1 ]; then images=3000; else images=10000; fi
 data="$here/build/gpu-machine/gen-$images"
-step gen "$py" - "$cli" "$data" "$images" <<'EOF'
-import json, subprocess, sys
-cli, out, images = sys.argv[1], sys.argv[2], int(sys.argv[3])
-try:
-    m = json.load(open(f"{out}/ringfeed-gen.json"))
-    if m.get("complete") and m.get("train_images") == images:
-        print(f"{out}: complete, reused"); sys.exit(0)
-except (OSError, ValueError):
-    pass
-sys.exit(subprocess.run([cli, "gen", out, "--images", str(images), "--classes", "100", "--force"]).returncode)
-EOF
+step gen gen_dataset "$cli" "$data" "$images"
 
 # --- 3. target 4: the H2D stage and synchronizing calls -----------------------------------
 cuda=0

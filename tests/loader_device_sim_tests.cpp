@@ -289,25 +289,14 @@ TEST_CASE("destroying the loader waits for the consumer's pending release", "[de
   auto loader = std::make_unique<ringfeed::loader>(options(root, 0));
   auto b = ringfeed::sync_wait(loader->next());
   REQUIRE(b.has_value());
-  // The consumer's kernel runs until the test opens the gate; then it reads.
-  std::promise<void> gate;
-  std::shared_future<void> open = gate.get_future().share();
-  sim.dev->enqueue(s, [open] { open.wait(); });
+  ringfeed::test::sim_gate gate;  // the consumer's kernel runs until the gate opens; then it reads
+  gate.hold(*sim.dev, s);
   reading r;
   consume(*sim.dev, *b, s, 0ms, r);
   loader.reset();  // the run stops; the batch keeps the loader's memory alive
-  std::atomic<bool> destroyed{false};
-  std::thread closer([&] {
-    // Nothing is uploaded any more, so only the destruction waits for this
-    // release; the batch is the last lease: the uploader and buffers go now.
-    b->release(s);
-    destroyed = true;
-  });
-  // Open the gate once the destruction has either finished (the bug: it
-  // did not wait) or blocks on the consumer's release (the fix).
-  while (!destroyed && sim.dev->blocked_event_waits() == 0) std::this_thread::yield();
-  gate.set_value();
-  closer.join();
+  // Nothing is uploaded any more, so only the destruction waits for this
+  // release; the batch is the last lease: the uploader and buffers go now.
+  ringfeed::test::teardown_past_gate(*sim.dev, gate, [&] { b->release(s); });
   sim.dev->drain();
   REQUIRE(r.live);
   REQUIRE(r.got == want.front());

@@ -182,20 +182,11 @@ TEST_CASE("destruction waits for the consumers' pending releases before freeing 
   std::atomic<int> freed{0};
   up->enqueue(0, host.data(), 4, count_call, &freed);
   up->wait(0, consumer);
-  std::promise<void> gate;  // the consumer's kernel runs until the test opens this
-  std::shared_future<void> open = gate.get_future().share();
-  sim.dev->enqueue(consumer, [open] { open.wait(); });
+  ringfeed::test::sim_gate gate;  // the consumer's kernel runs until the gate opens
+  gate.hold(*sim.dev, consumer);
   consume(*sim.dev, consumer, up->output(0), want.size(), 0ms, got);
   up->release(0, consumer);
-  std::atomic<bool> destroyed{false};
-  std::thread closer([&] {
-    up.reset();
-    destroyed = true;
-  });
-  // Open the gate once destruction finished (the bug) or blocks on the release (the fix).
-  while (!destroyed && sim.dev->blocked_event_waits() == 0) std::this_thread::yield();
-  gate.set_value();
-  closer.join();
+  ringfeed::test::teardown_past_gate(*sim.dev, gate, [&] { up.reset(); });
   sim.dev->drain();
   REQUIRE(got.live);
   REQUIRE(got.bytes == want);
@@ -233,15 +224,14 @@ TEST_CASE("the host copy is not held back by a consumer still reading the buffer
   std::atomic<int> freed{0};
   up.enqueue(0, first.data(), 4, count_call, &freed);
   up.wait(0, consumer);
-  std::promise<void> gate;  // the consumer's kernel runs until the test opens this
-  std::shared_future<void> open = gate.get_future().share();
-  sim.dev->enqueue(consumer, [open] { open.wait(); });
+  ringfeed::test::sim_gate gate;  // the consumer's kernel runs until the gate opens
+  gate.hold(*sim.dev, consumer);
   up.release(0, consumer);
   std::promise<void> copied;
   up.enqueue(
       0, second.data(), 4, [](void* c) { static_cast<std::promise<void>*>(c)->set_value(); }, &copied);
   const bool back_early = copied.get_future().wait_for(10s) == std::future_status::ready;
-  gate.set_value();
+  gate.open();
   sim.dev->drain();
   REQUIRE(back_early);
   sim.dev->destroy_stream(consumer);

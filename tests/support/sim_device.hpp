@@ -25,10 +25,12 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../lib/cuda/device_api.hpp"
@@ -131,6 +133,34 @@ class sim_device final : public cuda::device_api {
   };
   std::map<const std::byte*, block> m_blocks;  // guarded by m_mutex
 };
+
+/// A consumer kernel that runs until the test opens the gate: hold(s)
+/// queues it on stream s (null: the default stream).
+class sim_gate {
+ public:
+  void hold(sim_device& dev, cuda::stream_t s) {
+    dev.enqueue(s, [open = m_open] { open.wait(); });
+  }
+  void open() { m_promise.set_value(); }
+
+ private:
+  std::promise<void> m_promise;
+  std::shared_future<void> m_open = m_promise.get_future().share();
+};
+
+/// Runs `teardown` on another thread and opens `gate` once the teardown
+/// has either finished (it did not wait for the gated consumer) or blocks
+/// in a host wait on the device (it waits, as it must); then joins it.
+inline void teardown_past_gate(sim_device& dev, sim_gate& gate, const std::function<void()>& teardown) {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    teardown();
+    done = true;
+  });
+  while (!done && dev.blocked_event_waits() == 0) std::this_thread::yield();
+  gate.open();
+  t.join();
+}
 
 /// Installs a simulated device as the device API for one test (scope);
 /// drains it and goes back to the built-in API afterwards.
