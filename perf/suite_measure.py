@@ -70,6 +70,14 @@ def warmup_batches(files: int) -> int:
     return max(1, min(WARMUP_BATCHES, -(-files // BATCH) // 2))
 
 
+def shuffle_buffer(samples: int) -> int | None:
+    """--stream's shuffle buffer: bench's 1000 samples, or a quarter of a
+    smaller dataset. The first batch waits for the buffer to fill; were it
+    the whole dataset, every read would be start-up and the steady state a
+    decode from memory."""
+    return None if samples >= 4000 else max(1, samples // 4)
+
+
 _warmup_flag: dict[str, bool] = {}
 
 
@@ -238,7 +246,8 @@ def startup_of(j: dict) -> float | None:
 
 
 def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: bool, epochs: int,
-                  direct_supported: bool, stream: bool = False, warmup: int | None = None) -> dict:
+                  direct_supported: bool, stream: bool = False, warmup: int | None = None,
+                  shuffle_buffer: int | None = None) -> dict:
     cmd = [binary, "bench", src, "--pipeline", pipeline, "--json", "--epochs", str(epochs)]
     if pipeline != "none":
         cmd += ["--batch", str(BATCH), "--device", "-1"]
@@ -246,6 +255,8 @@ def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: boo
             cmd += ["--warmup-batches", str(warmup)]
     if stream:
         cmd.append("--stream")  # tar shards read front to back, shuffle buffer (WebDataset's recipe)
+        if shuffle_buffer:
+            cmd += ["--shuffle-buffer", str(shuffle_buffer)]
     if direct:
         cmd.append("--direct")
     m = {"command": " ".join(cmd)}
@@ -551,8 +562,10 @@ def profile_main(argv: list[str]) -> int:
 
     caches = [c for c in a.caches.split(",") if c in ("cold", "warm") and not (c == "cold" and a.no_drop)] or ["warm"]
     result["caches"] = caches
-    warmup = {k: warmup_batches(len([f for f in list_files(d) if f.lower().endswith(IMAGE_EXTS)]))
-              for k, d in layouts}
+    files = {k: len([f for f in list_files(d) if f.lower().endswith(IMAGE_EXTS)]) for k, d in layouts}
+    if "shards" in files:  # the same samples as the small files, packed; unknown (None) without them
+        files["shards"] = files.get("small")
+    warmup = {k: warmup_batches(n) if n is not None else WARMUP_BATCHES for k, n in files.items()}
     result["warmup_batches"] = warmup
     runs: dict[tuple, list[dict]] = {}
     for cache in caches:
@@ -578,7 +591,8 @@ def profile_main(argv: list[str]) -> int:
                 elif tool == "ringfeed":
                     epochs = a.warm_epochs if (cache == "warm" and pipeline == "none") else 1
                     m = ringfeed_once(run, a.bin, d, pipeline, io == "direct", epochs, direct_supported,
-                                      stream=io == "stream", warmup=warmup[layout])
+                                      stream=io == "stream", warmup=warmup[layout],
+                                      shuffle_buffer=shuffle_buffer(files[layout]) if files[layout] else None)
                 elif tool == "python":
                     m = pyloader_once(run, d, pipeline, workers, data_bytes[layout], a.python_path,
                                       warmup=warmup[layout])

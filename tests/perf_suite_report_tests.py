@@ -150,6 +150,16 @@ class steady_state(unittest.TestCase):
         with open(self.args) as f:
             self.assertIn("--warmup-batches 8", f.read())  # every contender gets the same warm-up
 
+    def test_stream_buffer_is_a_quarter_of_a_small_dataset(self):
+        # Were the shuffle buffer the whole dataset, every read would come before the first batch.
+        self.assertEqual(suite_measure.shuffle_buffer(1000), 250)
+        self.assertIsNone(suite_measure.shuffle_buffer(10000))  # bench's own 1000
+        run = suite_measure.runner(None, 30)
+        suite_measure.ringfeed_once(run, self.cli, "/shards", "train", False, 1, True, stream=True, warmup=8,
+                                    shuffle_buffer=250)
+        with open(self.args) as f:
+            self.assertIn("--stream --shuffle-buffer 250", f.read())
+
     def test_recorded_batch_times(self):
         # 16 batches of 64 (the last 40): the first after 0.5 s (start-up), then one every 0.05 s.
         times = [0.5 + 0.05 * i for i in range(16)]
