@@ -64,6 +64,8 @@ BATCH = 64
 # every contender): ringfeed's batch buffers at batch 64 (8: each one's pages
 # are touched for the first time once), at most half a run's batches.
 WARMUP_BATCHES = 8
+# A steady state needs a window: at least this share of the run after the warm-up.
+STEADY_MIN_SHARE = 0.25
 
 
 def warmup_batches(files: int) -> int:
@@ -233,9 +235,17 @@ def steady_cell(j: dict, run_rate: float | None, startup: float | None) -> dict:
     program that reports no steady state keeps its whole-run rate (steady
     false)."""
     steady = j.get("steady_images_per_s")
+    window, whole = j.get("steady_seconds"), j.get("seconds")
+    if (isinstance(window, (int, float)) and isinstance(whole, (int, float)) and whole > 0
+            and window < STEADY_MIN_SHARE * whole):
+        # The rest was decoded before the warm-up ended (a dataset smaller than
+        # the prefetch, or read whole by --stream): no steady state to see.
+        return {"images_per_s": run_rate, "run_images_per_s": run_rate, "startup_s": startup, "steady": False,
+                "steady_note": f"steady window {window:.3f} s of a {whole:.2f} s run: whole-run rate"}
     if isinstance(steady, (int, float)) and steady == steady:  # not None, not NaN
         return {"images_per_s": steady, "run_images_per_s": run_rate, "startup_s": startup, "steady": True,
-                "warmup_batches": j.get("warmup_batches"), "first_batch_s": j.get("first_batch_s")}
+                "warmup_batches": j.get("warmup_batches"), "first_batch_s": j.get("first_batch_s"),
+                "steady_seconds": window}
     return {"images_per_s": run_rate, "run_images_per_s": run_rate, "startup_s": startup, "steady": False}
 
 
@@ -455,7 +465,7 @@ def summarize(runs: list[dict]) -> dict:
             s[key + "_min"], s[key + "_max"] = min(vals), max(vals)
     for key in ("bottleneck", "backend", "direct", "images", "bytes", "threads", "mode", "skipped",
                 "steady_images_per_s", "torch", "device_read_mb", "wall_images_per_s", "megapixels_per_image",
-                "files", "cpu_cores", "module", "steady", "warmup_batches"):
+                "files", "cpu_cores", "module", "steady", "warmup_batches", "steady_note"):
         if key in ok[len(ok) // 2]:
             s[key] = ok[len(ok) // 2][key]
     loads = [r["other_load_cores"] for r in runs if isinstance(r.get("other_load_cores"), (int, float))]

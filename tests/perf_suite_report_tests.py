@@ -160,6 +160,15 @@ class steady_state(unittest.TestCase):
         with open(self.args) as f:
             self.assertIn("--stream --shuffle-buffer 250", f.read())
 
+    def test_no_steady_state_when_the_rest_came_at_once(self):
+        # hdd, --stream, 300 images: everything decoded by the first batch, the other batches
+        # came within microseconds; that is no steady state (it read as 28 million images/s).
+        j = {"images": 300, "seconds": 0.9, "images_per_s": 333.0, "steady_images_per_s": 2.8e7,
+             "steady_seconds": 6e-6, "open_s": 0.0, "first_batch_s": 0.84}
+        cell = suite_measure.steady_cell(j, j["images_per_s"], suite_measure.startup_of(j))
+        self.assertEqual((cell["images_per_s"], cell["steady"]), (333.0, False))
+        self.assertIn("whole-run rate", cell["steady_note"])
+
     def test_recorded_batch_times(self):
         # 16 batches of 64 (the last 40): the first after 0.5 s (start-up), then one every 0.05 s.
         times = [0.5 + 0.05 * i for i in range(16)]
