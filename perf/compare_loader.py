@@ -115,31 +115,52 @@ def python_loader_run(python_path, source, pipeline, batch, threads, exact, base
     return result["images"] / result["seconds"], result
 
 
-def timed_epoch(loader):
+def steady_state(start, times, sizes, warmup=1):
+    """Start-up and steady state of one run from its batches' delivery
+    times (perf_counter seconds) and sizes, the rule `ringfeed bench`
+    applies too: the first `warmup` batches (at least 1, at most half of
+    them) are the warm-up; steady = the images after it over the time after
+    it. Returns {first_batch_s, warmup_batches, steady_images,
+    steady_seconds, steady_images_per_s (None when nothing came after the
+    warm-up)}."""
+    n = len(times)
+    w = max(1, min(warmup, n // 2)) if n else 0
+    out = {"first_batch_s": times[0] - start if n else None, "warmup_batches": w,
+           "steady_images": sum(sizes[w:]), "steady_seconds": times[-1] - times[w - 1] if n > w else 0.0}
+    out["steady_images_per_s"] = (out["steady_images"] / out["steady_seconds"]
+                                  if out["steady_images"] and out["steady_seconds"] > 0 else None)
+    return out
+
+
+def timed_epoch(loader, warmup=1):
     """One epoch of (images, labels) batches, each touched: (images,
-    seconds, images/s after the first batch, checksum)."""
+    seconds, images/s after the warm-up batches, checksum, steady_state())."""
     start = time.perf_counter()
-    images, check, first = 0, 0.0, None
+    images, check, times, sizes = 0, 0.0, [], []
     for x, y in loader:
         check += touch(x, y)
         images += x.shape[0]
-        if first is None:
-            first = (time.perf_counter(), images)
+        times.append(time.perf_counter())
+        sizes.append(x.shape[0])
     seconds = time.perf_counter() - start
-    steady = (images - first[1]) / (time.perf_counter() - first[0]) if images > first[1] else float("nan")
-    return images, seconds, steady, check
+    s = steady_state(start, times, sizes, warmup)
+    steady = s["steady_images_per_s"] if s["steady_images_per_s"] is not None else float("nan")
+    return images, seconds, steady, check, s
 
 
-def python_loader_child(source, pipeline, batch, threads, exact, size=224):
+def python_loader_child(source, pipeline, batch, threads, exact, size=224, warmup=1):
     import torch  # before the clock starts (ringfeed imports it with the first batch)
     import ringfeed
 
+    opened = time.perf_counter()
     loader = ringfeed.Loader(source, batch_size=batch, pipeline=pipeline, size=size, exact=exact,
                              output="float32", device=None, threads=threads)
-    images, seconds, steady, check = timed_epoch(loader)
+    open_s = time.perf_counter() - opened
+    images, seconds, steady, check, s = timed_epoch(loader, warmup)
     st = loader.stats()
     loader.close()
     print(json.dumps({"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check,
+                      "open_s": open_s, **{k: v for k, v in s.items() if k != "steady_images_per_s"},
                       "loader_images_per_s": st["images_per_s"], "bottleneck": st["bottleneck"],
                       "stages": st["stages"], "threads": st["threads"], "backend": st["backend"],
                       "module": ringfeed.__file__, "version": ringfeed.__version__, "torch": torch.__version__}))
@@ -161,9 +182,10 @@ class draft_loader:
             return im.convert("RGB")
 
 
-def dataloader_run(source, pipeline, batch, workers, size=224, draft=False):
+def dataloader_run(source, pipeline, batch, workers, size=224, draft=False, warmup=1):
     """One epoch of DataLoader(ImageFolder) with torchvision's transforms;
-    draft: the loader is draft_loader(the size the first resize needs)."""
+    draft: the loader is draft_loader(the size the first resize needs).
+    open_s: ImageFolder's scan; the steady state after `warmup` batches."""
     import torch
     import torchvision
     import torchvision.transforms as T
@@ -175,10 +197,13 @@ def dataloader_run(source, pipeline, batch, workers, size=224, draft=False):
     else:
         tf = T.Compose([T.Resize(resize), T.CenterCrop(size), T.ToTensor(), norm])
     extra = {"loader": draft_loader(size if pipeline == "train" else resize)} if draft else {}
+    opened = time.perf_counter()
     ds = torchvision.datasets.ImageFolder(source, transform=tf, **extra)
     loader = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=(pipeline == "train"), num_workers=workers)
-    images, seconds, steady, check = timed_epoch(loader)
-    return images / seconds, {"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check}
+    open_s = time.perf_counter() - opened
+    images, seconds, steady, check, s = timed_epoch(loader, warmup)
+    return images / seconds, {"images": images, "seconds": seconds, "steady_images_per_s": steady, "checksum": check,
+                              "open_s": open_s, **{k: v for k, v in s.items() if k != "steady_images_per_s"}}
 
 
 def _decode(path):

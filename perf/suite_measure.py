@@ -26,7 +26,15 @@ each run) and then a warm one (every file read beforehand):
               TurboJPEG's bare full decode of the files held in memory on as
               many threads as cores (the limit a whole-image decoder meets;
               untimed loading, so measured once per round, cache "memory")
+Every loader cell (ringfeed bench, python, dataloader) reports its steady
+state as images_per_s: the images after the same warm-up batches for every
+contender (WARMUP_BATCHES, ringfeed's batch buffers, at most half the run)
+over the time after them; run_images_per_s is the whole short run, start-up
+included, and startup_s the start-up alone (opening the loader or scanning
+the ImageFolder, then the first batch; for decode_limit, loading the files).
 --loaders-only leaves out fio and the raw reads (the large-photo dataset).
+--caches cold,warm picks the page-cache states; --no-warm-direct leaves out
+the warm `--direct` raw reads (O_DIRECT: the cold run measured them).
 With --cgroup every measured command runs inside that blkio cgroup (its pid
 is written to cgroup.procs before it execs), so the device throttle applies
 to it and to every thread and child it starts. Writes one JSON file: the
@@ -51,6 +59,36 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HZ = os.sysconf("SC_CLK_TCK")
+BATCH = 64
+# Warm-up batches left out of every loader's steady state (the same for
+# every contender): ringfeed's batch buffers at batch 64 (8: each one's pages
+# are touched for the first time once), at most half a run's batches.
+WARMUP_BATCHES = 8
+# A steady state needs a window: at least this share of the run after the warm-up.
+STEADY_MIN_SHARE = 0.25
+
+
+def warmup_batches(files: int) -> int:
+    return max(1, min(WARMUP_BATCHES, -(-files // BATCH) // 2))
+
+
+def shuffle_buffer(samples: int) -> int | None:
+    """--stream's shuffle buffer: bench's 1000 samples, or a quarter of a
+    smaller dataset. The first batch waits for the buffer to fill; were it
+    the whole dataset, every read would be start-up and the steady state a
+    decode from memory."""
+    return None if samples >= 4000 else max(1, samples // 4)
+
+
+_warmup_flag: dict[str, bool] = {}
+
+
+def warmup_supported(binary: str) -> bool:
+    """Whether this `ringfeed bench` takes --warmup-batches (older builds: no)."""
+    if binary not in _warmup_flag:
+        r = subprocess.run([binary, "bench", "--help"], capture_output=True, text=True)
+        _warmup_flag[binary] = "--warmup-batches" in r.stdout
+    return _warmup_flag[binary]
 IMAGE_EXTS = (".jpg", ".jpeg", ".png")
 
 
@@ -189,13 +227,46 @@ def fio_once(run: runner, d: str, loops: int, runtime: int) -> dict:
             "seconds": secs, "fio_version": j.get("fio version")}
 
 
+def steady_cell(j: dict, run_rate: float | None, startup: float | None) -> dict:
+    """A loader cell's rates from its JSON: images_per_s is the steady state
+    (after the warm-up batches: what a training run sees), run_images_per_s
+    the whole short run with its start-up, startup_s the start-up alone
+    (opening the loader or scanning the dataset, and the first batch). A
+    program that reports no steady state keeps its whole-run rate (steady
+    false)."""
+    steady = j.get("steady_images_per_s")
+    window, whole = j.get("steady_seconds"), j.get("seconds")
+    if (isinstance(window, (int, float)) and isinstance(whole, (int, float)) and whole > 0
+            and window < STEADY_MIN_SHARE * whole):
+        # The rest was decoded before the warm-up ended (a dataset smaller than
+        # the prefetch, or read whole by --stream): no steady state to see.
+        return {"images_per_s": run_rate, "run_images_per_s": run_rate, "startup_s": startup, "steady": False,
+                "steady_note": f"steady window {window:.3f} s of a {whole:.2f} s run: whole-run rate"}
+    if isinstance(steady, (int, float)) and steady == steady:  # not None, not NaN
+        return {"images_per_s": steady, "run_images_per_s": run_rate, "startup_s": startup, "steady": True,
+                "warmup_batches": j.get("warmup_batches"), "first_batch_s": j.get("first_batch_s"),
+                "steady_seconds": window}
+    return {"images_per_s": run_rate, "run_images_per_s": run_rate, "startup_s": startup, "steady": False}
+
+
+def startup_of(j: dict) -> float | None:
+    if not isinstance(j.get("first_batch_s"), (int, float)):
+        return None
+    return (j.get("open_s") or 0.0) + j["first_batch_s"]
+
+
 def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: bool, epochs: int,
-                  direct_supported: bool, stream: bool = False) -> dict:
+                  direct_supported: bool, stream: bool = False, warmup: int | None = None,
+                  shuffle_buffer: int | None = None) -> dict:
     cmd = [binary, "bench", src, "--pipeline", pipeline, "--json", "--epochs", str(epochs)]
     if pipeline != "none":
-        cmd += ["--batch", "64", "--device", "-1"]
+        cmd += ["--batch", str(BATCH), "--device", "-1"]
+        if warmup is not None and warmup_supported(binary):
+            cmd += ["--warmup-batches", str(warmup)]
     if stream:
         cmd.append("--stream")  # tar shards read front to back, shuffle buffer (WebDataset's recipe)
+        if shuffle_buffer:
+            cmd += ["--shuffle-buffer", str(shuffle_buffer)]
     if direct:
         cmd.append("--direct")
     m = {"command": " ".join(cmd)}
@@ -216,6 +287,8 @@ def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: boo
            "backend": j.get("backend"), "direct": j.get("direct"), "bottleneck": j.get("bottleneck"),
            "threads": j.get("threads"), "io_depth": j.get("io_depth"), "stages": j.get("stages"),
            "mode": j.get("mode"), "skipped": len(skipped)}
+    if pipeline != "none":
+        out.update(steady_cell(j, j.get("images_per_s"), startup_of(j)))
     if skipped:
         out["skipped_example"] = f"{skipped[0].get('path')}: {skipped[0].get('reason')}"
     if not j.get("images"):
@@ -225,9 +298,9 @@ def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: boo
 
 
 def dataloader_once(run: runner, src: str, pipeline: str, workers: int, data_bytes: int,
-                    draft: bool = False) -> dict:
+                    draft: bool = False, warmup: int = 1) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "dataloader", src, "--pipeline", pipeline,
-           "--workers", str(workers), "--batch", "64"] + (["--draft"] if draft else [])
+           "--workers", str(workers), "--batch", str(BATCH), "--warmup", str(warmup)] + (["--draft"] if draft else [])
     r = run.run(cmd)
     m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "other_load_cores": r["other_load_cores"]}
     j = last_json(r["stdout"])
@@ -235,13 +308,14 @@ def dataloader_once(run: runner, src: str, pipeline: str, workers: int, data_byt
         return {**m, "status": "failed", "reason": why_failed(r)}
     if j.get("status") == "n/a":
         return {**m, **j}
-    return {**m, "status": "ok", **j, "bytes": data_bytes, "mb_per_s": data_bytes / 1e6 / j["seconds"]}
+    return {**m, "status": "ok", **j, "bytes": data_bytes, "mb_per_s": data_bytes / 1e6 / j["seconds"],
+            **steady_cell(j, j["images_per_s"], startup_of(j))}
 
 
 def pyloader_once(run: runner, src: str, pipeline: str, threads: int, data_bytes: int,
-                  python_path: str | None) -> dict:
+                  python_path: str | None, warmup: int = 1) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "pyloader", src, "--pipeline", pipeline,
-           "--threads", str(threads), "--batch", "64"]
+           "--threads", str(threads), "--batch", str(BATCH), "--warmup", str(warmup)]
     m = {"command": " ".join(cmd)}
     if not python_path:
         return {**m, "status": "n/a", "reason": "n/a: no ringfeed Python module built (ringfeed_python)"}
@@ -256,9 +330,10 @@ def pyloader_once(run: runner, src: str, pipeline: str, threads: int, data_bytes
     if j.get("status") == "n/a":
         return {**m, **j}
     return {**m, "status": "ok", "images": j["images"], "seconds": j["seconds"],
-            "images_per_s": j["images"] / j["seconds"], "steady_images_per_s": j.get("steady_images_per_s"),
+            "steady_images_per_s": j.get("steady_images_per_s"),
             "bottleneck": j.get("bottleneck"), "backend": j.get("backend"), "threads": j.get("threads"),
-            "module": j.get("module"), "bytes": data_bytes, "mb_per_s": data_bytes / 1e6 / j["seconds"]}
+            "module": j.get("module"), "bytes": data_bytes, "mb_per_s": data_bytes / 1e6 / j["seconds"],
+            **steady_cell(j, j["images"] / j["seconds"], startup_of(j))}
 
 
 def decode_limit_once(run: runner, program: str, src: str, threads: int, seconds: float) -> dict:
@@ -270,7 +345,7 @@ def decode_limit_once(run: runner, program: str, src: str, threads: int, seconds
         return {**m, "status": "failed", "reason": why_failed(r)}
     return {**m, "status": "ok", "images": j["images"], "seconds": j["seconds"], "images_per_s": j["images_per_s"],
             "threads": j["threads"], "cpu_cores": j["cpu_cores"], "files": j["files"],
-            "megapixels_per_image": j["megapixels_per_image"],
+            "megapixels_per_image": j["megapixels_per_image"], "startup_s": j.get("load_s"), "steady": True,
             "mb_per_s": j["bytes"] / j["files"] * j["images_per_s"] / 1e6 if j["files"] else None}
 
 
@@ -279,7 +354,8 @@ def pyloader_main(argv: list[str]) -> int:
     ap.add_argument("source")
     ap.add_argument("--pipeline", choices=["train", "val"], required=True)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--warmup", type=int, default=1, help="batches before the steady state")
     a = ap.parse_args(argv)
     try:
         import ringfeed  # noqa: F401  (only to say why, when missing)
@@ -288,7 +364,7 @@ def pyloader_main(argv: list[str]) -> int:
         return 0
     sys.path.insert(0, HERE)
     from compare_loader import python_loader_child  # what perf/compare_loader.py measures
-    python_loader_child(a.source, a.pipeline, a.batch, a.threads, False)
+    python_loader_child(a.source, a.pipeline, a.batch, a.threads, False, warmup=a.warmup)
     return 0
 
 
@@ -297,7 +373,8 @@ def dataloader_main(argv: list[str]) -> int:
     ap.add_argument("source")
     ap.add_argument("--pipeline", choices=["train", "val"], required=True)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--warmup", type=int, default=1, help="batches before the steady state")
     ap.add_argument("--draft", action="store_true", help="the loader calls Pillow's draft() (DCT scaling)")
     a = ap.parse_args(argv)
     try:
@@ -308,9 +385,8 @@ def dataloader_main(argv: list[str]) -> int:
         return 0
     sys.path.insert(0, HERE)
     from compare_loader import dataloader_run  # the DataLoader code perf/compare_loader.py measures
-    ips, d = dataloader_run(a.source, a.pipeline, a.batch, a.workers, draft=a.draft)
-    print(json.dumps({"images": d["images"], "seconds": d["seconds"], "images_per_s": ips, "draft": a.draft,
-                      "steady_images_per_s": d["steady_images_per_s"], "workers": a.workers,
+    ips, d = dataloader_run(a.source, a.pipeline, a.batch, a.workers, draft=a.draft, warmup=a.warmup)
+    print(json.dumps({**d, "images_per_s": ips, "draft": a.draft, "workers": a.workers,
                       "batch": a.batch, "torch": torch.__version__, "torchvision": torchvision.__version__}))
     return 0
 
@@ -382,14 +458,14 @@ def summarize(runs: list[dict]) -> dict:
         first = runs[0] if runs else {"status": "failed", "reason": "not run"}
         return {"status": first.get("status", "failed"), "reason": first.get("reason"), "runs": runs}
     s = {"status": "ok", "runs": runs, "rounds_ok": len(ok)}
-    for key in ("images_per_s", "mb_per_s", "iops", "seconds"):
+    for key in ("images_per_s", "mb_per_s", "iops", "seconds", "run_images_per_s", "startup_s"):
         vals = [r[key] for r in ok if isinstance(r.get(key), (int, float))]
         if vals:
             s[key] = statistics.median(vals)
             s[key + "_min"], s[key + "_max"] = min(vals), max(vals)
     for key in ("bottleneck", "backend", "direct", "images", "bytes", "threads", "mode", "skipped",
                 "steady_images_per_s", "torch", "device_read_mb", "wall_images_per_s", "megapixels_per_image",
-                "files", "cpu_cores", "module"):
+                "files", "cpu_cores", "module", "steady", "warmup_batches", "steady_note"):
         if key in ok[len(ok) // 2]:
             s[key] = ok[len(ok) // 2][key]
     loads = [r["other_load_cores"] for r in runs if isinstance(r.get("other_load_cores"), (int, float))]
@@ -422,6 +498,9 @@ def profile_main(argv: list[str]) -> int:
     ap.add_argument("--python-path", help="directory of the ringfeed Python package: ringfeed.Loader rows")
     ap.add_argument("--loaders-only", action="store_true", help="no fio, no raw reads: loaders and the decode limit")
     ap.add_argument("--draft", action="store_true", help="also the DataLoader with Pillow's draft()")
+    ap.add_argument("--no-warm-direct", action="store_true",
+                    help="no warm `--direct` raw reads (O_DIRECT bypasses the cache: the cold run measured them)")
+    ap.add_argument("--caches", default="cold,warm", help="which cache states (cold needs root)")
     a = ap.parse_args(argv)
 
     run = runner(a.cgroup, a.timeout)
@@ -473,13 +552,13 @@ def profile_main(argv: list[str]) -> int:
         plan.append(("decode_limit", "small", "decode", "memory"))
 
     def quiet(limit: float) -> None:
-        """Waits up to `limit` s for one second in which all CPUs together are < 10% busy."""
+        """Waits up to `limit` s for a half second in which all CPUs together are < 10% busy."""
         waited = 0.0
         while waited < limit:
             b0 = busy_seconds()
-            time.sleep(1)
-            waited += 1
-            if busy_seconds() - b0 < 0.1 * workers:
+            time.sleep(0.5)
+            waited += 0.5
+            if busy_seconds() - b0 < 0.05 * workers:
                 return
 
     if a.shards:
@@ -491,15 +570,23 @@ def profile_main(argv: list[str]) -> int:
         primed = subprocess.run([a.bin, "bench", a.shards, "--pipeline", "none", "--json"], capture_output=True)
         result["shard_index_primed"] = primed.returncode == 0
 
-    caches = ["warm"] if a.no_drop else ["cold", "warm"]
+    caches = [c for c in a.caches.split(",") if c in ("cold", "warm") and not (c == "cold" and a.no_drop)] or ["warm"]
+    result["caches"] = caches
+    files = {k: len([f for f in list_files(d) if f.lower().endswith(IMAGE_EXTS)]) for k, d in layouts}
+    if "shards" in files:  # the same samples as the small files, packed; unknown (None) without them
+        files["shards"] = files.get("small")
+    warmup = {k: warmup_batches(n) if n is not None else WARMUP_BATCHES for k, n in files.items()}
+    result["warmup_batches"] = warmup
     runs: dict[tuple, list[dict]] = {}
     for cache in caches:
         for rnd in range(a.rounds):
             for tool, layout, pipeline, io in plan:
                 if tool == "fio" and cache == "warm" and "cold" in caches:
                     continue  # O_DIRECT: the page cache plays no part; measured once
-                if tool == "decode_limit" and cache == "cold":
+                if tool == "decode_limit" and cache == "cold" and "warm" in caches:
                     continue  # decodes files it loaded into memory, untimed: measured with the warm ones
+                if a.no_warm_direct and cache == "warm" and io == "direct" and "cold" in caches:
+                    continue  # O_DIRECT: the cold run measured it
                 d = dict(layouts)[layout]
                 if a.quiet_wait > 0:
                     quiet(a.quiet_wait)
@@ -514,13 +601,16 @@ def profile_main(argv: list[str]) -> int:
                 elif tool == "ringfeed":
                     epochs = a.warm_epochs if (cache == "warm" and pipeline == "none") else 1
                     m = ringfeed_once(run, a.bin, d, pipeline, io == "direct", epochs, direct_supported,
-                                      stream=io == "stream")
+                                      stream=io == "stream", warmup=warmup[layout],
+                                      shuffle_buffer=shuffle_buffer(files[layout]) if files[layout] else None)
                 elif tool == "python":
-                    m = pyloader_once(run, d, pipeline, workers, data_bytes[layout], a.python_path)
+                    m = pyloader_once(run, d, pipeline, workers, data_bytes[layout], a.python_path,
+                                      warmup=warmup[layout])
                 elif tool == "decode_limit":
                     m = decode_limit_once(plain, a.decode_limit, d, workers, a.decode_seconds)
                 else:
-                    m = dataloader_once(run, d, pipeline, workers, data_bytes[layout], draft=tool == "pytorch_draft")
+                    m = dataloader_once(run, d, pipeline, workers, data_bytes[layout], draft=tool == "pytorch_draft",
+                                        warmup=warmup[layout])
                 read1 = device_read_bytes(stat)
                 if read0 is not None and read1 is not None:
                     # What the run made the device read (the whole device: on
@@ -536,6 +626,9 @@ def profile_main(argv: list[str]) -> int:
                        f" {key[4]}"
                 if m.get("status") == "ok":
                     rate = f"{m['images_per_s']:.0f} images/s, " if m.get("images_per_s") else ""
+                    if m.get("steady") and m.get("startup_s") is not None and tool != "decode_limit":
+                        rate = (f"{m['images_per_s']:.0f} images/s steady (start-up {m['startup_s']:.2f} s, whole "
+                                f"run {m['run_images_per_s']:.0f}), ")
                     extra = f", bottleneck {m['bottleneck']}" if m.get("bottleneck") else ""
                     log(f"profile {a.name}: {what} ... {rate}{m.get('mb_per_s', 0):.1f} MB/s{extra}"
                         + (f" (round {rnd + 1}/{a.rounds})" if a.rounds > 1 else ""))

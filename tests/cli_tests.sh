@@ -39,6 +39,14 @@ json="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --js
 check "bench train delivers every image of both epochs" grep -q '"images":60' <<<"$json"
 check "bench train reports stages and a bottleneck" \
   grep -q '"bottleneck":"[a-z]*".*"stages":{.*"consumer_wait_s"' <<<"$json"
+# Start-up apart from the steady state: 8 batches (4 per epoch), half of them warm-up at most.
+check "bench reports its start-up: opening and the first batch" \
+  grep -q '"first_batch_s":[0-9.e+-]*,.*"open_s":[0-9.e+-]*,' <<<"$json"
+check "bench's default warm-up is at most half the batches" grep -q '"warmup_batches":4[,}]' <<<"$json"
+json="$("$cli" bench "$work/a/train" --pipeline val --batch 8 --device -1 --json --epochs 2 --warmup-batches 2 \
+  2>/dev/null | tail -n 1)"
+check "bench --warmup-batches 2 leaves 2 batches of 8 out of the steady state" \
+  grep -q '"steady_images":44,.*"steady_images_per_s":[0-9.e+]*,.*"warmup_batches":2[,}]' <<<"$json"
 
 # bench skips a corrupt image, names it, and still delivers the rest.
 cp -r "$work/a/train" "$work/c"

@@ -2,12 +2,20 @@
 """perf/suite_report.py on made-up measurements: the ratios to the
 bare-decode limit and to the DataLoader per dataset and profile (report.json
 "ratios" and report.md's table), the large-photo profile's own section, and
-reports written before there were datasets still render.
+reports written before there were datasets still render. Also: the steady
+state and start-up each loader cell reports (perf/suite_measure.py on a
+recorded `ringfeed bench --json` line, perf/compare_loader.py's rule on
+recorded batch times), `perf/run --quick --plan`'s expected duration against
+its budget, and the images/s plot's script (a colour per series, the ratio
+to the DataLoader on each ringfeed bar, dataset and cache in each title).
 
   perf_suite_report_tests.py PERF_DIR     (ctest passes the source's perf/)
 """
 import json
 import os
+import re
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -16,6 +24,8 @@ import unittest
 PERF = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "perf")
 sys.path.insert(0, PERF)
 import suite_report  # noqa: E402
+import suite_measure  # noqa: E402
+import compare_loader  # noqa: E402  (imports torch only inside its functions)
 
 
 def measurement(tool, pipeline, ips, cache="warm", layout="small", io="buffered", **extra):
@@ -100,6 +110,194 @@ class ratios(unittest.TestCase):
         del old["profiles"][0]["dataset"]
         md = suite_report.markdown(old)
         self.assertIn("| ImageNet-like | nvme | warm | — | 1,000 (—) |", md)
+
+
+# One line `ringfeed bench --json` printed (trimmed): a 1000-image epoch whose
+# first batch came 0.25 s after the loader started, opened in 0.05 s, 1.0 s in
+# all (1000 images/s with the start-up), 1250 images/s after 8 warm-up batches.
+RECORDED_BENCH = {"images": 1000, "seconds": 1.0, "images_per_s": 1000.0, "mb_per_s": 95.0, "bytes": 95000000,
+                  "backend": "io_uring", "direct": False, "bottleneck": "decode", "threads": 2, "io_depth": 32,
+                  "open_s": 0.05, "first_batch_s": 0.25, "warmup_batches": 8, "steady_images": 488,
+                  "steady_seconds": 0.3904, "steady_images_per_s": 1250.0, "epoch_images_per_s": [1000.0],
+                  "skipped": []}
+
+
+class steady_state(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        # A stand-in CLI: `bench --help` lists --warmup-batches, `bench ...` prints the recorded line
+        # and the arguments it got.
+        self.cli = os.path.join(self.tmp.name, "ringfeed")
+        self.args = os.path.join(self.tmp.name, "args")
+        with open(self.cli, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "case \"$*\" in *--help*) echo '  --warmup-batches INT'; exit 0 ;; esac\n"
+                    f"echo \"$*\" > '{self.args}'\n"
+                    f"echo '{json.dumps(RECORDED_BENCH)}'\n")
+        os.chmod(self.cli, os.stat(self.cli).st_mode | stat.S_IEXEC)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_bench_cell_is_the_steady_state_with_start_up_apart(self):
+        run = suite_measure.runner(None, 30)
+        m = suite_measure.ringfeed_once(run, self.cli, "/data", "train", False, 1, True, warmup=8)
+        self.assertEqual(m["status"], "ok")
+        self.assertEqual(m["images_per_s"], 1250.0)  # what the report's ratios use
+        self.assertEqual(m["run_images_per_s"], 1000.0)  # the short run, start-up included
+        self.assertAlmostEqual(m["startup_s"], 0.30)  # opening + first batch
+        self.assertTrue(m["steady"])
+        with open(self.args) as f:
+            self.assertIn("--warmup-batches 8", f.read())  # every contender gets the same warm-up
+
+    def test_stream_buffer_is_a_quarter_of_a_small_dataset(self):
+        # Were the shuffle buffer the whole dataset, every read would come before the first batch.
+        self.assertEqual(suite_measure.shuffle_buffer(1000), 250)
+        self.assertIsNone(suite_measure.shuffle_buffer(10000))  # bench's own 1000
+        run = suite_measure.runner(None, 30)
+        suite_measure.ringfeed_once(run, self.cli, "/shards", "train", False, 1, True, stream=True, warmup=8,
+                                    shuffle_buffer=250)
+        with open(self.args) as f:
+            self.assertIn("--stream --shuffle-buffer 250", f.read())
+
+    def test_no_steady_state_when_the_rest_came_at_once(self):
+        # hdd, --stream, 300 images: everything decoded by the first batch, the other batches
+        # came within microseconds; that is no steady state (it read as 28 million images/s).
+        j = {"images": 300, "seconds": 0.9, "images_per_s": 333.0, "steady_images_per_s": 2.8e7,
+             "steady_seconds": 6e-6, "open_s": 0.0, "first_batch_s": 0.84}
+        cell = suite_measure.steady_cell(j, j["images_per_s"], suite_measure.startup_of(j))
+        self.assertEqual((cell["images_per_s"], cell["steady"]), (333.0, False))
+        self.assertIn("whole-run rate", cell["steady_note"])
+
+    def test_recorded_batch_times(self):
+        # 16 batches of 64 (the last 40): the first after 0.5 s (start-up), then one every 0.05 s.
+        times = [0.5 + 0.05 * i for i in range(16)]
+        sizes = [64] * 15 + [40]
+        s = compare_loader.steady_state(0.0, times, sizes, warmup=8)
+        self.assertAlmostEqual(s["first_batch_s"], 0.5)
+        self.assertEqual(s["warmup_batches"], 8)
+        self.assertEqual(s["steady_images"], 7 * 64 + 40)
+        self.assertAlmostEqual(s["steady_images_per_s"], (7 * 64 + 40) / (0.05 * 8))
+        # Warm-up is at most half the batches, at least the first.
+        self.assertEqual(compare_loader.steady_state(0.0, times[:6], sizes[:6], warmup=8)["warmup_batches"], 3)
+        self.assertEqual(compare_loader.steady_state(0.0, times, sizes, warmup=0)["warmup_batches"], 1)
+        self.assertIsNone(compare_loader.steady_state(0.0, times[:1], sizes[:1], warmup=8)["steady_images_per_s"])
+
+    def test_dataloader_and_bare_decode_cells_alike(self):
+        j = {"images": 1000, "seconds": 2.0, "images_per_s": 500.0, "steady_images_per_s": 600.0,
+             "open_s": 0.1, "first_batch_s": 0.9}
+        cell = suite_measure.steady_cell(j, j["images_per_s"], suite_measure.startup_of(j))
+        self.assertEqual((cell["images_per_s"], cell["run_images_per_s"]), (600.0, 500.0))
+        self.assertAlmostEqual(cell["startup_s"], 1.0)
+        old = suite_measure.steady_cell({"images_per_s": 500.0}, 500.0, None)  # an old build: no steady state
+        self.assertEqual((old["images_per_s"], old["steady"]), (500.0, False))
+
+    def test_report_shows_start_up_apart(self):
+        cells = [measurement("ringfeed", "train", 1250.0, run_images_per_s=1000.0, startup_s=0.3, steady=True),
+                 measurement("pytorch", "train", 600.0, run_images_per_s=500.0, startup_s=1.0, steady=True)]
+        rep = {"run": RUN, "environment": {"cores": 2}, "profiles": [profile("imagenet", cells)]}
+        row = suite_report.ratio_rows(rep)[0]
+        self.assertAlmostEqual(row["ringfeed_train_vs_dataloader"], 1250 / 600)  # steady over steady
+        md = "\n".join(suite_report.startup_section(rep))
+        self.assertIn("| ImageNet-like | nvme | warm | 0.30 s; 1,000 → 1,250 | — | — | 1.00 s; 500 → 600 | — |", md)
+
+
+class quick_plan(unittest.TestCase):
+    def plan_output(self, *args):
+        env = dict(os.environ, RINGFEED_PERF_BUILD_DIR=os.path.join(tempfile.gettempdir(), "no-such-build"))
+        env.pop("RINGFEED_BIN", None)
+        r = subprocess.run(["bash", os.path.join(PERF, "run"), "--quick", "--plan", *args], capture_output=True,
+                           text=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = re.search(r"expected duration: about (\d+) min (\d+) s .*\(build (\d+) s", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        return int(m.group(1)) * 60 + int(m.group(2)), int(m.group(3)), r.stdout
+
+    def test_quick_with_a_fresh_build_stays_under_ten_minutes(self):
+        total, build, out = self.plan_output()
+        self.assertGreater(build, 60)  # no build directory: a fresh Release build is in the plan
+        self.assertLessEqual(total, 600, out)
+        for phase in ("dataset: large", "profile hdd: imagenet", "profile sata-ssd", "profile nvme: large"):
+            self.assertIn(phase, out)
+
+    def test_datasets_select_what_is_planned(self):
+        total_all, _, _ = self.plan_output()
+        total, _, out = self.plan_output("--datasets", "imagenet")
+        self.assertNotIn("large", out)
+        self.assertLess(total, total_all)
+
+    def test_plan_counts_the_cells_suite_measure_runs(self):
+        import suite_plan
+        # nvme, ImageNet-like, quick, root: cold and warm, no warm --direct raw reads.
+        c = suite_plan.cells("imagenet", "nvme", False, False, True, True, ["cold", "warm"], True)
+        self.assertEqual(sum(1 for x in c if x[4] == "cold"), 16)
+        self.assertNotIn(("ringfeed", "small", "none", "direct", "warm"), c)
+        self.assertIn(("decode_limit", "small", "decode", "memory", "warm"), c)
+        self.assertEqual(suite_plan.cache_states(True, True, "hdd", "imagenet"), ["cold"])
+        self.assertEqual(suite_plan.cache_states(True, True, "nvme", "large"), ["warm"])
+
+
+class plot(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        limit = dict(layout="small", io="memory", cache="memory", megapixels_per_image=2.5, threads=2)
+        cold = [measurement(t, pl, v, cache="cold", steady=True) for t, pl, v in
+                (("ringfeed", "val", 900.0), ("ringfeed", "train", 1000.0), ("python", "train", 980.0),
+                 ("pytorch", "val", 300.0), ("pytorch", "train", 250.0))]
+        warm = [measurement(t, pl, v, steady=True) for t, pl, v in
+                (("ringfeed", "val", 950.0), ("ringfeed", "train", 1100.0), ("pytorch", "val", 380.0),
+                 ("pytorch", "train", 275.0))]
+        shards = [measurement("ringfeed", "train", 1200.0, cache="cold", layout="shards"),
+                  measurement("ringfeed", "train", 800.0, cache="cold", layout="shards", io="stream")]
+        large = [measurement("decode_limit", "decode", 100.0, **limit), measurement("ringfeed", "train", 150.0),
+                 measurement("pytorch", "train", 30.0), measurement("pytorch_draft", "train", 60.0)]
+        hdd = dict(profile("imagenet", [measurement("ringfeed", "train", 120.0, cache="cold"),
+                                        measurement("pytorch", "train", 60.0, cache="cold")]), profile="hdd")
+        self.rep = {"run": RUN, "environment": {"cores": 2},
+                    "profiles": [profile("imagenet", cold + warm + shards), hdd, profile("large", large)]}
+        self.scripts = suite_report.plot_scripts(self.rep, self.tmp.name)
+        self.gp = self.scripts["images_per_s"]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_each_series_its_own_colour(self):
+        key = self.gp[self.gp.rindex("set key"):]
+        entries = re.findall(r"lc rgb '(#[0-9a-f]{6})' title '([^']*)'", key)
+        titles = [t for _, t in entries]
+        self.assertEqual(len(titles), len(set(titles)))
+        self.assertIn("ringfeed val", titles)
+        self.assertIn("PyTorch DataLoader train", titles)
+        self.assertIn("DataLoader + Pillow draft() train", titles)
+        colours = [c for c, _ in entries]
+        self.assertEqual(len(colours), len(set(colours)), entries)  # no two series share a colour
+        # The bars use the key's colours: one per series, in every panel.
+        bar_colours = set(re.findall(r"with boxes lc rgb '(#[0-9a-f]{6})' notitle", self.gp))
+        self.assertEqual(bar_colours, set(colours))
+
+    def test_ratio_to_the_dataloader_on_each_ringfeed_bar(self):
+        labels = re.findall(r'^\S+ (\S+) "([0-9.]+)×"$', self.gp, re.M)
+        got = {(float(v), r) for v, r in labels}
+        for v, r in ((900.0, "3.00"), (1000.0, "4.00"), (980.0, "3.92"), (1200.0, "4.80"), (800.0, "3.20"),
+                     (950.0, "2.50"), (1100.0, "4.00"), (120.0, "2.00"), (150.0, "5.00")):
+            self.assertIn((v, r), got)
+        self.assertEqual(len(labels), 9)  # ringfeed bars only: not the DataLoader's, not the bare decode's
+        self.assertNotIn("logscale", self.gp)  # linear: the bars' heights show the ratios
+
+    def test_dataset_and_cache_state_in_each_panel_title(self):
+        titles = re.findall(r"set title '([^']*)'", self.gp)
+        self.assertEqual(titles, ["ImageNet-like, cold page cache", "ImageNet-like, warm page cache",
+                                  "large photos (1-4 MP), warm page cache"])
+        # The cold ImageNet-like panel has both profiles side by side.
+        first = self.gp.split("set title")[1]
+        self.assertIn("'nvme'", first)
+        self.assertIn("'hdd'", first)
+
+    @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot not installed")
+    def test_gnuplot_draws_it(self):
+        self.assertEqual(suite_report.plots(self.rep, self.tmp.name), [])
+        with open(os.path.join(self.tmp.name, "images_per_s.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
 
 if __name__ == "__main__":

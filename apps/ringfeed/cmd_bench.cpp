@@ -65,6 +65,7 @@ struct bench_options {
   std::uint64_t seed = 0;
   std::string on_error = "skip";
   double step_ms = 0.0;  // simulated training step per batch (the consumer's own time)
+  int warmup_batches = -1;  // batches before the steady state; -1: one per batch buffer
   bool direct = false;
   bool json = false;
   // Remote sources: the local read-through cache.
@@ -330,8 +331,13 @@ int run_loader_bench(const bench_options& opt) {
   o.shuffle_buffer = opt.shuffle_buffer;
   if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
 
+  // Start-up a training run pays once: opening the loader (listing the
+  // dataset or indexing its shards, the storage probe) and filling the
+  // pipeline up to the first batch; the rest is its steady state.
+  const auto opened_at = std::chrono::steady_clock::now();
   std::optional<loader> held(std::in_place, o);
   loader& l = *held;
+  const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_at).count();
   const std::size_t per_epoch = l.dataset().size();
   const std::size_t total = per_epoch * static_cast<std::size_t>(opt.epochs);
   progress_line bar(
@@ -350,6 +356,17 @@ int run_loader_bench(const bench_options& opt) {
   // Per epoch, as the consumer saw it (the first one includes filling the
   // pipeline, and with --cache-dir filling the cache).
   std::vector<double> epoch_rates;
+  // Warm-up: the batches until every batch buffer has been filled once
+  // (the first touch of their pages is a one-time cost), at most half the
+  // run's batches, at least the first; the steady state is measured after it.
+  const std::size_t run_batches = (per_epoch + opt.batch - 1) / opt.batch * static_cast<std::size_t>(opt.epochs);
+  const std::size_t warmup = std::max<std::size_t>(
+      1, std::min(opt.warmup_batches >= 0 ? static_cast<std::size_t>(opt.warmup_batches)
+                                          : l.stats().prefetch_batches + 1,
+                  run_batches / 2));
+  std::optional<std::chrono::steady_clock::time_point> first_at, warm_at;
+  std::size_t batches_seen = 0, warmup_images = 0;
+  const auto began = std::chrono::steady_clock::now();
   bool stopped = false;  // by a signal, before the end
   for (int e = 0; e < opt.epochs && !stopped; ++e) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -359,6 +376,13 @@ int run_loader_bench(const bench_options& opt) {
         stopped = true;
         break;
       }
+      if (batches_seen < warmup) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!first_at) first_at = now;
+        warm_at = now;
+        warmup_images += b.size();
+      }
+      ++batches_seen;
       in_epoch += b.size();
       // A stand-in for the training step: the consumer is busy, not waiting.
       if (opt.step_ms > 0) std::this_thread::sleep_for(step);
@@ -367,6 +391,7 @@ int run_loader_bench(const bench_options& opt) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     epoch_rates.push_back(secs > 0 ? static_cast<double>(in_epoch) / secs : 0.0);
   }
+  const auto ended = std::chrono::steady_clock::now();
   const auto st = l.stats();
   bar.stop();
   if (stopped) {
@@ -378,6 +403,14 @@ int run_loader_bench(const bench_options& opt) {
 
   const double seconds = st.elapsed_s;
   const double images_per_s = static_cast<double>(images) / seconds;
+  // Steady state: the images after the warm-up (at least the first batch)
+  // over the time after it, the rule perf/compare_loader.py applies to the
+  // DataLoader too; null when nothing came after it.
+  const double first_batch_s = first_at ? std::chrono::duration<double>(*first_at - began).count() : 0.0;
+  const double steady_s = warm_at ? std::chrono::duration<double>(ended - *warm_at).count() : 0.0;
+  const std::size_t steady_images = images - warmup_images;
+  const nlohmann::json steady_rate =
+      steady_images > 0 && steady_s > 0 ? nlohmann::json(static_cast<double>(steady_images) / steady_s) : nlohmann::json();
   const double mb_per_s = static_cast<double>(st.read.bytes) / 1e6 / seconds;
   const std::string bottleneck = st.bottleneck();
   const char* output_name = l.batch_layout().dtype == dtype::float32   ? "float32 NCHW"
@@ -412,6 +445,12 @@ int run_loader_bench(const bench_options& opt) {
         {"step_ms", opt.step_ms},
         {"epoch_images_per_s", epoch_rates},
         {"stream_shards", opt.stream},
+        {"open_s", open_s},
+        {"first_batch_s", first_batch_s},
+        {"warmup_batches", std::min(warmup, batches_seen)},
+        {"steady_images", steady_images},
+        {"steady_seconds", steady_s},
+        {"steady_images_per_s", steady_rate},
     });
     if (st.cache) out["cache"]["dir"] = opt.cache_dir;
     std::printf("%s\n", detail::json_text(out).c_str());
@@ -421,6 +460,10 @@ int run_loader_bench(const bench_options& opt) {
                 l.uses_device() ? ("cuda:" + std::to_string(opt.device)).c_str() : "host");
     std::printf("  %zu images in %.3f s: %.0f images/s; read %.1f MB (%.1f MB/s)\n", images, seconds, images_per_s,
                 static_cast<double>(st.read.bytes) / 1e6, mb_per_s);
+    if (steady_rate.is_number())
+      std::printf("  start-up: opening %.3f s, first batch after %.3f s; after %zu warm-up batches %.0f images/s\n",
+                  open_s, first_batch_s, std::min(warmup, batches_seen),
+                  steady_rate.get<double>());
     std::printf("  where the time went (busy seconds, share of capacity):\n");
     std::printf("    read     %8.3f s  %5.1f%% of %zu reads in flight (%s)\n", st.read.busy_s,
                 100 * st.read_utilization(), st.io_depth, st.backend.c_str());
@@ -474,6 +517,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--memory-mb", opt->memory_mb, "budget for batch slabs, MiB")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
   cmd->add_option("--step-ms", opt->step_ms, "simulate a training step of this many ms per batch (a slow consumer)");
+  cmd->add_option("--warmup-batches", opt->warmup_batches,
+                  "batches left out of steady_images_per_s (default: one per batch buffer, at most half the run)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", opt->threads, "worker threads (0 = one per core)");
   cmd->add_option("--io-depth", opt->io_depth, "files in flight at once (0: what `ringfeed probe` recommends)");
   cmd->add_option("--epochs", opt->epochs, "passes over the dataset");
