@@ -207,6 +207,9 @@ void loader_core::fail_sample(slab& s, std::size_t index, std::exception_ptr err
 }
 
 void loader_core::finish(run& r, slab& s) {
+  // Read before any give_back below: once given back, the producer may
+  // refill the slab (and its seq) at once.
+  const std::uint64_t seq = s.seq;
   delivery d;
   d.epoch = s.epoch;
   d.number = s.number;
@@ -216,7 +219,7 @@ void loader_core::finish(run& r, slab& s) {
     m_memory->give_back(&s);
     // Nothing after this batch is delivered; batches before it still are.
     std::uint64_t first = r.failed_at.load(std::memory_order_relaxed);
-    while (s.seq < first && !r.failed_at.compare_exchange_weak(first, s.seq, std::memory_order_relaxed)) {
+    while (seq < first && !r.failed_at.compare_exchange_weak(first, seq, std::memory_order_relaxed)) {
     }
   } else {
     // Skipped samples: close the gaps, keeping slot order.
@@ -240,7 +243,7 @@ void loader_core::finish(run& r, slab& s) {
       d.s = &s;
     }
   }
-  r.emit(s.seq, std::move(d));
+  r.emit(seq, std::move(d));
 }
 
 task<> loader_core::upload(std::shared_ptr<run> r) {
