@@ -198,11 +198,11 @@ TEST_CASE("the uploader leaves the calling thread's current device as it was", "
   REQUIRE(sim.dev->current_device() == 0);
   auto o = small(output_spec::float32_nchw());
   o.device = 1;
+  const auto host = noise(4 * 16 * 12 * 3, 4);  // outlives the uploader's copy and callback
+  std::atomic<int> freed{0};
   cu::uploader up(o);
   REQUIRE(sim.dev->current_device() == 0);
   for (int d : sim.dev->allocation_devices()) REQUIRE(d == 1);  // every buffer on the chosen device
-  const auto host = noise(4 * 16 * 12 * 3, 4);
-  std::atomic<int> freed{0};
   up.enqueue(0, host.data(), 4, count_call, &freed);
   REQUIRE(sim.dev->current_device() == 0);
   // The consumer's default stream on the uploader's device: torch's
@@ -210,6 +210,8 @@ TEST_CASE("the uploader leaves the calling thread's current device as it was", "
   up.wait(0, nullptr);
   up.release(0, nullptr);
   REQUIRE(sim.dev->current_device() == 0);
+  sim.dev->drain();
+  REQUIRE(freed.load() == 1);
 }
 
 TEST_CASE("the host copy is not held back by a consumer still reading the buffer", "[device_sim][uploader]") {

@@ -113,16 +113,21 @@ uploader::~uploader() {
   if (!m_impl || m_impl->release_pending == nullptr) return;  // the constructor failed: nothing was queued
   impl& m = *m_impl;
   // Before the buffers go: the consumers' work on them (their release
-  // events), then every queued copy, kernel and host-free callback.
-  try {
-    const device_guard on(*m.api, m.opt.device);
-    for (std::size_t i = 0; i < m.outputs.size(); ++i)
-      if (m.release_pending[i].load(std::memory_order_acquire)) m.api->synchronize(m.released[i]);
-    m.api->synchronize(m.stream);
-    m.api->synchronize(m.callbacks);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ringfeed: cuda::uploader: %s\n", e.what());
-  }
+  // events), then every queued copy, kernel and host-free callback. Each
+  // wait on its own: one failing (a lost context) does not skip the rest.
+  const auto attempt = [](auto&& wait) {
+    try {
+      wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringfeed: cuda::uploader: %s\n", e.what());
+    }
+  };
+  std::optional<device_guard> on;
+  attempt([&] { on.emplace(*m.api, m.opt.device); });
+  for (std::size_t i = 0; i < m.outputs.size(); ++i)
+    if (m.release_pending[i].load(std::memory_order_acquire)) attempt([&] { m.api->synchronize(m.released[i]); });
+  attempt([&] { m.api->synchronize(m.stream); });
+  attempt([&] { m.api->synchronize(m.callbacks); });
 }
 
 std::size_t uploader::buffers() const noexcept { return m_impl->outputs.size(); }

@@ -38,7 +38,7 @@ struct sim_device::event {
 };
 
 struct sim_device::stream {
-  explicit stream(int d) : device(d), worker([this] { loop(); }) {}
+  stream(int d, const std::atomic<bool>& lost) : device(d), dead(lost), worker([this] { loop(); }) {}
   ~stream() {
     {
       std::lock_guard lock(m);
@@ -47,10 +47,12 @@ struct sim_device::stream {
     cv.notify_all();
     worker.join();
   }
-  void push(std::function<void()> fn) {
+  // `work` is skipped once the context is lost (a dead CUDA context runs
+  // nothing more); signals still fire, so nothing waits forever.
+  void push(std::function<void()> fn, bool work = true) {
     {
       std::lock_guard lock(m);
-      queue.push_back(std::move(fn));
+      queue.push_back({std::move(fn), work});
       ++queued;
     }
     cv.notify_all();
@@ -66,10 +68,10 @@ struct sim_device::stream {
     for (;;) {
       cv.wait(lock, [this] { return stop || !queue.empty(); });
       if (queue.empty()) return;  // stop, and drained
-      std::function<void()> fn = std::move(queue.front());
+      auto [fn, work] = std::move(queue.front());
       queue.pop_front();
       lock.unlock();
-      fn();
+      if (!work || !dead.load()) fn();
       lock.lock();
       ++finished;
       cv.notify_all();
@@ -77,10 +79,11 @@ struct sim_device::stream {
   }
 
   const int device;
+  const std::atomic<bool>& dead;
   bool destroyed = false;  // guarded by the simulator's mutex
   std::mutex m;
   std::condition_variable cv;
-  std::deque<std::function<void()>> queue;
+  std::deque<std::pair<std::function<void()>, bool>> queue;
   std::size_t queued = 0, finished = 0;
   bool stop = false;
   std::thread worker;  // last: starts once the members above exist
@@ -120,7 +123,7 @@ const char* name_of(sim_device::op o) {
 }  // namespace
 
 sim_device::sim_device(int devices) : m_devices(devices), m_id(g_next_id.fetch_add(1)) {
-  for (int d = 0; d < devices; ++d) m_streams.push_back(std::make_unique<stream>(d));  // default streams
+  for (int d = 0; d < devices; ++d) m_streams.push_back(std::make_unique<stream>(d, m_lost));  // default streams
 }
 
 sim_device::~sim_device() {
@@ -147,7 +150,10 @@ void sim_device::enter(op o) {
     if (it->skip-- > 0) return;
     const failure f = *it;
     m_failures.erase(it);
-    if (f.sticky) m_dead = f.code;
+    if (f.sticky) {
+      m_dead = f.code;
+      m_lost.store(true);
+    }
     throw cuda::cuda_error(f.code, std::string("sim: ") + name_of(o) + ": injected error " + std::to_string(f.code),
                            f.sticky);
   }
@@ -195,7 +201,7 @@ void sim_device::set_device(int device) {
 
 cuda::stream_t sim_device::create_stream() {
   enter(op::create_stream);
-  auto s = std::make_unique<stream>(current_device());
+  auto s = std::make_unique<stream>(current_device(), m_lost);
   auto* raw = s.get();
   std::lock_guard lock(m_mutex);
   m_streams.push_back(std::move(s));
@@ -330,7 +336,7 @@ void sim_device::record(cuda::event_t e, cuda::stream_t s) {
                                                      " on a stream of device " + std::to_string(st.device));
     ev.latest = sig;
   }
-  st.push([sig] { sig->set(); });
+  st.push([sig] { sig->set(); }, false);
 }
 
 void sim_device::wait(cuda::stream_t s, cuda::event_t e) {
@@ -342,10 +348,13 @@ void sim_device::wait(cuda::stream_t s, cuda::event_t e) {
     std::lock_guard lock(m_mutex);
     sig = ev.latest;
   }
-  if (sig) st.push([sig] { sig->wait(); });
+  if (sig) st.push([sig] { sig->wait(); }, false);
 }
 
 void sim_device::synchronize(cuda::stream_t s) {
+  // Even on a lost context, wait for the op that may be running: then no
+  // caller frees memory a simulated kernel still touches.
+  if (m_lost.load()) resolve(s).synchronize();
   enter(op::synchronize);
   resolve(s).synchronize();
 }

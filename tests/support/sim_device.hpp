@@ -123,6 +123,7 @@ class sim_device final : public cuda::device_api {
   };
   std::vector<failure> m_failures;             // guarded by m_mutex
   int m_dead = 0;                              // guarded by m_mutex: a sticky error's code
+  std::atomic<bool> m_lost{false};             // m_dead != 0, for the stream threads
   std::vector<std::unique_ptr<stream>> m_streams;   // guarded; default streams first (one per device)
   std::vector<std::unique_ptr<event>> m_events;     // guarded
   struct block {
