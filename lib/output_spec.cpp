@@ -29,7 +29,7 @@ std::string to_string(output_spec s) {
 void output_spec::check() const {
   if (supported()) return;
   throw std::invalid_argument("output " + to_string(*this) +
-                              " is not supported; supported are uint8 NHWC, float32 NCHW and float16 NCHW");
+                              " is not supported; supported are uint8 NHWC, uint8 NCHW, float32 NCHW and float16 NCHW");
 }
 
 }  // namespace ringfeed

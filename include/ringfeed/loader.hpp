@@ -185,6 +185,15 @@ struct loader_options {
 void apply_preset(loader_options& o, std::string_view name, int size, bool exact,
                   std::uint64_t max_pixels = image::default_max_pixels);
 
+/// Sets o.pipeline to the transform list `spec` describes
+/// (image/transform_spec.hpp), compiled in exact or fast mode, and o.output
+/// to what the list ends with (uint8 NHWC for an image, uint8 NCHW after
+/// PILToTensor, float32 NCHW after ToTensor or ConvertImageDtype). Throws
+/// std::invalid_argument (image::transform_spec_error) naming the op and
+/// the reason.
+void apply_transform(loader_options& o, std::string_view spec, bool exact,
+                     std::uint64_t max_pixels = image::default_max_pixels);
+
 namespace detail {
 class loader_core;
 }  // namespace detail

@@ -3,10 +3,11 @@
 // image pipeline, the CUDA uploader, batches (tensor_view) and every front
 // end (C API, Python, CLI) speak it.
 //
-// Three combinations are supported, and output_spec::check() is the one place
+// Four combinations are supported, and output_spec::check() is the one place
 // that says so:
 //  - uint8 NHWC: RGB bytes, rows of width × 3 (what crosses PCIe; the
 //    consumer, e.g. the device kernel, normalizes);
+//  - uint8 NCHW: planes of bytes (a transform list ending with PILToTensor);
 //  - float32 NCHW, float16 NCHW: ToTensor + Normalize, planes R, G, B
 //    (float16 as IEEE binary16 bits, round to nearest even).
 //
@@ -43,10 +44,13 @@ struct output_spec {
   [[nodiscard]] static constexpr output_spec uint8_nhwc() noexcept { return {dtype::uint8, layout::nhwc}; }
   [[nodiscard]] static constexpr output_spec float32_nchw() noexcept { return {dtype::float32, layout::nchw}; }
   [[nodiscard]] static constexpr output_spec float16_nchw() noexcept { return {dtype::float16, layout::nchw}; }
+  /// uint8 CHW: what a transform list ending with PILToTensor gives.
+  [[nodiscard]] static constexpr output_spec uint8_nchw() noexcept { return {dtype::uint8, layout::nchw}; }
 
-  /// Whether this is one of the three supported combinations.
+  /// Whether this is one of the four supported combinations (floats are
+  /// NCHW only).
   [[nodiscard]] constexpr bool supported() const noexcept {
-    return dtype == ringfeed::dtype::uint8 ? layout == ringfeed::layout::nhwc : layout == ringfeed::layout::nchw;
+    return dtype == ringfeed::dtype::uint8 || layout == ringfeed::layout::nchw;
   }
   /// Throws std::invalid_argument naming this combination and the supported
   /// ones unless supported().

@@ -8,6 +8,8 @@
 // resamples the same way.
 #include <ringfeed/image/transforms.hpp>
 
+#include "ops_detail.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -20,6 +22,8 @@ struct pipeline_workspace::impl {
   resampler rs;
   image_buffer source;  // the decoded image or region
   image_buffer window;  // the output window, when it cannot go straight to dst
+  frame head;           // the fused steps' output, when ops follow them
+  op_scratch scratch;   // the appended ops' buffers
 };
 
 pipeline_workspace::pipeline_workspace() : m_impl(std::make_unique<impl>()) {}
@@ -67,10 +71,14 @@ struct run_context {
   image_buffer& source;
   image_buffer& window;
   const pipeline& recipe;
+  // What render() writes: the recipe's output, or uint8 NHWC into the head
+  // frame when appended ops follow the fused steps.
+  bool to_head = false;
 
+  output_spec out() const { return to_head ? output_spec::uint8_nhwc() : recipe.output(); }
   const normalize_params* norm() const {
     const auto& n = recipe.normalization();
-    return recipe.output().normalized() && n ? &*n : nullptr;
+    return !to_head && recipe.output().normalized() && n ? &*n : nullptr;
   }
 
   // Resamples `src` per `rq` into the plan's window (zeros where the window
@@ -78,7 +86,7 @@ struct run_context {
   void render(image_view src, resample_request rq, const sample_plan& plan, std::span<std::byte> dst) const {
     const crop_box inner = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
     rq.window = inner;
-    if (recipe.output() == output_spec::uint8_nhwc() && inner == plan.window) {
+    if (out() == output_spec::uint8_nhwc() && inner == plan.window) {
       const mutable_image_view out{reinterpret_cast<std::uint8_t*>(dst.data()), plan.window.width,
                                    plan.window.height, 3, static_cast<std::ptrdiff_t>(plan.window.width) * 3};
       rs.resize(src, rq, out);
@@ -91,7 +99,7 @@ struct run_context {
     if (!inner.empty())
       rs.resize(src, rq,
                 all.crop({inner.top - plan.window.top, inner.left - plan.window.left, inner.height, inner.width}));
-    write_output(window.view(), plan.flip, recipe.output(), norm(), dst);
+    write_output(window.view(), plan.flip, out(), norm(), dst);
   }
 
   // Exact: `source` holds the whole decoded image.
@@ -157,35 +165,119 @@ struct run_context {
   }
 };
 
+// The fused steps of one sample: decode (fused with the geometry in fast
+// mode) and render into `dst`, or into the head frame when `to_head`.
+struct head_parts {
+  decoder& dec;
+  resampler& rs;
+  image_buffer& source;
+  image_buffer& window;
+  frame& head;
+};
+
+sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std::byte> encoded,
+                       std::string_view name, const sample_key& key, std::span<std::byte> dst, bool to_head) {
+  run_context run{w.dec, w.rs, w.source, w.window, recipe, to_head};
+  const auto out_span = [&](const sample_plan& plan) {
+    if (!to_head) return dst;
+    w.head.pixels.reset(plan.window.width, plan.window.height, 3);
+    w.head.set_image(frame_kind::image);
+    return std::span<std::byte>(reinterpret_cast<std::byte*>(w.head.pixels.data()), w.head.pixels.size_bytes());
+  };
+  sample_result result;
+  if (recipe.mode() == pipeline_mode::fast) {
+    result.info = w.dec.read_info(encoded, name);
+    const bool rotate = recipe.decoding().apply_exif_orientation && result.info.orientation != 1;
+    if (result.info.format == image_format::jpeg && !rotate) {
+      result.plan = recipe.plan({result.info.width, result.info.height}, key);
+      if (!to_head) check_dst(recipe.shape_for(result.plan.source), dst);
+      result.scale_denom = run.render_fast(encoded, name, result.info, result.plan, out_span(result.plan));
+      return result;
+    }
+  }
+  // Exact, or a PNG / an EXIF-rotated file in fast mode: the plan needs the
+  // decoded size.
+  result.info = w.dec.decode(encoded, name, w.source, recipe.decoding());
+  result.plan = recipe.plan(w.source.view().size(), key);
+  if (!to_head) check_dst(recipe.shape_for(result.plan.source), dst);
+  run.render_full(result.plan, out_span(result.plan));
+  return result;
+}
+
+// Writes the last frame of the appended ops to `dst` as `spec`: an image
+// as bytes (NHWC) or as ToTensor [+ Normalize] (the recipe's normalize),
+// a uint8 tensor as NCHW bytes, a float tensor as float32 or float16.
+void write_frame(frame& f, output_spec spec, const std::optional<normalize_params>& norm, std::span<std::byte> dst) {
+  const std::size_t plane = static_cast<std::size_t>(f.height) * f.width;
+  const int ch = f.channels;
+  if (f.kind == frame_kind::image && spec == output_spec::uint8_nhwc()) {
+    std::memcpy(dst.data(), f.pixels.data(), f.pixels.size_bytes());
+    return;
+  }
+  if (f.kind != frame_kind::tensor_f32 && spec.dtype == dtype::uint8) {  // NCHW bytes
+    auto* out = reinterpret_cast<std::uint8_t*>(dst.data());
+    const std::uint8_t* in = f.pixels.data();
+    for (int c = 0; c < ch; ++c)
+      for (std::size_t i = 0; i < plane; ++i) out[c * plane + i] = in[i * ch + c];
+    return;
+  }
+  if (f.kind != frame_kind::tensor_f32) {  // ToTensor [+ Normalize], as write_output
+    const normalize_table_t table = normalize_table(spec.dtype, spec.normalized() && norm ? &*norm : nullptr);
+    const std::uint8_t* in = f.pixels.data();
+    for (int c = 0; c < ch; ++c) {
+      const auto& t = table[static_cast<std::size_t>(c)];
+      if (spec.dtype == dtype::float32) {
+        auto* out = reinterpret_cast<std::uint32_t*>(dst.data()) + c * plane;
+        for (std::size_t i = 0; i < plane; ++i) out[i] = t[in[i * ch + c]];
+      } else {
+        auto* out = reinterpret_cast<std::uint16_t*>(dst.data()) + c * plane;
+        for (std::size_t i = 0; i < plane; ++i) out[i] = static_cast<std::uint16_t>(t[in[i * ch + c]]);
+      }
+    }
+    return;
+  }
+  if (spec.dtype == dtype::float32) {
+    std::memcpy(dst.data(), f.values.data(), f.values.size() * sizeof(float));
+  } else {
+    auto* out = reinterpret_cast<std::uint16_t*>(dst.data());
+    for (std::size_t i = 0; i < f.values.size(); ++i) out[i] = float_to_half(f.values[i]);
+  }
+}
+
 }  // namespace
 
 sample_result pipeline::apply(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                               const sample_key& key, std::span<std::byte> dst) const {
   if (const auto fixed = fixed_shape()) check_dst(*fixed, dst);
   pipeline_workspace::impl& w = *ws.m_impl;
-  const run_context run{w.dec, w.rs, w.source, w.window, *this};
-  sample_result result;
-  if (m_mode == pipeline_mode::fast) {
-    result.info = w.dec.read_info(encoded, name);
-    const bool rotate = m_decode.apply_exif_orientation && result.info.orientation != 1;
-    if (result.info.format == image_format::jpeg && !rotate) {
-      result.plan = plan({result.info.width, result.info.height}, key);
-      check_dst(shape_for(result.plan.source), dst);
-      result.scale_denom = run.render_fast(encoded, name, result.info, result.plan, dst);
-      return result;
-    }
-  }
-  // Exact, or a PNG / an EXIF-rotated file in fast mode: the plan needs the
-  // decoded size.
-  result.info = w.dec.decode(encoded, name, w.source, m_decode);
-  result.plan = plan(w.source.view().size(), key);
-  check_dst(shape_for(result.plan.source), dst);
-  run.render_full(result.plan, dst);
+  if (m_tail.empty()) return run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false);
+  sample_result result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true);
+  frame& f = w.head;
+  for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  const output_shape got{f.channels, f.height, f.width, m_output};
+  if (dst.size() != got.bytes())
+    throw image_error(name, "the transforms made a " + std::to_string(f.channels) + "x" + std::to_string(f.height) +
+                                "x" + std::to_string(f.width) + " output, the batch slot holds " +
+                                std::to_string(dst.size()) + " bytes");
+  write_frame(f, m_output, m_normalize, dst);
+  return result;
+}
+
+sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
+                                 const sample_key& key, std::vector<std::byte>& dst, output_shape& shape) const {
+  pipeline_workspace::impl& w = *ws.m_impl;
+  sample_result result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, {}, true);
+  frame& f = w.head;
+  for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  shape = output_shape{f.channels, f.height, f.width, m_output};
+  dst.resize(shape.bytes());
+  write_frame(f, m_output, m_normalize, dst);
   return result;
 }
 
 sample_result pipeline::apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                                    const sample_plan& plan, std::span<std::byte> dst) const {
+  if (!m_tail.empty()) throw std::invalid_argument("pipeline::apply_plan: not for a pipeline with appended ops");
   check_dst(output_shape{3, plan.window.height, plan.window.width, m_output}, dst);
   if (plan.crop.empty() || intersect(plan.crop, {0, 0, plan.source.height, plan.source.width}) != plan.crop)
     throw std::invalid_argument("pipeline::apply_plan: crop outside the source");

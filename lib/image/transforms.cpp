@@ -244,7 +244,51 @@ pipeline& pipeline::normalize(const normalize_params& params) {
 
 pipeline& pipeline::set_output(output_spec spec) {
   spec.check();
+  const frame_shape last = last_frame();
+  if (last.kind == frame_kind::tensor_f32 && !spec.normalized())
+    throw std::invalid_argument("pipeline: the transforms end with a float tensor; the output must be float32 or "
+                                "float16, not " + to_string(spec));
+  if (last.kind == frame_kind::tensor_u8 && spec != output_spec::uint8_nchw())
+    throw std::invalid_argument("pipeline: the transforms end with a uint8 tensor (PILToTensor); the output is "
+                                "uint8 NCHW, not " + to_string(spec));
+  if (last.kind == frame_kind::image && spec == output_spec::uint8_nchw())
+    throw std::invalid_argument("pipeline: uint8 NCHW is the output of PILToTensor; these transforms end with "
+                                "an image (uint8 NHWC)");
   m_output = spec;
+  return *this;
+}
+
+pipeline& pipeline::set_filter(resample_filter filter) noexcept {
+  m_filter = filter;
+  return *this;
+}
+
+pipeline& pipeline::set_flip_stream(std::uint32_t stream) noexcept {
+  m_flip_stream = stream;
+  return *this;
+}
+
+frame_shape pipeline::head_frame() const noexcept {
+  frame_shape f;
+  f.kind = frame_kind::image;
+  f.channels = 3;
+  if (m_center_crop) {
+    f.size = *m_center_crop;
+  } else if (m_geometry == geometry::random_resized_crop || m_geometry == geometry::resize_exact) {
+    f.size = m_size;
+  }
+  return f;
+}
+
+pipeline& pipeline::append(std::shared_ptr<const transform_op> op, std::uint32_t stream) {
+  if (!op) throw std::invalid_argument("pipeline::append: null op");
+  if (m_normalize) throw std::invalid_argument("pipeline::append: ops go before normalize");
+  m_tail_shape = op->infer(last_frame());
+  m_tail.push_back(std::move(op));
+  m_tail_streams.push_back(stream);
+  if (m_tail_shape.kind == frame_kind::tensor_u8) m_output = output_spec::uint8_nchw();
+  if (m_tail_shape.kind == frame_kind::tensor_f32 && !m_output.normalized()) m_output = output_spec::float32_nchw();
+  if (m_tail_shape.kind == frame_kind::image && m_output == output_spec::uint8_nchw()) m_output = output_spec::uint8_nhwc();
   return *this;
 }
 
@@ -265,6 +309,10 @@ pipeline& pipeline::set_fast_min_reduction(double factor) {
 }
 
 std::optional<output_shape> pipeline::fixed_shape() const noexcept {
+  if (!m_tail.empty()) {
+    if (!m_tail_shape.size) return std::nullopt;
+    return output_shape{m_tail_shape.channels, m_tail_shape.size->height, m_tail_shape.size->width, m_output};
+  }
   if (m_center_crop) return output_shape{3, m_center_crop->height, m_center_crop->width, m_output};
   if (m_geometry == geometry::random_resized_crop || m_geometry == geometry::resize_exact)
     return output_shape{3, m_size.height, m_size.width, m_output};
@@ -298,7 +346,7 @@ sample_plan pipeline::plan(size2 source, const sample_key& key) const {
   p.window = m_center_crop ? center_crop_box(p.resized, *m_center_crop)
                            : crop_box{0, 0, p.resized.height, p.resized.width};
   if (m_flip_p > 0.0) {
-    sample_rng rng(key, /*stream=*/2);
+    sample_rng rng(key, m_flip_stream);
     p.flip = rng.uniform() < m_flip_p;
   }
   return p;

@@ -93,6 +93,11 @@ loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, cons
 
   opt.output.check();  // on the device path too, where the uploader converts to it
   p.pipe = opt.pipeline;
+  if (p.use_device && (!p.pipe.device_convertible() || opt.output == output_spec::uint8_nchw()))
+    throw std::invalid_argument(
+        "loader: these transforms end with " + std::string(image::to_string(p.pipe.last_frame().kind)) + " of " +
+        std::to_string(p.pipe.last_frame().channels) + " channel(s) as " + to_string(opt.output) +
+        "; device upload converts RGB images only: use the host output (no device) for this recipe");
   p.pipe.set_output(p.use_device ? output_spec::uint8_nhwc() : opt.output);
   const auto shape = p.pipe.fixed_shape();
   if (!shape)

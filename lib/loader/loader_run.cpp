@@ -303,10 +303,11 @@ tensor_view loader_core::layout_of(std::size_t n) const noexcept {
   v.layout = spec.layout;
   const auto count = static_cast<std::int64_t>(n);
   const std::int64_t h = m_plan.sample_shape.height, w = m_plan.sample_shape.width;
+  const std::int64_t c = m_plan.sample_shape.channels;
   if (spec.layout == layout::nhwc) {
-    v.shape = {count, h, w, 3};
+    v.shape = {count, h, w, c};
   } else {
-    v.shape = {count, 3, h, w};
+    v.shape = {count, c, h, w};
   }
   v.memory = m_uploader ? memory_kind::device : memory_kind::host;
   v.device = m_uploader ? m_opt.device : -1;

@@ -16,6 +16,7 @@
 
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/image/transforms.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
@@ -125,13 +126,42 @@ py::list read_files(const std::vector<std::string>& paths, std::size_t io_depth,
   return result;
 }
 
+// decode(transform=...): what the loader puts in the sample's slot, any size.
+py::capsule decode_transform(std::span<const std::byte> bytes, const std::string& spec, bool exact,
+                             std::uint64_t seed, std::uint64_t epoch, std::uint64_t index, const std::string& name,
+                             std::uint64_t max_pixels) {
+  loader_options o;
+  apply_transform(o, spec, exact, max_pixels);
+  std::vector<std::byte> out;
+  image::output_shape shape;
+  {
+    py::gil_scoped_release nogil;
+    thread_local image::pipeline_workspace ws;
+    (void)o.pipeline.apply_to(ws, bytes, name, image::sample_key{seed, epoch, index}, out, shape);
+  }
+  const output_spec out_spec = o.pipeline.output();
+  std::vector<std::int64_t> dims = out_spec.layout == layout::nhwc
+                                       ? std::vector<std::int64_t>{shape.height, shape.width, shape.channels}
+                                       : std::vector<std::int64_t>{shape.channels, shape.height, shape.width};
+  if (out_spec.dtype == dtype::uint8) {
+    std::vector<std::uint8_t> v(out.size());
+    std::memcpy(v.data(), out.data(), out.size());
+    return host_capsule(std::move(v), std::move(dims), dl_uint8());
+  }
+  std::vector<float> v(out.size() / sizeof(float));
+  std::memcpy(v.data(), out.data(), out.size());
+  return host_capsule(std::move(v), std::move(dims), dl_float32());
+}
+
 py::capsule decode(const py::buffer& data, const std::string& preset, int size, bool exact, std::uint64_t seed,
-                   std::uint64_t epoch, std::uint64_t index, const std::string& name, std::uint64_t max_pixels) {
+                   std::uint64_t epoch, std::uint64_t index, const std::string& name, std::uint64_t max_pixels,
+                   const std::string& transform) {
   const py::buffer_info in = data.request();
   if (in.ndim > 1 && !PyBuffer_IsContiguous(in.view(), 'C'))
     throw std::invalid_argument("decode: data must be contiguous bytes");
   const std::span<const std::byte> bytes(static_cast<const std::byte*>(in.ptr),
                                          static_cast<std::size_t>(in.size * in.itemsize));
+  if (!transform.empty()) return decode_transform(bytes, transform, exact, seed, epoch, index, name, max_pixels);
   std::vector<std::uint8_t> pixels;
   std::int64_t height = 0, width = 0;
   {
@@ -193,7 +223,38 @@ void bind_blocks(py::module_& m) {
   m.def("read_files", &read_files, py::arg("paths"), py::arg("io_depth") = 0, py::arg("direct") = false);
   m.def("_decode", &decode, py::arg("data"), py::arg("pipeline"), py::arg("size"), py::arg("exact"),
         py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("name"),
-        py::arg("max_pixels"));
+        py::arg("max_pixels"), py::arg("transform") = std::string());
+  m.def(
+      "_transform_spec", [](const std::string& spec) { return image::transform_list::parse(spec).spec(); },
+      py::arg("spec"));
+  m.def(
+      "_transform_output",
+      [](const std::string& spec) {
+        // (kind, channels, height or None, width or None) after the list.
+        const auto f = image::transform_list::parse(spec).infer();
+        const std::string kind = f.kind == image::frame_kind::image       ? "image"
+                                 : f.kind == image::frame_kind::tensor_u8 ? "uint8"
+                                                                          : "float32";
+        py::object h = py::none(), w = py::none();
+        if (f.size) {
+          h = py::int_(f.size->height);
+          w = py::int_(f.size->width);
+        }
+        return py::make_tuple(kind, f.channels, h, w);
+      },
+      py::arg("spec"));
+  m.def(
+      "_transform_draws",
+      [](const std::string& spec, std::size_t position, int width, int height, int channels, std::uint64_t seed,
+         std::uint64_t epoch, std::uint64_t index) {
+        // Test hook: what op `position` of the list draws for one sample.
+        const auto list = image::transform_list::parse(spec);
+        if (position >= list.ops().size()) throw std::invalid_argument("_transform_draws: no op at that position");
+        sample_rng rng(sample_key{seed, epoch, index}, static_cast<std::uint32_t>(position + 1));
+        return list.ops()[position]->draw_for_test(rng, {width, height}, channels);
+      },
+      py::arg("spec"), py::arg("position"), py::arg("width"), py::arg("height"), py::arg("channels"),
+      py::arg("seed"), py::arg("epoch"), py::arg("index"));
   m.def("_scan_image_folder", &scan_image_folder, py::arg("root"), py::arg("include_hidden"));
 }
 

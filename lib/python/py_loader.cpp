@@ -17,9 +17,21 @@ loader_options loader_options_from(const py::dict& d) {
   // Checked and converted in ringfeed/loader.py: here only translated.
   loader_options o;
   o.source = d["source"].cast<std::string>();
-  apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>(),
-               d["max_pixels"].cast<std::uint64_t>());
-  o.output = parse_output(d["output"].cast<std::string>());
+  const auto transform = d["transform"].cast<std::string>();
+  if (transform.empty()) {
+    apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>(),
+                 d["max_pixels"].cast<std::uint64_t>());
+    o.output = parse_output(d["output"].cast<std::string>());
+  } else {
+    // The list's end decides the output; output= may only pick float16
+    // for a float one (set_output says why anything else does not fit).
+    apply_transform(o, transform, d["exact"].cast<bool>(), d["max_pixels"].cast<std::uint64_t>());
+    if (!d["output"].is_none()) {
+      o.output = parse_output(d["output"].cast<std::string>());
+      image::pipeline check = o.pipeline;
+      check.set_output(o.output);
+    }
+  }
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();
   o.sampler.shuffle = d["shuffle"].cast<bool>();

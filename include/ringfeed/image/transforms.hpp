@@ -35,10 +35,12 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/image/jpeg.hpp>
 #include <ringfeed/image/resample.hpp>
+#include <ringfeed/image/transform_op.hpp>
 #include <ringfeed/output_spec.hpp>
 #include <ringfeed/random.hpp>
 
@@ -196,8 +198,21 @@ class pipeline {
   /// the consumer (see normalization()) when it is uint8.
   pipeline& normalize(const normalize_params& params);
 
+  /// Appends an op that runs on the decoded pixels after the steps above,
+  /// drawing from `stream` (transform_list::compile builds these; see
+  /// transform_op.hpp for the stream rule). Throws std::invalid_argument
+  /// when the op cannot take what the pipeline gives at that point.
+  pipeline& append(std::shared_ptr<const transform_op> op, std::uint32_t stream);
+  /// The resampling filter of resize / random_resized_crop (bilinear by
+  /// default).
+  pipeline& set_filter(resample_filter filter) noexcept;
+  /// The stream horizontal_flip draws from (2 by default: the train preset's).
+  pipeline& set_flip_stream(std::uint32_t stream) noexcept;
+
   /// uint8 NHWC (the default), float32 or float16 NCHW (see
-  /// output_spec.hpp); throws std::invalid_argument for another combination.
+  /// output_spec.hpp); uint8 NCHW when appended ops end with a uint8
+  /// tensor (PILToTensor). A pipeline ending with a float tensor takes only
+  /// float outputs. Throws std::invalid_argument for another combination.
   pipeline& set_output(output_spec spec);
   pipeline& set_mode(pipeline_mode mode) noexcept;
   pipeline& set_decode_options(const decode_options& options) noexcept;
@@ -211,6 +226,16 @@ class pipeline {
   [[nodiscard]] const std::optional<normalize_params>& normalization() const noexcept { return m_normalize; }
   [[nodiscard]] const decode_options& decoding() const noexcept { return m_decode; }
   [[nodiscard]] double fast_min_reduction() const noexcept { return m_fast_min_reduction; }
+  /// The ops appended after the fused steps.
+  [[nodiscard]] const std::vector<std::shared_ptr<const transform_op>>& tail() const noexcept { return m_tail; }
+  /// What the pipeline's last step gives, before the output conversion.
+  [[nodiscard]] frame_shape last_frame() const noexcept { return m_tail.empty() ? head_frame() : m_tail_shape; }
+  /// True when the output can be made on a device from uint8 NHWC RGB
+  /// (no appended op leaves a tensor or one channel).
+  [[nodiscard]] bool device_convertible() const noexcept {
+    const frame_shape f = last_frame();
+    return f.kind == frame_kind::image && f.channels == 3;
+  }
 
   /// The output shape when it does not depend on the image (a crop last).
   [[nodiscard]] std::optional<output_shape> fixed_shape() const noexcept;
@@ -229,6 +254,11 @@ class pipeline {
   sample_result apply(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                       const sample_key& key, std::span<std::byte> dst) const;
 
+  /// apply() for an output whose size depends on the image: `dst` is
+  /// resized to the output (shape in `shape`).
+  sample_result apply_to(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
+                         const sample_key& key, std::vector<std::byte>& dst, output_shape& shape) const;
+
   /// apply() with the decisions given: `plan.source` must be the image's
   /// size. For replaying a sample and for tests.
   sample_result apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
@@ -238,6 +268,7 @@ class pipeline {
   enum class geometry : std::uint8_t { none, resize_shorter, resize_exact, random_resized_crop };
 
   void check_can_add(int stage, const char* what) const;
+  frame_shape head_frame() const noexcept;
 
   geometry m_geometry = geometry::none;
   size2 m_size{};          // resize_exact / random_resized_crop output size
@@ -252,6 +283,10 @@ class pipeline {
   decode_options m_decode{};
   double m_fast_min_reduction = 1.5;
   int m_stage = 0;  // last builder stage added, for ordering checks
+  std::uint32_t m_flip_stream = 2;
+  std::vector<std::shared_ptr<const transform_op>> m_tail;
+  std::vector<std::uint32_t> m_tail_streams;
+  frame_shape m_tail_shape{};
 };
 
 /// Per-thread scratch for pipeline::apply: a decoder, a resampler and pixel
