@@ -40,6 +40,8 @@ transform_list transform_list::parse(std::string_view spec) {
   return t;
 }
 
+std::string transform_list::supported_ops() { return supported_op_names(); }
+
 transform_list transform_list::train(int size) {
   transform_list t;
   t.random_resized_crop({size, size}).random_horizontal_flip().to_tensor().normalize(

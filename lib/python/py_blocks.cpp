@@ -224,14 +224,18 @@ void bind_blocks(py::module_& m) {
   m.def("_decode", &decode, py::arg("data"), py::arg("pipeline"), py::arg("size"), py::arg("exact"),
         py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("name"),
         py::arg("max_pixels"), py::arg("transform") = std::string());
+  m.def("_transform_ops", &image::transform_list::supported_ops);
   m.def(
       "_transform_spec", [](const std::string& spec) { return image::transform_list::parse(spec).spec(); },
       py::arg("spec"));
   m.def(
       "_transform_output",
       [](const std::string& spec) {
-        // (kind, channels, height or None, width or None) after the list.
-        const auto f = image::transform_list::parse(spec).infer();
+        // (kind, channels, height or None, width or None, random) after the list.
+        const auto list = image::transform_list::parse(spec);
+        const auto f = list.infer();
+        bool random = false;
+        for (const auto& op : list.ops()) random = random || !op->deterministic();
         const std::string kind = f.kind == image::frame_kind::image       ? "image"
                                  : f.kind == image::frame_kind::tensor_u8 ? "uint8"
                                                                           : "float32";
@@ -240,7 +244,7 @@ void bind_blocks(py::module_& m) {
           h = py::int_(f.size->height);
           w = py::int_(f.size->width);
         }
-        return py::make_tuple(kind, f.channels, h, w);
+        return py::make_tuple(kind, f.channels, h, w, random);
       },
       py::arg("spec"));
   m.def(

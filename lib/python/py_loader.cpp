@@ -26,11 +26,7 @@ loader_options loader_options_from(const py::dict& d) {
     // The list's end decides the output; output= may only pick float16
     // for a float one (set_output says why anything else does not fit).
     apply_transform(o, transform, d["exact"].cast<bool>(), d["max_pixels"].cast<std::uint64_t>());
-    if (!d["output"].is_none()) {
-      o.output = parse_output(d["output"].cast<std::string>());
-      image::pipeline check = o.pipeline;
-      check.set_output(o.output);
-    }
+    if (o.output.normalized()) o.output = parse_output(d["output"].cast<std::string>());
   }
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();

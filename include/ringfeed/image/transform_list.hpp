@@ -37,6 +37,8 @@ class transform_list {
   /// transform_spec_error naming the column and the reason, and
   /// std::invalid_argument for arguments torchvision would reject.
   [[nodiscard]] static transform_list parse(std::string_view spec);
+  /// The op names parse() knows, sorted, comma-separated.
+  [[nodiscard]] static std::string supported_ops();
   /// RandomResizedCrop(size) + RandomHorizontalFlip() + ToTensor() +
   /// Normalize(ImageNet).
   [[nodiscard]] static transform_list train(int size = 224);

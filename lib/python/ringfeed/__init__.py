@@ -14,5 +14,6 @@ decode() when called.
 from ._ringfeed import __version__
 from .blocks import ImageFolder, decode, read_files
 from .loader import Batch, Loader
+from . import transforms
 
-__all__ = ["Loader", "Batch", "ImageFolder", "read_files", "decode", "__version__"]
+__all__ = ["Loader", "Batch", "ImageFolder", "read_files", "decode", "transforms", "__version__"]

@@ -23,7 +23,7 @@ def read_files(paths, io_depth=0, direct=False):
 
 
 def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0, name="<bytes>",
-           max_pixels=_ringfeed.DEFAULT_MAX_PIXELS):
+           max_pixels=_ringfeed.DEFAULT_MAX_PIXELS, transform=None):
     """Decodes one encoded image (JPEG, PNG, WebP, TIFF, BMP or PBM/PGM/PPM bytes;
     any bytes-like object)
     into a uint8 HWC torch.Tensor, with the GIL released.
@@ -34,8 +34,19 @@ def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0,
     (the same pixels as a Loader(output="uint8") batch slot).
     An image whose header declares more than `max_pixels` pixels (default
     Pillow's limit, 178,956,970) is refused before memory is allocated.
+    transform=T (a ringfeed.transforms or torchvision transform, a Compose, a
+    list or a spec string) instead of pipeline: exactly what ringfeed.Loader
+    (transform=T) puts in that sample's slot — uint8 HWC for a recipe ending
+    with an image, uint8 CHW after PILToTensor, float32 CHW after ToTensor —
+    for an output of any size.
     Errors (ValueError for a bad option, RuntimeError for a bad image) name
     `name` and the reason."""
+    spec = ""
+    if transform is not None:
+        if pipeline is not None:
+            raise ValueError("give either transform= or pipeline=, not both")
+        from .transforms import to_spec
+        spec = to_spec(transform)
     if pipeline not in (None, "train", "val"):
         raise ValueError(f'pipeline must be None, "train" or "val", not {pipeline!r}')
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
@@ -46,7 +57,7 @@ def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0,
     if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels < 1:
         raise ValueError(f"max_pixels must be a positive int, not {max_pixels!r}")
     capsule = _ringfeed._decode(data, pipeline or "", size, bool(exact), seed, epoch, index, str(name),
-                                max_pixels)
+                                max_pixels, spec)
     return _from_dlpack(capsule)
 
 

@@ -153,16 +153,38 @@ class Loader:
     failed as `on_error` says.
     """
 
-    def __init__(self, source, batch_size=256, pipeline="train", size=224, exact=False,
-                 output="float32", device=None, shuffle=None, seed=0, drop_last=False,
+    def __init__(self, source, batch_size=256, pipeline=None, size=None, exact=False,
+                 output=None, device=None, shuffle=None, seed=0, drop_last=False,
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
-                 *, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
+                 *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
                  max_pixels=DEFAULT_MAX_PIXELS):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
             raise ValueError(f"source must be a non-empty path or nfs:// URL, not {source!r}")
+        spec, shape = "", None
+        if transform is not None:
+            if pipeline is not None or size is not None:
+                raise ValueError("give either transform= or pipeline=/size=, not both: "
+                                 "transform replaces the train/val presets")
+            from .transforms import output_of, to_spec
+            spec = to_spec(transform)
+            kind, channels, height, width, random = output_of(spec)
+            if height is None:
+                raise ValueError("transform: the output size depends on the image (no crop or fixed-size "
+                                 "resize at the end), so samples cannot be stacked into a batch; "
+                                 f"end it with a crop or Resize((h, w)): {spec}")
+            shape = (kind, channels, height, width)
+            if output is None:
+                output = {"image": "uint8", "uint8": "uint8", "float32": "float32"}[kind]
+            elif kind != "float32" or output == "uint8":
+                raise ValueError(f"output={output!r} does not fit this transform, which ends with "
+                                 f"{'a PIL image' if kind == 'image' else 'a ' + kind + ' tensor'}; "
+                                 "leave output unset (float16 is for transforms ending with a float tensor)")
+        pipeline = "train" if pipeline is None else pipeline
+        size = 224 if size is None else size
+        output = "float32" if output is None else output
         _choice("pipeline", pipeline, ("train", "val"))
         _choice("output", output, tuple(_OUTPUTS))
         _choice("on_error", on_error, ("skip", "fail"))
@@ -176,7 +198,8 @@ class Loader:
         device_buffers = _int_option("device_buffers", device_buffers, 1)
         max_pixels = _int_option("max_pixels", max_pixels, 1)
         if shuffle is None:
-            shuffle = pipeline == "train"
+            # a recipe with a random op is a training one: shuffled, as "train" is
+            shuffle = pipeline == "train" if not spec else random
         for name, value in (("shuffle", shuffle), ("exact", exact), ("drop_last", drop_last),
                             ("direct", direct), ("stream_shards", stream_shards),
                             ("include_hidden", include_hidden)):
@@ -198,7 +221,10 @@ class Loader:
         if rank >= world_size:
             raise ValueError(f"rank must be below world_size: rank {rank}, world_size {world_size}")
 
-        sample_bytes = size * size * 3 * (_OUTPUTS[output] if device_index < 0 else 1)
+        if shape is None:
+            sample_bytes = size * size * 3 * (_OUTPUTS[output] if device_index < 0 else 1)
+        else:
+            sample_bytes = shape[1] * shape[2] * shape[3] * (_OUTPUTS[output] if device_index < 0 else 1)
         slab_bytes = batch_size * sample_bytes
         if memory_budget is None:
             memory_budget = max(1 << 30, 4 * slab_bytes)  # nothing to tune: room for prefetch whatever the batch
@@ -209,7 +235,7 @@ class Loader:
             cache_dir = os.fspath(cache_dir)
 
         self._options = dict(
-            source=source, pipeline=pipeline, size=size, exact=exact, output=output,
+            source=source, pipeline=pipeline, size=size, exact=exact, output=output, transform=spec,
             batch_size=batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last,
             rank=rank, world_size=world_size, threads=threads, io_depth=io_depth, io=io,
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,

@@ -1,0 +1,217 @@
+"""torchvision.transforms' classes, run natively by ringfeed.
+
+    import ringfeed.transforms as T
+    t = T.Compose([T.RandomResizedCrop(176), T.RandomHorizontalFlip(), T.ToTensor(),
+                   T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+    loader = ringfeed.Loader("/data/train", transform=t)
+
+The classes take torchvision 0.14's constructor arguments with the same
+defaults and do nothing in Python: a list is written as one spec string
+(`to_spec`) and compiled once in C++, where every sample is transformed with
+torchvision's semantics on PIL images (Pillow 9.4's arithmetic).
+
+Wherever ringfeed takes a transform it also takes torchvision's own objects
+(a Compose, a list, or one transform): `to_spec` translates them op by op
+from their attributes. An op ringfeed cannot run raises ValueError naming
+it, its position and what is supported; nothing is approximated.
+"""
+import enum
+import math
+import numbers
+
+from . import _ringfeed
+
+
+class InterpolationMode(enum.Enum):
+    """torchvision.transforms.InterpolationMode's members."""
+    NEAREST = "nearest"
+    BILINEAR = "bilinear"
+    BICUBIC = "bicubic"
+    BOX = "box"
+    HAMMING = "hamming"
+    LANCZOS = "lanczos"
+
+
+class AutoAugmentPolicy(enum.Enum):
+    """torchvision.transforms.AutoAugmentPolicy's members."""
+    IMAGENET = "imagenet"
+    CIFAR10 = "cifar10"
+    SVHN = "svhn"
+
+
+_REQUIRED = object()
+
+# name -> torchvision 0.14's constructor parameters and defaults, in order.
+# The attribute of a torchvision object with a parameter's name holds what
+# the spec needs (torchvision stores them under the same names).
+_SIGNATURES = {
+    "Compose": [("transforms", _REQUIRED)],
+    "Resize": [("size", _REQUIRED), ("interpolation", InterpolationMode.BILINEAR), ("max_size", None),
+               ("antialias", None)],
+    "CenterCrop": [("size", _REQUIRED)],
+    "Pad": [("padding", _REQUIRED), ("fill", 0), ("padding_mode", "constant")],
+    "RandomCrop": [("size", _REQUIRED), ("padding", None), ("pad_if_needed", False), ("fill", 0),
+                   ("padding_mode", "constant")],
+    "RandomResizedCrop": [("size", _REQUIRED), ("scale", (0.08, 1.0)), ("ratio", (3.0 / 4.0, 4.0 / 3.0)),
+                          ("interpolation", InterpolationMode.BILINEAR), ("antialias", None)],
+    "RandomHorizontalFlip": [("p", 0.5)],
+    "RandomVerticalFlip": [("p", 0.5)],
+    "ColorJitter": [("brightness", 0), ("contrast", 0), ("saturation", 0), ("hue", 0)],
+    "Grayscale": [("num_output_channels", 1)],
+    "RandomGrayscale": [("p", 0.1)],
+    "GaussianBlur": [("kernel_size", _REQUIRED), ("sigma", (0.1, 2.0))],
+    "RandomRotation": [("degrees", _REQUIRED), ("interpolation", InterpolationMode.NEAREST), ("expand", False),
+                       ("center", None), ("fill", 0)],
+    "RandomAffine": [("degrees", _REQUIRED), ("translate", None), ("scale", None), ("shear", None),
+                     ("interpolation", InterpolationMode.NEAREST), ("fill", 0), ("center", None)],
+    "RandomPosterize": [("bits", _REQUIRED), ("p", 0.5)],
+    "RandomSolarize": [("threshold", _REQUIRED), ("p", 0.5)],
+    "RandomAutocontrast": [("p", 0.5)],
+    "RandomEqualize": [("p", 0.5)],
+    "RandomAdjustSharpness": [("sharpness_factor", _REQUIRED), ("p", 0.5)],
+    "RandomInvert": [("p", 0.5)],
+    "AutoAugment": [("policy", AutoAugmentPolicy.IMAGENET), ("interpolation", InterpolationMode.NEAREST),
+                    ("fill", None)],
+    "RandAugment": [("num_ops", 2), ("magnitude", 9), ("num_magnitude_bins", 31),
+                    ("interpolation", InterpolationMode.NEAREST), ("fill", None)],
+    "TrivialAugmentWide": [("num_magnitude_bins", 31), ("interpolation", InterpolationMode.NEAREST),
+                           ("fill", None)],
+    "AugMix": [("severity", 3), ("mixture_width", 3), ("chain_depth", -1), ("alpha", 1.0), ("all_ops", True),
+               ("interpolation", InterpolationMode.BILINEAR), ("fill", None)],
+    "ToTensor": [],
+    "PILToTensor": [],
+    "ConvertImageDtype": [("dtype", _REQUIRED)],
+    "Normalize": [("mean", _REQUIRED), ("std", _REQUIRED), ("inplace", False)],
+    "RandomErasing": [("p", 0.5), ("scale", (0.02, 0.33)), ("ratio", (0.3, 3.3)), ("value", 0),
+                      ("inplace", False)],
+    "RandomApply": [("transforms", _REQUIRED), ("p", 0.5)],
+    "RandomChoice": [("transforms", _REQUIRED), ("p", None)],
+    "RandomOrder": [("transforms", _REQUIRED)],
+}
+_CONTAINERS = ("RandomApply", "RandomChoice", "RandomOrder")
+
+
+class _Transform:
+    """A torchvision-named transform: it records its arguments; C++ runs it."""
+    _params = ()
+
+    def __init__(self, *args, **kwargs):
+        name = type(self).__name__
+        if len(args) > len(self._params):
+            raise TypeError(f"{name}() takes at most {len(self._params)} arguments ({len(args)} given)")
+        values = dict(zip((p for p, _ in self._params), args))
+        for key, value in kwargs.items():
+            if key not in dict(self._params):
+                raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+            if key in values:
+                raise TypeError(f"{name}() got multiple values for argument {key!r}")
+            values[key] = value
+        for param, default in self._params:
+            if param not in values:
+                if default is _REQUIRED:
+                    raise TypeError(f"{name}() missing required argument: {param!r}")
+                values[param] = default
+            setattr(self, param, values[param])
+        if name != "Compose":
+            _ringfeed._transform_spec(to_spec(self))  # torchvision's argument checks, now
+
+    def __call__(self, img):
+        raise TypeError(f"ringfeed.transforms.{type(self).__name__} runs inside ringfeed (Loader, decode), "
+                        "not on a Python image; use torchvision.transforms for that")
+
+    def __repr__(self):
+        return to_spec(self)
+
+
+for _name, _params in _SIGNATURES.items():
+    globals()[_name] = type(_name, (_Transform,), {"_params": tuple(_params), "__module__": __name__})
+del _name, _params
+
+
+# --- the spec string ------------------------------------------------------------------
+
+def _value(v, where):
+    if v is None or isinstance(v, bool):
+        return repr(v)
+    if isinstance(v, enum.Enum):
+        return str(v.value) if isinstance(v.value, str) else v.name
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, numbers.Real):
+        f = float(v)
+        return repr(f) if math.isfinite(f) else ("inf" if f > 0 else "-inf" if f < 0 else "nan")
+    if isinstance(v, str):
+        if "'" in v:
+            raise ValueError(f"{where}: string {v!r} cannot be written to the spec")
+        return "'" + v + "'"
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(_value(x, where) for x in v)
+        return "(" + inner + ("," if len(v) == 1 else "") + ")"
+    typename = type(v).__module__ + "." + type(v).__name__
+    if typename == "torch.dtype":
+        return str(v).replace("torch.", "")
+    if hasattr(v, "tolist"):  # a tensor or numpy array of numbers
+        return _value(v.tolist(), where)
+    raise ValueError(f"{where}: value {v!r} of type {type(v).__name__} is not supported")
+
+
+def _is_transform_object(t):
+    module = type(t).__module__ or ""
+    return module.startswith("torchvision.transforms") or module.startswith(__name__)
+
+
+def _op_spec(t, where):
+    name = type(t).__name__
+    if name not in _SIGNATURES or name == "Compose" or not _is_transform_object(t):
+        supported = _ringfeed._transform_ops()
+        raise ValueError(f"{where} ({type(t).__module__}.{name}) is not a transform ringfeed can run; "
+                         f"supported: {supported}")
+    args = []
+    for param, _ in _SIGNATURES[name]:
+        if not hasattr(t, param):
+            raise ValueError(f"{where} ({name}) has no attribute {param!r} to translate")
+        value = getattr(t, param)
+        if param == "transforms" and name in _CONTAINERS:
+            items = [_op_spec(c, f"{where}.transforms[{k}]") for k, c in enumerate(value)]
+            args.append("transforms=[" + ", ".join(items) + "]")
+        else:
+            args.append(f"{param}={_value(value, f'{where} ({name}).{param}')}")
+    return f"{name}({', '.join(args)})"
+
+
+def _flatten(transform):
+    if isinstance(transform, (list, tuple)):
+        return list(transform)
+    if type(transform).__name__ == "Compose" and _is_transform_object(transform):
+        return list(transform.transforms)
+    return [transform]
+
+
+def to_spec(transform):
+    """The spec string of `transform`: a ringfeed.transforms or torchvision
+    transform, a Compose of them, or a list. A str is taken as a spec.
+    Raises ValueError naming the op and its position when one cannot run."""
+    if isinstance(transform, str):
+        return transform
+    specs = []
+    for position, t in enumerate(_flatten(transform)):
+        where = f"transform {position}"
+        spec = _op_spec(t, where)
+        try:
+            _ringfeed._transform_spec(spec)
+        except ValueError as e:
+            raise ValueError(f"{where} ({type(t).__name__}): {e}") from None
+        specs.append(spec)
+    return "; ".join(specs)
+
+
+def output_of(transform):
+    """(kind, channels, height, width, random) of what `transform` ends
+    with: kind "image" (uint8 HWC), "uint8" (a CHW tensor) or "float32";
+    height and width None when they depend on the image; random True when
+    an op draws random parameters."""
+    return _ringfeed._transform_output(to_spec(transform))
+
+
+__all__ = ["InterpolationMode", "AutoAugmentPolicy", "to_spec", "output_of"] + [
+    n for n in _SIGNATURES]
