@@ -1,0 +1,84 @@
+"""The recipes and images the transform parity tests run, shared by
+test_transforms.py and tests/data/image/make_transform_goldens.py (which
+writes torchvision's outputs' digests into
+tests/data/image/transforms/goldens.json).
+
+Each recipe is a function of torchvision.transforms (and torch) returning a
+torchvision transform whose randomness is pinned (p=1, degenerate ranges),
+so its output is a function of the image alone. Images are opened as
+ImageFolder does: PIL.Image.open(f).convert("RGB").
+"""
+import hashlib
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data", "image")
+GOLDENS = os.path.join(DATA, "transforms", "goldens.json")
+
+# One or more of every format the decoders read, grayscale and alpha
+# included, tiny to photo-sized, square and not.
+IMAGES = [
+    "decode/rgb.jpg", "decode/gray.jpg", "decode/rgba.png", "decode/palette.png", "decode/gray16.png",
+    "webp/lossy.webp", "webp/gray_lossless.webp", "tiff/rgb_tiled.tif", "tiff/la.tif",
+    "bmp_pnm/rgb24.bmp", "bmp_pnm/gray.pgm", "photos/chelsea.jpg", "photos/coffee_portrait.jpg",
+]
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+def recipes(T, torch):
+    """id -> torchvision transform (pinned randomness)."""
+    I = T.InterpolationMode
+    return {
+        # the PyTorch tuning guide's CIFAR snippet
+        "resize_hw_tensor_norm05": T.Compose([T.Resize((224, 224)), T.ToTensor(), T.Normalize(mean=[0.5], std=[0.5])]),
+        # timm-style evaluation at crop_pct 0.875, 0.9 and 0.95, bicubic
+        "timm_eval_875": T.Compose([T.Resize(int(224 / 0.875), I.BICUBIC), T.CenterCrop(224), T.ToTensor(),
+                                    T.Normalize(*IMAGENET)]),
+        "timm_eval_90": T.Compose([T.Resize(int(224 / 0.9), I.BICUBIC), T.CenterCrop(224), T.ToTensor(),
+                                   T.Normalize(*IMAGENET)]),
+        "timm_eval_95": T.Compose([T.Resize(int(224 / 0.95), I.BICUBIC), T.CenterCrop(224), T.ToTensor(),
+                                   T.Normalize(*IMAGENET)]),
+        # torchvision's reference eval with --val-resize-size 232, PILToTensor + ConvertImageDtype
+        "ref_val_232": T.Compose([T.Resize(232, I.BILINEAR), T.CenterCrop(224), T.PILToTensor(),
+                                  T.ConvertImageDtype(torch.float), T.Normalize(*IMAGENET)]),
+        # each resampling filter, odd and non-square sizes, flips pinned
+        "lanczos_odd_vflip": T.Compose([T.Resize((17, 9), I.LANCZOS), T.RandomVerticalFlip(p=1.0),
+                                        T.PILToTensor()]),
+        "box_tiny_hflip": T.Compose([T.Resize((2, 3), I.BOX), T.RandomHorizontalFlip(p=1.0)]),
+        "hamming_max_size": T.Compose([T.Resize(30, I.HAMMING, max_size=40), T.CenterCrop(31)]),
+        "bilinear_1px": T.Compose([T.Resize((1, 1)), T.ToTensor()]),
+        # CenterCrop larger than the image pads with zeros, then float ops
+        "center_crop_pads": T.Compose([T.CenterCrop((71, 50)), T.ToTensor(), T.Normalize((0.1,), (0.3,))]),
+        "crop_after_flip": T.Compose([T.RandomHorizontalFlip(p=1.0), T.CenterCrop((20, 31)),
+                                      T.RandomVerticalFlip(p=1.0)]),
+        # float ops after ToTensor that stay exact: flips and crops of tensors
+        "tensor_flip_crop": T.Compose([T.Resize(40), T.ToTensor(), T.RandomHorizontalFlip(p=1.0),
+                                       T.CenterCrop(33), T.Normalize((0.5, 0.4, 0.3), (0.2, 0.25, 0.3))]),
+        "uint8_roundtrip": T.Compose([T.Resize((26, 18)), T.ToTensor(), T.ConvertImageDtype(torch.uint8)]),
+        # containers with pinned choices
+        "random_apply_p1": T.Compose([T.RandomApply([T.Resize((30, 20)), T.RandomVerticalFlip(p=1.0)], p=1.0),
+                                      T.CenterCrop(16)]),
+        "random_choice_one": T.Compose([T.RandomChoice([T.Resize((21, 13))]), T.PILToTensor()]),
+        "erasing_never": T.Compose([T.Resize((28, 28)), T.ToTensor(), T.RandomErasing(p=0.0)]),
+    }
+
+
+def digest(tensor):
+    """sha256 of a tensor's (or array's) bytes, with its shape and dtype."""
+    import numpy as np
+    a = tensor.numpy() if hasattr(tensor, "numpy") else np.asarray(tensor)
+    a = np.ascontiguousarray(a)
+    return {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+
+
+def reference(transform, path):
+    """torchvision's output for `path`, as a tensor (HWC uint8 for an image)."""
+    import numpy as np
+    import torch
+    from PIL import Image
+    with Image.open(path) as im:
+        out = transform(im.convert("RGB"))
+    if not isinstance(out, torch.Tensor):
+        out = torch.from_numpy(np.array(out))
+    return out
