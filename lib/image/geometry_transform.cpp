@@ -1,0 +1,456 @@
+// Resampling geometry ops: resize (Pillow's resampler, and its nearest
+// path), affine and rotate, following Pillow 9.4's libImaging/Geometry.c
+// (ImagingTransformAffine, ImagingScaleAffine, affine_fixed, the generic
+// transform with its bilinear/bicubic filters) and Image.rotate's matrix,
+// with torchvision's _get_inverse_affine_matrix.
+//
+// The arithmetic is Pillow's, operation for operation, in doubles (this
+// file is compiled with -ffp-contract=off: a fused multiply-add would round
+// differently from Pillow's separate multiply and add).
+#include <ringfeed/image/geometry.hpp>
+#include <ringfeed/image/resample.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ringfeed::image {
+
+namespace {
+
+[[noreturn]] void bad(const char* op, const std::string& why) {
+  throw std::invalid_argument(std::string(op) + ": " + why);
+}
+
+void check_source(const char* op, image_view src) {
+  if (src.channels != 1 && src.channels != 3) bad(op, "images have 1 or 3 channels, got " + std::to_string(src.channels));
+  if (src.width < 0 || src.height < 0) bad(op, "negative image size");
+}
+
+std::size_t row_bytes(int width, int channels) {
+  return static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+}
+
+void copy_image(image_view src, image_buffer& dst) {
+  dst.reset(src.width, src.height, src.channels);
+  const std::size_t n = row_bytes(src.width, src.channels);
+  for (int y = 0; y < src.height; ++y) std::memcpy(dst.view().row(y), src.row(y), n);
+}
+
+void fill_image(image_buffer& dst, fill_color fill) {
+  std::uint8_t* d = dst.data();
+  if (dst.channels() == 1) {
+    if (dst.size_bytes() > 0) std::memset(d, fill[0], dst.size_bytes());
+    return;
+  }
+  for (std::size_t i = 0; i < dst.size_bytes(); i += 3) {
+    d[i] = fill[0];
+    d[i + 1] = fill[1];
+    d[i + 2] = fill[2];
+  }
+}
+
+template <int C>
+void copy_pixel(const std::uint8_t* in, std::uint8_t* out) {
+  for (int c = 0; c < C; ++c) out[c] = in[c];
+}
+
+// Pillow's COORD: -1 below 0, else truncation. Values past int's range are
+// out of any image (Pillow's conversion gives INT_MIN there, also outside).
+int coord(double v) {
+  if (v < 0.0) return -1;
+  if (v >= 2147483648.0) return -1;
+  return static_cast<int>(v);
+}
+
+// Pillow's FLOOR.
+int floor_int(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v); }
+
+// ImagingScaleAffine: no rotation terms; source positions accumulate in
+// doubles from the first pixel's centre. Pixels outside the source keep
+// what dst holds (the caller's fill).
+template <int C>
+void scale_affine(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+  const int ow = dst.width();
+  thread_local std::vector<int> xintab;
+  xintab.assign(static_cast<std::size_t>(ow), 0);
+  double xo = a[2] + a[0] * 0.5;
+  double yo = a[5] + a[4] * 0.5;
+  int xmin = ow;
+  int xmax = 0;
+  for (int x = 0; x < ow; ++x) {
+    const int xin = coord(xo);
+    if (xin >= 0 && xin < src.width) {
+      xmax = x + 1;
+      if (x < xmin) xmin = x;
+      xintab[static_cast<std::size_t>(x)] = xin;
+    }
+    xo += a[0];
+  }
+  for (int y = 0; y < dst.height(); ++y) {
+    const int yi = coord(yo);
+    if (yi >= 0 && yi < src.height) {
+      const std::uint8_t* in = src.row(yi);
+      std::uint8_t* out = dst.view().row(y);
+      for (int x = xmin; x < xmax; ++x)
+        copy_pixel<C>(in + static_cast<std::ptrdiff_t>(xintab[static_cast<std::size_t>(x)]) * C, out + x * C);
+    }
+    yo += a[4];
+  }
+}
+
+bool check_fixed(const std::array<double, 6>& a, int x, int y) {
+  return std::fabs(x * a[0] + y * a[1] + a[2]) < 32768.0 && std::fabs(x * a[3] + y * a[4] + a[5]) < 32768.0;
+}
+
+// 16.16 fixed point as Pillow's FIX.
+std::int32_t fix(double v) { return floor_int(v * 65536.0 + 0.5); }
+
+// affine_fixed: nearest neighbour in 16.16 fixed point, steps accumulated
+// in integers (wrapping as Pillow's int arithmetic does on x86).
+template <int C>
+void affine_fixed(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+  const std::uint32_t a0 = static_cast<std::uint32_t>(fix(a[0]));
+  const std::uint32_t a1 = static_cast<std::uint32_t>(fix(a[1]));
+  const std::uint32_t a3 = static_cast<std::uint32_t>(fix(a[3]));
+  const std::uint32_t a4 = static_cast<std::uint32_t>(fix(a[4]));
+  std::uint32_t a2 = static_cast<std::uint32_t>(fix(a[2] + a[0] * 0.5 + a[1] * 0.5));
+  std::uint32_t a5 = static_cast<std::uint32_t>(fix(a[5] + a[3] * 0.5 + a[4] * 0.5));
+  const int w = src.width;
+  const int h = src.height;
+  for (int y = 0; y < dst.height(); ++y) {
+    std::uint32_t xx = a2;
+    std::uint32_t yy = a5;
+    std::uint8_t* out = dst.view().row(y);
+    for (int x = 0; x < dst.width(); ++x) {
+      const int xin = static_cast<std::int32_t>(xx) >> 16;
+      const int yin = static_cast<std::int32_t>(yy) >> 16;
+      if (xin >= 0 && xin < w && yin >= 0 && yin < h)
+        copy_pixel<C>(src.row(yin) + static_cast<std::ptrdiff_t>(xin) * C, out + x * C);
+      xx += a0;
+      yy += a3;
+    }
+    a2 += a1;
+    a5 += a4;
+  }
+}
+
+// ImagingTransformAffine's double fallback (coordinates past ±32768).
+template <int C>
+void affine_float(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+  double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
+  double yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
+  for (int y = 0; y < dst.height(); ++y) {
+    double xx = xo;
+    double yy = yo;
+    std::uint8_t* out = dst.view().row(y);
+    for (int x = 0; x < dst.width(); ++x) {
+      const int xin = coord(xx);
+      if (xin >= 0 && xin < src.width) {
+        const int yin = coord(yy);
+        if (yin >= 0 && yin < src.height)
+          copy_pixel<C>(src.row(yin) + static_cast<std::ptrdiff_t>(xin) * C, out + x * C);
+      }
+      xx += a[0];
+      yy += a[3];
+    }
+    xo += a[1];
+    yo += a[4];
+  }
+}
+
+// Pillow's bilinear_filter8 / bilinear_filter32RGB at source point (xin,
+// yin), already known to lie inside the image.
+template <int C>
+void bilinear_at(image_view src, double xin, double yin, std::uint8_t* out) {
+  xin -= 0.5;
+  yin -= 0.5;
+  const int x = floor_int(xin);
+  const int y = floor_int(yin);
+  const double dx = xin - x;
+  const double dy = yin - y;
+  const int w = src.width;
+  const int h = src.height;
+  const std::ptrdiff_t x0 = static_cast<std::ptrdiff_t>(std::clamp(x, 0, w - 1)) * C;
+  const std::ptrdiff_t x1 = static_cast<std::ptrdiff_t>(std::clamp(x + 1, 0, w - 1)) * C;
+  const std::uint8_t* r0 = src.row(std::clamp(y, 0, h - 1));
+  const bool has_r1 = y + 1 >= 0 && y + 1 < h;
+  const std::uint8_t* r1 = has_r1 ? src.row(y + 1) : r0;
+  for (int c = 0; c < C; ++c) {
+    double v1 = r0[x0 + c] + (r0[x1 + c] - r0[x0 + c]) * dx;
+    double v2 = v1;
+    if (has_r1) v2 = r1[x0 + c] + (r1[x1 + c] - r1[x0 + c]) * dx;
+    v1 = v1 + (v2 - v1) * dy;
+    out[c] = static_cast<std::uint8_t>(static_cast<int>(v1));
+  }
+}
+
+// Pillow's BICUBIC macro (a = -0.5 cubic convolution), in its order.
+inline double cubic(double v1, double v2, double v3, double v4, double d) {
+  const double p1 = v2;
+  const double p2 = -v1 + v3;
+  const double p3 = 2 * (v1 - v2) + v3 - v4;
+  const double p4 = -v1 + v2 - v3 + v4;
+  return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+// Pillow's bicubic_filter8 / bicubic_filter32RGB: columns clamped, rows
+// below the image repeat the previous row's value, result clipped.
+template <int C>
+void bicubic_at(image_view src, double xin, double yin, std::uint8_t* out) {
+  xin -= 0.5;
+  yin -= 0.5;
+  int x = floor_int(xin);
+  int y = floor_int(yin);
+  const double dx = xin - x;
+  const double dy = yin - y;
+  --x;
+  --y;
+  const int w = src.width;
+  const int h = src.height;
+  std::ptrdiff_t xs[4];
+  for (int k = 0; k < 4; ++k) xs[k] = static_cast<std::ptrdiff_t>(std::clamp(x + k, 0, w - 1)) * C;
+  const std::uint8_t* rows[4];
+  bool has[4];
+  rows[0] = src.row(std::clamp(y, 0, h - 1));
+  has[0] = true;
+  for (int k = 1; k < 4; ++k) {
+    has[k] = y + k >= 0 && y + k < h;
+    rows[k] = has[k] ? src.row(y + k) : rows[0];
+  }
+  for (int c = 0; c < C; ++c) {
+    double v[4];
+    for (int k = 0; k < 4; ++k) {
+      if (has[k]) {
+        const std::uint8_t* r = rows[k] + c;
+        v[k] = cubic(r[xs[0]], r[xs[1]], r[xs[2]], r[xs[3]], dx);
+      } else {
+        v[k] = v[k - 1];
+      }
+    }
+    const double r = cubic(v[0], v[1], v[2], v[3], dy);
+    out[c] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : static_cast<std::uint8_t>(static_cast<int>(r));
+  }
+}
+
+// ImagingGenericTransform with affine_transform: each output pixel's centre
+// mapped through the matrix (no accumulation), then the filter; points
+// outside [0, w) × [0, h) keep the fill.
+template <int C, bool Bicubic>
+void generic_affine(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+  const double w = src.width;
+  const double h = src.height;
+  for (int y = 0; y < dst.height(); ++y) {
+    std::uint8_t* out = dst.view().row(y);
+    const double yin = y + 0.5;
+    for (int x = 0; x < dst.width(); ++x) {
+      const double xin = x + 0.5;
+      const double xx = a[0] * xin + a[1] * yin + a[2];
+      const double yy = a[3] * xin + a[4] * yin + a[5];
+      if (xx < 0.0 || xx >= w || yy < 0.0 || yy >= h) continue;
+      if constexpr (Bicubic)
+        bicubic_at<C>(src, xx, yy, out + x * C);
+      else
+        bilinear_at<C>(src, xx, yy, out + x * C);
+    }
+  }
+}
+
+template <int C>
+void transform_affine(image_view src, const std::array<double, 6>& a, interpolation interp, image_buffer& dst) {
+  if (interp == interpolation::bilinear) return generic_affine<C, false>(src, a, dst);
+  if (interp == interpolation::bicubic) return generic_affine<C, true>(src, a, dst);
+  if (a[1] == 0 && a[3] == 0) return scale_affine<C>(src, a, dst);
+  const int ow = dst.width();
+  const int oh = dst.height();
+  if (check_fixed(a, 0, 0) && check_fixed(a, ow, oh) && check_fixed(a, 0, oh) && check_fixed(a, ow, 0))
+    return affine_fixed<C>(src, a, dst);
+  affine_float<C>(src, a, dst);
+}
+
+void checked_affine(const char* op, image_view src, const std::array<double, 6>& a, size2 out,
+                    interpolation interp, fill_color fill, image_buffer& dst) {
+  if (interp != interpolation::nearest && interp != interpolation::bilinear && interp != interpolation::bicubic)
+    bad(op, "only nearest, bilinear and bicubic interpolation are supported (Pillow refuses box, hamming and lanczos)");
+  if (out.width < 0 || out.height < 0) bad(op, "negative output size");
+  dst.reset(out.width, out.height, src.channels);
+  fill_image(dst, fill);
+  if (src.width == 0 || src.height == 0) return;
+  if (src.channels == 1)
+    transform_affine<1>(src, a, interp, dst);
+  else
+    transform_affine<3>(src, a, interp, dst);
+}
+
+// Python's float % (the result takes the divisor's sign).
+double py_mod(double a, double b) {
+  double m = std::fmod(a, b);
+  if (m != 0.0) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = std::copysign(0.0, b);
+  }
+  return m;
+}
+
+// Python's round(x, 15): correctly rounded to 15 decimals (glibc's printf
+// rounds exactly, as CPython's dtoa does), read back correctly rounded.
+double round15(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15f", x);
+  return std::strtod(buf, nullptr);
+}
+
+double radians(double deg) { return deg * (std::numbers::pi / 180.0); }
+
+// Pillow's ROTATE_90 / ROTATE_180 / ROTATE_270 transposes.
+template <int C>
+void transpose(image_view src, int quarter_turns, image_buffer& dst) {
+  const int w = src.width;
+  const int h = src.height;
+  if (quarter_turns == 2) {
+    dst.reset(w, h, C);
+    for (int y = 0; y < h; ++y) {
+      const std::uint8_t* in = src.row(y);
+      std::uint8_t* out = dst.view().row(h - 1 - y);
+      for (int x = 0; x < w; ++x) copy_pixel<C>(in + x * C, out + (w - 1 - x) * C);
+    }
+    return;
+  }
+  dst.reset(h, w, C);
+  const mutable_image_view o = dst.view();
+  // 90 (counter-clockwise): out[w-1-x][y] = in[y][x]; 270: out[x][h-1-y].
+  for (int y = 0; y < h; ++y) {
+    const std::uint8_t* in = src.row(y);
+    for (int x = 0; x < w; ++x) {
+      std::uint8_t* out = quarter_turns == 1 ? o.row(w - 1 - x) + y * C : o.row(x) + (h - 1 - y) * C;
+      copy_pixel<C>(in + x * C, out);
+    }
+  }
+}
+
+}  // namespace
+
+void resize(image_view src, size2 out, interpolation interp, image_buffer& dst) {
+  check_source("resize", src);
+  if (out.width < 1 || out.height < 1)
+    bad("resize", "height and width must be > 0, got " + std::to_string(out.width) + "x" + std::to_string(out.height));
+  if (src.width < 1 || src.height < 1) bad("resize", "the image is empty");
+  if (out == src.size()) return copy_image(src, dst);
+  dst.reset(out.width, out.height, src.channels);
+  if (interp == interpolation::nearest) {
+    // Pillow's _resize: an AFFINE transform with a = (box w / out w, 0, 0,
+    // 0, box h / out h, 0), box sides as C floats; fill=1 zeroes first.
+    const std::array<double, 6> a{static_cast<double>(static_cast<float>(src.width)) / out.width, 0.0, 0.0,
+                                  0.0, static_cast<double>(static_cast<float>(src.height)) / out.height, 0.0};
+    std::memset(dst.data(), 0, dst.size_bytes());
+    if (src.channels == 1)
+      scale_affine<1>(src, a, dst);
+    else
+      scale_affine<3>(src, a, dst);
+    return;
+  }
+  resample_filter f = resample_filter::bilinear;
+  switch (interp) {
+    case interpolation::bilinear: f = resample_filter::bilinear; break;
+    case interpolation::bicubic: f = resample_filter::bicubic; break;
+    case interpolation::box: f = resample_filter::box; break;
+    case interpolation::hamming: f = resample_filter::hamming; break;
+    case interpolation::lanczos: f = resample_filter::lanczos; break;
+    case interpolation::nearest: break;
+  }
+  thread_local resampler rs;
+  rs.resize(src, dst.view(), f);
+}
+
+std::array<double, 6> inverse_affine_matrix(std::array<double, 2> center, double angle,
+                                            std::array<double, 2> translate, double scale,
+                                            std::array<double, 2> shear) {
+  if (!(scale > 0.0)) bad("affine", "scale should be positive, got " + std::to_string(scale));
+  const double rot = radians(angle);
+  const double sx = radians(shear[0]);
+  const double sy = radians(shear[1]);
+  const double cx = center[0];
+  const double cy = center[1];
+  const double tx = translate[0];
+  const double ty = translate[1];
+  // Rotation-scale-shear without the scale, as torchvision writes it.
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  std::array<double, 6> m{d, -b, 0.0, -c, a, 0.0};
+  for (double& v : m) v = v / scale;
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+  return m;
+}
+
+void affine(image_view src, const std::array<double, 6>& inverse_matrix, size2 out, interpolation interp,
+            fill_color fill, image_buffer& dst) {
+  check_source("affine", src);
+  checked_affine("affine", src, inverse_matrix, out, interp, fill, dst);
+}
+
+void rotate(image_view src, double angle, interpolation interp, bool expand,
+            std::optional<std::array<double, 2>> center, fill_color fill, image_buffer& dst) {
+  check_source("rotate", src);
+  if (interp != interpolation::nearest && interp != interpolation::bilinear && interp != interpolation::bicubic)
+    bad("rotate", "only nearest, bilinear and bicubic interpolation are supported (Pillow refuses box, hamming and lanczos)");
+  angle = py_mod(angle, 360.0);
+  const int w = src.width;
+  const int h = src.height;
+  if (!center) {
+    // Image.rotate's fast paths (filter and fill play no part).
+    if (angle == 0) return copy_image(src, dst);
+    int turns = 0;
+    if (angle == 180) turns = 2;
+    else if ((angle == 90 || angle == 270) && (expand || w == h)) turns = angle == 90 ? 1 : 3;
+    if (turns != 0) return src.channels == 1 ? transpose<1>(src, turns, dst) : transpose<3>(src, turns, dst);
+  }
+  const std::array<double, 2> rc = center ? *center : std::array<double, 2>{w / 2.0, h / 2.0};
+  const double r = -radians(angle);
+  std::array<double, 6> m{round15(std::cos(r)), round15(std::sin(r)), 0.0, round15(-std::sin(r)), round15(std::cos(r)), 0.0};
+  const auto apply = [&m](double x, double y) {
+    return std::array<double, 2>{m[0] * x + m[1] * y + m[2], m[3] * x + m[4] * y + m[5]};
+  };
+  // post_trans is (0, 0): -center - 0.
+  const std::array<double, 2> t = apply(-rc[0] - 0, -rc[1] - 0);
+  m[2] = t[0] + rc[0];
+  m[5] = t[1] + rc[1];
+  size2 out{w, h};
+  if (expand) {
+    double xmin = std::numeric_limits<double>::infinity();
+    double xmax = -xmin;
+    double ymin = xmin;
+    double ymax = -xmin;
+    const double corners[4][2] = {{0, 0}, {static_cast<double>(w), 0}, {static_cast<double>(w), static_cast<double>(h)},
+                                  {0, static_cast<double>(h)}};
+    for (const auto& p : corners) {
+      const std::array<double, 2> q = apply(p[0], p[1]);
+      xmin = std::min(xmin, q[0]);
+      xmax = std::max(xmax, q[0]);
+      ymin = std::min(ymin, q[1]);
+      ymax = std::max(ymax, q[1]);
+    }
+    const int nw = static_cast<int>(std::ceil(xmax)) - static_cast<int>(std::floor(xmin));
+    const int nh = static_cast<int>(std::ceil(ymax)) - static_cast<int>(std::floor(ymin));
+    const std::array<double, 2> s = apply(-(nw - w) / 2.0, -(nh - h) / 2.0);
+    m[2] = s[0];
+    m[5] = s[1];
+    out = {nw, nh};
+  }
+  checked_affine("rotate", src, m, out, interp, fill, dst);
+}
+
+}  // namespace ringfeed::image

@@ -1,0 +1,302 @@
+// Geometry ops: resize, crop, flips, pad, affine and rotate equal
+// torchvision 0.14's functional layer on PIL images (Pillow 9.4) bit for
+// bit, over crops of the committed JPEG, PNG, WebP, TIFF, BMP and PGM files
+// as RGB and L, odd, square, 1x1 and 2x3, every interpolation, padding mode
+// and fill (goldens: data/image/geometry/, make_geometry_goldens.py).
+#include <catch2/catch.hpp>
+
+#include <ringfeed/image/geometry.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "image_test_data.hpp"
+
+namespace img = ringfeed::image;
+namespace data = ringfeed::test::image_data;
+
+namespace {
+
+std::filesystem::path geometry_dir() { return data::dir() / "geometry"; }
+
+img::interpolation interpolation_named(const std::string& s) {
+  static const std::map<std::string, img::interpolation> names{
+      {"nearest", img::interpolation::nearest}, {"bilinear", img::interpolation::bilinear},
+      {"bicubic", img::interpolation::bicubic}, {"box", img::interpolation::box},
+      {"hamming", img::interpolation::hamming}, {"lanczos", img::interpolation::lanczos}};
+  return names.at(s);
+}
+
+img::padding_mode padding_named(const std::string& s) {
+  static const std::map<std::string, img::padding_mode> names{{"constant", img::padding_mode::constant},
+                                                               {"edge", img::padding_mode::edge},
+                                                               {"reflect", img::padding_mode::reflect},
+                                                               {"symmetric", img::padding_mode::symmetric}};
+  return names.at(s);
+}
+
+struct golden_case {
+  std::string line;
+  std::size_t offset = 0;
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  std::string src;
+  std::string op;
+  std::istringstream args;  // the rest of the line
+};
+
+const std::vector<std::uint8_t>& goldens() {
+  static const std::vector<std::uint8_t> blob = [] {
+    const std::vector<std::byte> raw = data::read_file(geometry_dir() / "goldens.bin");
+    const auto u8 = data::as_u8(raw);
+    return std::vector<std::uint8_t>(u8.begin(), u8.end());
+  }();
+  return blob;
+}
+
+const data::pnm& source(const std::string& name) {
+  static std::map<std::string, data::pnm> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    const bool rgb = name.size() > 4 && name.compare(name.size() - 4, 4, "_rgb") == 0;
+    it = cache.emplace(name, data::read_pnm(geometry_dir() / "src" / (name + (rgb ? ".ppm" : ".pgm")))).first;
+  }
+  return it->second;
+}
+
+img::fill_color read_fill(std::istringstream& in) {
+  int r = 0, g = 0, b = 0;
+  in >> r >> g >> b;
+  return {static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(g), static_cast<std::uint8_t>(b)};
+}
+
+double read_double(std::istringstream& in) {
+  std::string s;
+  in >> s;
+  return std::stod(s);
+}
+
+// Applies the case's op to its source through the public API.
+void apply(golden_case& c, img::image_buffer& out) {
+  const img::image_view src = source(c.src).view();
+  auto& in = c.args;
+  if (c.op == "resize") {
+    img::size2 size;
+    std::string interp;
+    in >> size.width >> size.height >> interp;
+    img::resize(src, size, interpolation_named(interp), out);
+  } else if (c.op == "crop") {
+    img::crop_box b;
+    in >> b.top >> b.left >> b.height >> b.width;
+    img::crop(src, b, out);
+  } else if (c.op == "hflip") {
+    img::hflip(src, out);
+  } else if (c.op == "vflip") {
+    img::vflip(src, out);
+  } else if (c.op == "pad") {
+    int l = 0, t = 0, r = 0, b = 0;
+    std::string mode;
+    in >> l >> t >> r >> b >> mode;
+    img::pad(src, l, t, r, b, padding_named(mode), read_fill(in), out);
+  } else if (c.op == "affine") {
+    // What F.affine does on a PIL image: center (w * 0.5, h * 0.5), the
+    // inverse matrix, Image.transform to the input's size.
+    const double angle = read_double(in);
+    int tx = 0, ty = 0;
+    in >> tx >> ty;
+    const double scale = read_double(in);
+    const double shx = read_double(in);
+    const double shy = read_double(in);
+    std::string interp;
+    in >> interp;
+    const auto m = img::inverse_affine_matrix({src.width * 0.5, src.height * 0.5}, angle,
+                                              {static_cast<double>(tx), static_cast<double>(ty)}, scale, {shx, shy});
+    img::affine(src, m, src.size(), interpolation_named(interp), read_fill(in), out);
+  } else if (c.op == "transform") {
+    std::array<double, 6> m{};
+    for (double& v : m) v = read_double(in);
+    img::size2 size;
+    std::string interp;
+    in >> size.width >> size.height >> interp;
+    img::affine(src, m, size, interpolation_named(interp), read_fill(in), out);
+  } else if (c.op == "rotate") {
+    const double angle = read_double(in);
+    std::string interp, cx, cy;
+    int expand = 0;
+    in >> interp >> expand >> cx >> cy;
+    std::optional<std::array<double, 2>> center;
+    if (cx != "-") center = std::array<double, 2>{std::stod(cx), std::stod(cy)};
+    img::rotate(src, angle, interpolation_named(interp), expand != 0, center, read_fill(in), out);
+  } else {
+    FAIL("unknown op " << c.op);
+  }
+}
+
+std::vector<std::string> case_lines(const std::string& op) {
+  std::ifstream in(geometry_dir() / "cases.txt");
+  REQUIRE(in);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string offset, w, h, c, src, name;
+    ls >> offset >> w >> h >> c >> src >> name;
+    if (name == op) lines.push_back(line);
+  }
+  return lines;
+}
+
+// Runs every golden case of `op`; returns how many ran. Each mismatch is a
+// failed CHECK naming the case line.
+int check_op(const std::string& op) {
+  const auto lines = case_lines(op);
+  const auto& blob = goldens();
+  img::image_buffer out;  // reused across cases, as a worker reuses its buffer
+  int mismatches = 0;
+  for (const std::string& line : lines) {
+    INFO(line);
+    golden_case c;
+    c.line = line;
+    std::istringstream ls(line);
+    ls >> c.offset >> c.width >> c.height >> c.channels >> c.src >> c.op;
+    std::string rest;
+    std::getline(ls, rest);
+    c.args.str(rest);
+    apply(c, out);
+    REQUIRE(out.width() == c.width);
+    REQUIRE(out.height() == c.height);
+    REQUIRE(out.channels() == c.channels);
+    const std::size_t n = out.size_bytes();
+    REQUIRE(c.offset + n <= blob.size());
+    const auto got = data::packed(out.view());
+    const std::vector<std::uint8_t> expected(blob.begin() + static_cast<std::ptrdiff_t>(c.offset),
+                                             blob.begin() + static_cast<std::ptrdiff_t>(c.offset + n));
+    const auto stats = data::compare(got, expected);
+    if (stats.differing != 0) ++mismatches;
+    CHECK(stats.differing == 0);
+  }
+  CHECK(mismatches == 0);
+  return static_cast<int>(lines.size());
+}
+
+}  // namespace
+
+TEST_CASE("resize equals F.resize on PIL images for every interpolation", "[image][geometry]") {
+  CHECK(check_op("resize") >= 150);
+}
+
+TEST_CASE("crop equals F.crop, zero outside the image", "[image][geometry]") {
+  CHECK(check_op("crop") >= 80);
+}
+
+TEST_CASE("hflip and vflip equal F.hflip and F.vflip", "[image][geometry]") {
+  CHECK(check_op("hflip") >= 18);
+  CHECK(check_op("vflip") >= 18);
+}
+
+TEST_CASE("pad equals F.pad in every mode, past the image's size and negative", "[image][geometry]") {
+  CHECK(check_op("pad") >= 150);
+}
+
+TEST_CASE("affine equals F.affine (inverse matrix + Image.transform)", "[image][geometry]") {
+  CHECK(check_op("affine") >= 200);
+}
+
+TEST_CASE("affine with a raw matrix equals Image.transform, fixed and float paths", "[image][geometry]") {
+  CHECK(check_op("transform") >= 9);
+}
+
+TEST_CASE("rotate equals F.rotate: fast paths, expand, center, fill", "[image][geometry]") {
+  CHECK(check_op("rotate") >= 300);
+}
+
+TEST_CASE("resized_output_size equals torchvision's, errors included", "[image][geometry]") {
+  std::ifstream in(geometry_dir() / "sizes.txt");
+  REQUIRE(in);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    INFO(line);
+    std::istringstream ls(line);
+    img::size2 size;
+    int n = 0;
+    ls >> size.width >> size.height >> n;
+    std::vector<int> s(static_cast<std::size_t>(n));
+    for (int& v : s) ls >> v;
+    std::string max_size, w;
+    ls >> max_size >> w;
+    const std::optional<int> m = max_size == "-" ? std::nullopt : std::optional<int>(std::stoi(max_size));
+    if (w == "error") {
+      CHECK_THROWS_AS((void)img::resized_output_size(size, s, m), std::invalid_argument);
+    } else {
+      int h = 0;
+      ls >> h;
+      const img::size2 got = img::resized_output_size(size, s, m);
+      CHECK(got.width == std::stoi(w));
+      CHECK(got.height == h);
+    }
+    ++lines;
+  }
+  CHECK(lines >= 100);
+}
+
+TEST_CASE("geometry ops refuse bad parameters with a clear message", "[image][geometry]") {
+  const data::pnm& s = source("jpg_rgb");
+  img::image_buffer out;
+  CHECK_THROWS_WITH(img::resize(s.view(), {0, 5}, img::interpolation::bilinear, out), Catch::Contains("> 0"));
+  CHECK_THROWS_WITH(img::crop(s.view(), {0, 0, 5, -1}, out), Catch::Contains("right is less than"));
+  CHECK_THROWS_WITH(img::pad(s.view(), -40, 0, 0, 0, img::padding_mode::constant, {}, out), Catch::Contains(">= 0"));
+  CHECK_THROWS_WITH(img::pad(s.view(), -20, 0, -20, 0, img::padding_mode::reflect, {}, out),
+                    Catch::Contains("crops more"));
+  // np.pad refuses to extend an empty axis (only an empty source has one:
+  // negative paddings that empty an axis leave it unpadded).
+  const img::image_view empty{s.pixels.data(), 0, 5, 3, 0};
+  CHECK_THROWS_WITH(img::pad(empty, 1, 0, 0, 0, img::padding_mode::edge, {}, out), Catch::Contains("empty axis"));
+  img::pad(empty, 0, 2, 0, 1, img::padding_mode::reflect, {}, out);
+  CHECK(out.width() == 0);
+  CHECK(out.height() == 8);
+  CHECK_THROWS_WITH(img::affine(s.view(), {1, 0, 0, 0, 1, 0}, s.view().size(), img::interpolation::lanczos, {}, out),
+                    Catch::Contains("nearest, bilinear and bicubic"));
+  CHECK_THROWS_WITH(img::rotate(s.view(), 10, img::interpolation::box, false, std::nullopt, {}, out),
+                    Catch::Contains("nearest, bilinear and bicubic"));
+  CHECK_THROWS_WITH((void)img::inverse_affine_matrix({0, 0}, 0, {0, 0}, 0.0, {0, 0}), Catch::Contains("scale"));
+  CHECK_THROWS_WITH((void)img::resized_output_size({10, 10}, {}, std::nullopt), Catch::Contains("1 or 2"));
+  CHECK_THROWS_WITH((void)img::resized_output_size({10, 10}, {5, 5}, 7), Catch::Contains("max_size"));
+  CHECK_THROWS_WITH((void)img::resized_output_size({10, 10}, {5}, 5), Catch::Contains("strictly greater"));
+  const std::vector<std::uint8_t> four(16 * 4);
+  const img::image_view rgba{four.data(), 4, 4, 4, 16};
+  CHECK_THROWS_WITH(img::hflip(rgba, out), Catch::Contains("1 or 3 channels"));
+}
+
+TEST_CASE("inverse_affine_matrix is torchvision's for F.affine's center", "[image][geometry]") {
+  // _get_inverse_affine_matrix([18.5, 14.5], 17.0, [3, -2], 1.3, [12.0, -7.5])
+  // printed by torchvision 0.14 with repr().
+  const auto m = img::inverse_affine_matrix({18.5, 14.5}, 17.0, {3, -2}, 1.3, {12.0, -7.5});
+  const std::array<double, 6> expected{0.6672295229102022, 0.37496841697913014, -0.5325399548084739,
+                                       -0.32174739561536575, 0.7060102237018481, 12.592441209457263};
+  for (std::size_t i = 0; i < 6; ++i) {
+    INFO(i);
+    CHECK(m[i] == expected[i]);
+  }
+}
+
+TEST_CASE("ops reuse the destination's capacity", "[image][geometry]") {
+  const data::pnm& s = source("jpg_rgb");
+  img::image_buffer out;
+  img::rotate(s.view(), 33, img::interpolation::bilinear, true, std::nullopt, {}, out);
+  const std::uint8_t* before = out.data();
+  const std::size_t cap = out.capacity();
+  img::affine(s.view(), img::inverse_affine_matrix({1, 1}, 5, {0, 0}, 1, {0, 0}), {20, 20},
+              img::interpolation::bicubic, {}, out);
+  img::pad(s.view(), 1, 1, 1, 1, img::padding_mode::symmetric, {}, out);
+  img::crop(s.view(), {-1, -1, 10, 10}, out);
+  img::resize(s.view(), {30, 20}, img::interpolation::nearest, out);
+  CHECK(out.data() == before);
+  CHECK(out.capacity() == cap);
+}
