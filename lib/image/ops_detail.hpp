@@ -53,8 +53,11 @@ class spec_args {
   [[nodiscard]] std::vector<double> numbers(std::string_view param, std::vector<double> fallback) const;
   /// An enum member: a name or a string, matched without case after the
   /// last '.'; returns its index in `choices`.
+  [[nodiscard]] int choice(std::string_view param, std::span<const std::string_view> choices, int fallback) const;
   [[nodiscard]] int choice(std::string_view param, std::initializer_list<std::string_view> choices,
-                           int fallback) const;
+                           int fallback) const {
+    return choice(param, std::span<const std::string_view>(choices.begin(), choices.size()), fallback);
+  }
   /// A list of transforms (RandomApply's `transforms`).
   [[nodiscard]] std::vector<op_ptr> transforms(std::string_view param) const;
 
@@ -74,6 +77,7 @@ struct op_entry {
 /// The tables (one per ops_*.cpp file).
 [[nodiscard]] std::span<const op_entry> shape_op_entries();
 [[nodiscard]] std::span<const op_entry> tensor_op_entries();
+[[nodiscard]] std::span<const op_entry> geometry_op_entries();
 [[nodiscard]] std::span<const op_entry> container_op_entries();
 
 /// What compile() needs to know of a geometric op to fuse it with the
@@ -114,6 +118,17 @@ void run_op(const transform_op& op, frame& f, const sample_key& key, std::uint32
 /// std::invalid_argument "<op> expects <what>, got <kind> (<channels>
 /// channels)" when the frame is not `kind`.
 void require_kind(std::string_view op, const frame_shape& in, std::initializer_list<frame_kind> kinds);
+
+/// std::invalid_argument unless `f` holds a PIL image.
+void require_image(std::string_view op, const frame& f);
+
+/// torchvision's _parse_fill for an image of `channels` bands, then int()
+/// and Pillow's CLIP8. Throws std::invalid_argument on a length mismatch.
+[[nodiscard]] fill_color resolve_fill(std::string_view op, const std::vector<double>& fill, int channels);
+
+/// The InterpolationMode names, in `interpolation`'s order.
+inline constexpr std::string_view interpolation_names[] = {"nearest", "bilinear", "bicubic",
+                                                           "box",     "hamming",  "lanczos"};
 
 /// torch.randint(lo, hi) from a uniform draw, as the tests model it.
 [[nodiscard]] inline int draw_int(sample_rng& rng, int lo, int hi) {

@@ -129,7 +129,7 @@ std::vector<double> spec_args::numbers(std::string_view param, std::vector<doubl
   return out;
 }
 
-int spec_args::choice(std::string_view param, std::initializer_list<std::string_view> choices, int fallback) const {
+int spec_args::choice(std::string_view param, std::span<const std::string_view> choices, int fallback) const {
   const spec_value* v = get(param);
   if (v == nullptr || v->type == spec_value::kind::none) return fallback;
   if (v->type != spec_value::kind::name && v->type != spec_value::kind::string)
@@ -165,7 +165,7 @@ std::vector<op_ptr> spec_args::transforms(std::string_view param) const {
 }
 
 op_ptr make_op(const spec_call& call) {
-  for (auto table : {shape_op_entries(), tensor_op_entries(), container_op_entries()})
+  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), container_op_entries()})
     for (const op_entry& e : table)
       if (e.name == call.name) return e.make(call);
   throw transform_spec_error(call.column, "unsupported transform '" + call.name +
@@ -174,7 +174,7 @@ op_ptr make_op(const spec_call& call) {
 
 std::string supported_op_names() {
   std::vector<std::string_view> names;
-  for (auto table : {shape_op_entries(), tensor_op_entries(), container_op_entries()})
+  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), container_op_entries()})
     for (const op_entry& e : table) names.push_back(e.name);
   std::sort(names.begin(), names.end());
   std::string out;
@@ -192,6 +192,11 @@ std::string spec_tuple(std::span<const double> v) {
   for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + spec_number(v[i]);
   if (v.size() == 1) out += ",";
   return out + ")";
+}
+
+void require_image(std::string_view op, const frame& f) {
+  if (f.kind != frame_kind::image)
+    throw std::invalid_argument(std::string(op) + " expects a PIL image, got " + std::string(to_string(f.kind)));
 }
 
 void require_kind(std::string_view op, const frame_shape& in, std::initializer_list<frame_kind> kinds) {

@@ -85,12 +85,7 @@ size2 parse_size(const spec_args& a, std::string_view param, bool allow_shorter)
   return {static_cast<int>(v[1]), static_cast<int>(v[0])};
 }
 
-#define RINGFEED_INTERPOLATION_NAMES {"nearest", "bilinear", "bicubic", "box", "hamming", "lanczos"}
-
-std::string_view interpolation_spec(interpolation i) {
-  static constexpr std::string_view names[] = RINGFEED_INTERPOLATION_NAMES;
-  return names[static_cast<int>(i)];
-}
+std::string_view interpolation_spec(interpolation i) { return interpolation_names[static_cast<int>(i)]; }
 
 // --- Resize -------------------------------------------------------------------------
 
@@ -150,7 +145,7 @@ op_ptr make_resize(const spec_call& c) {
   const spec_args a(c, {"size", "interpolation", "max_size", "antialias"});
   if (!a.has("size")) a.fail("size", "missing");
   const size2 size = parse_size(a, "size", true);
-  const auto interp = static_cast<interpolation>(a.choice("interpolation", RINGFEED_INTERPOLATION_NAMES, 1));
+  const auto interp = static_cast<interpolation>(a.choice("interpolation", interpolation_names, 1));
   std::optional<int> max_size;
   if (a.has("max_size")) max_size = a.integer("max_size", 0);
   return std::make_shared<resize_op>(size, interp, max_size);
@@ -246,7 +241,7 @@ op_ptr make_random_resized_crop(const spec_call& c) {
   r.ratio = {ratio[0], ratio[1]};
   if (!(r.ratio[0] > 0 && r.ratio[1] > 0)) a.fail("ratio", "must be positive");
   return std::make_shared<random_resized_crop_op>(
-      parse_size(a, "size", false), r, static_cast<interpolation>(a.choice("interpolation", RINGFEED_INTERPOLATION_NAMES, 1)));
+      parse_size(a, "size", false), r, static_cast<interpolation>(a.choice("interpolation", interpolation_names, 1)));
 }
 
 // --- flips ----------------------------------------------------------------------------

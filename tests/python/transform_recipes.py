@@ -61,6 +61,22 @@ def recipes(T, torch):
                                       T.CenterCrop(16)]),
         "random_choice_one": T.Compose([T.RandomChoice([T.Resize((21, 13))]), T.PILToTensor()]),
         "erasing_never": T.Compose([T.Resize((28, 28)), T.ToTensor(), T.RandomErasing(p=0.0)]),
+        # geometry: nearest, padding modes, CIFAR's RandomCrop(32, padding=4) pinned by a 24x24 input
+        "nearest_resize": T.Compose([T.Resize(24, I.NEAREST), T.CenterCrop((19, 23))]),
+        "nearest_upscale": T.Compose([T.Resize((45, 70), I.NEAREST)]),
+        "cifar_crop_constant": T.Compose([T.Resize((24, 24)), T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(1.0),
+                                          T.ToTensor(), T.Normalize((0.4914, 0.4822, 0.4465), (0.247, 0.243, 0.261))]),
+        "cifar_crop_reflect": T.Compose([T.Resize((24, 24)), T.RandomCrop(32, padding=4, padding_mode="reflect")]),
+        "pad_edge_symmetric": T.Compose([T.Resize((9, 13)), T.Pad((3, 1, 5, 2), padding_mode="edge"),
+                                         T.Pad(6, padding_mode="symmetric")]),
+        "pad_fill_rgb": T.Compose([T.Resize((9, 13)), T.Pad((2, 7), fill=(10, 200, 300))]),
+        "rotation_17": T.Compose([T.Resize((40, 30)), T.RandomRotation((17, 17))]),
+        "rotation_bilinear_expand": T.Compose([T.Resize((33, 21)), T.RandomRotation((-33.5, -33.5), I.BILINEAR,
+                                                                                      expand=True, fill=(5, 6, 7))]),
+        "rotation_90_center": T.Compose([T.Resize((20, 31)), T.RandomRotation((90, 90), center=(3, 4))]),
+        "affine_shear": T.Compose([T.Resize((36, 28)), T.RandomAffine(0, shear=(10, 10, 0, 0))]),
+        "affine_all_bicubic": T.Compose([T.Resize((31, 45)), T.RandomAffine((21, 21), scale=(1.3, 1.3),
+                                         shear=(-7, -7, 4, 4), interpolation=I.BICUBIC, fill=128)]),
     }
 
 

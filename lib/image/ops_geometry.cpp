@@ -1,0 +1,375 @@
+// The transform-list ops that pad or warp an image: Pad, RandomCrop,
+// RandomRotation and RandomAffine (torchvision 0.14's transforms.py draws,
+// geometry.hpp's Pillow-exact pixels).
+#include "ops_detail.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ringfeed::image {
+
+fill_color resolve_fill(std::string_view op, const std::vector<double>& fill, int channels) {
+  // _parse_fill: None → 0; a number → every band; a sequence must have one
+  // value per band; then int() (truncation) and Pillow's CLIP8.
+  if (fill.size() != 1 && fill.size() != static_cast<std::size_t>(channels))
+    throw std::invalid_argument(std::string(op) + ": The number of elements in 'fill' does not match the number of "
+                                "bands of the image (" + std::to_string(fill.size()) + " != " +
+                                std::to_string(channels) + ")");
+  fill_color out{};
+  for (int c = 0; c < 3; ++c) {
+    const double v = std::trunc(fill[fill.size() == 1 ? 0 : std::min<std::size_t>(c, fill.size() - 1)]);
+    out[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<double> fill_arg(const spec_args& a, std::string_view param) {
+  std::vector<double> fill = a.numbers(param, {0});
+  if (fill.empty()) a.fail(param, "expected a number or a sequence of numbers");
+  return fill;
+}
+
+// torchvision's padding argument → (left, top, right, bottom).
+std::array<int, 4> padding_arg(const spec_args& a, std::string_view param) {
+  const std::vector<double> p = a.numbers(param, {});
+  for (double d : p)
+    if (std::floor(d) != d || std::fabs(d) > 1 << 20) a.fail(param, "paddings must be integers");
+  switch (p.size()) {
+    case 1: return {int(p[0]), int(p[0]), int(p[0]), int(p[0])};
+    case 2: return {int(p[0]), int(p[1]), int(p[0]), int(p[1])};
+    case 4: return {int(p[0]), int(p[1]), int(p[2]), int(p[3])};
+    default:
+      a.fail(param, "Padding must be an int or a 1, 2, or 4 element tuple, not a " + std::to_string(p.size()) +
+                        " element tuple");
+  }
+}
+
+constexpr std::string_view padding_modes[] = {"constant", "edge", "reflect", "symmetric"};
+
+std::string mode_name(padding_mode m) { return std::string(padding_modes[static_cast<int>(m)]); }
+
+void pad_frame(frame& f, std::array<int, 4> p, padding_mode mode, const std::vector<double>& fill, op_scratch& s,
+               std::string_view op) {
+  require_image(op, f);
+  pad(f.pixels.view(), p[0], p[1], p[2], p[3], mode, resolve_fill(op, fill, f.channels), s.spare);
+  std::swap(f.pixels, s.spare);
+  f.set_image(f.kind);
+}
+
+std::string fill_spec(const std::vector<double>& fill) {
+  return fill.size() == 1 ? spec_number(fill[0]) : spec_tuple(fill);
+}
+
+class pad_op final : public transform_op {
+ public:
+  pad_op(std::array<int, 4> padding, std::vector<double> fill, padding_mode mode)
+      : m_padding(padding), m_fill(std::move(fill)), m_mode(mode) {}
+  std::string_view name() const noexcept override { return "Pad"; }
+  std::string spec() const override {
+    return "Pad((" + std::to_string(m_padding[0]) + ", " + std::to_string(m_padding[1]) + ", " +
+           std::to_string(m_padding[2]) + ", " + std::to_string(m_padding[3]) + "), fill=" + fill_spec(m_fill) +
+           ", padding_mode=" + mode_name(m_mode) + ")";
+  }
+  frame_shape infer(const frame_shape& in) const override {
+    require_kind("Pad", in, {frame_kind::image});
+    frame_shape out = in;
+    if (in.size)
+      out.size = size2{in.size->width + m_padding[0] + m_padding[2], in.size->height + m_padding[1] + m_padding[3]};
+    return out;
+  }
+  std::vector<double> draw_for_test(sample_rng&, size2, int) const override { return {}; }
+  void run(frame& f, sample_rng&, const sample_key&, std::uint32_t, op_scratch& s) const override {
+    pad_frame(f, m_padding, m_mode, m_fill, s, "Pad");
+  }
+
+ private:
+  std::array<int, 4> m_padding;
+  std::vector<double> m_fill;
+  padding_mode m_mode;
+};
+
+op_ptr make_pad(const spec_call& c) {
+  const spec_args a(c, {"padding", "fill", "padding_mode"});
+  if (!a.has("padding")) a.fail("padding", "missing");
+  return std::make_shared<pad_op>(padding_arg(a, "padding"), fill_arg(a, "fill"),
+                                  static_cast<padding_mode>(a.choice("padding_mode", padding_modes, 0)));
+}
+
+class random_crop_op final : public transform_op {
+ public:
+  random_crop_op(size2 size, std::optional<std::array<int, 4>> padding, bool pad_if_needed, std::vector<double> fill,
+                 padding_mode mode)
+      : m_size(size), m_padding(padding), m_pad_if_needed(pad_if_needed), m_fill(std::move(fill)), m_mode(mode) {}
+  std::string_view name() const noexcept override { return "RandomCrop"; }
+  std::string spec() const override {
+    std::string p = "None";
+    if (m_padding)
+      p = "(" + std::to_string((*m_padding)[0]) + ", " + std::to_string((*m_padding)[1]) + ", " +
+          std::to_string((*m_padding)[2]) + ", " + std::to_string((*m_padding)[3]) + ")";
+    return "RandomCrop((" + std::to_string(m_size.height) + ", " + std::to_string(m_size.width) + "), padding=" + p +
+           ", pad_if_needed=" + (m_pad_if_needed ? "True" : "False") + ", fill=" + fill_spec(m_fill) +
+           ", padding_mode=" + mode_name(m_mode) + ")";
+  }
+  frame_shape infer(const frame_shape& in) const override {
+    require_kind("RandomCrop", in, {frame_kind::image});
+    frame_shape out = in;
+    out.size = m_size;
+    return out;
+  }
+  bool deterministic() const noexcept override { return false; }
+  // RandomCrop.get_params after the padding forward() applies.
+  crop_box draw(sample_rng& rng, size2 in) const {
+    const int h = in.height, w = in.width;
+    if (h < m_size.height || w < m_size.width)
+      throw std::invalid_argument("RandomCrop: Required crop size (" + std::to_string(m_size.height) + ", " +
+                                  std::to_string(m_size.width) + ") is larger than input image size (" +
+                                  std::to_string(h) + ", " + std::to_string(w) + ")");
+    if (w == m_size.width && h == m_size.height) return {0, 0, h, w};
+    const int i = draw_int(rng, 0, h - m_size.height + 1);
+    const int j = draw_int(rng, 0, w - m_size.width + 1);
+    return {i, j, m_size.height, m_size.width};
+  }
+  size2 padded(size2 in) const {
+    if (m_padding) {
+      in.width += (*m_padding)[0] + (*m_padding)[2];
+      in.height += (*m_padding)[1] + (*m_padding)[3];
+    }
+    if (m_pad_if_needed && in.width < m_size.width) in.width = 2 * m_size.width - in.width;
+    if (m_pad_if_needed && in.height < m_size.height) in.height = 2 * m_size.height - in.height;
+    return in;
+  }
+  std::vector<double> draw_for_test(sample_rng& rng, size2 in, int) const override {
+    const crop_box b = draw(rng, padded(in));
+    return {double(b.top), double(b.left), double(b.height), double(b.width)};
+  }
+  void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
+    if (m_padding) pad_frame(f, *m_padding, m_mode, m_fill, s, "RandomCrop");
+    // pad_if_needed pads by (size − side) on both sides, as F.pad([d, 0]).
+    if (m_pad_if_needed && f.width < m_size.width) {
+      const int d = m_size.width - f.width;
+      pad_frame(f, {d, 0, d, 0}, m_mode, m_fill, s, "RandomCrop");
+    }
+    if (m_pad_if_needed && f.height < m_size.height) {
+      const int d = m_size.height - f.height;
+      pad_frame(f, {0, d, 0, d}, m_mode, m_fill, s, "RandomCrop");
+    }
+    const crop_box b = draw(rng, f.size());
+    if (b.height == f.height && b.width == f.width) return;
+    crop(f.pixels.view(), b, s.spare);
+    std::swap(f.pixels, s.spare);
+    f.set_image(f.kind);
+  }
+
+ private:
+  size2 m_size;
+  std::optional<std::array<int, 4>> m_padding;
+  bool m_pad_if_needed;
+  std::vector<double> m_fill;
+  padding_mode m_mode;
+};
+
+size2 crop_size_arg(const spec_args& a) {
+  const std::vector<double> v = a.numbers("size", {});
+  if (v.empty() || v.size() > 2) a.fail("size", "Please provide only two dimensions (h, w) for size.");
+  for (double d : v)
+    if (std::floor(d) != d || d < 1 || d > 1 << 20) a.fail("size", "sizes must be positive integers");
+  return v.size() == 1 ? size2{int(v[0]), int(v[0])} : size2{int(v[1]), int(v[0])};
+}
+
+op_ptr make_random_crop(const spec_call& c) {
+  const spec_args a(c, {"size", "padding", "pad_if_needed", "fill", "padding_mode"});
+  if (!a.has("size")) a.fail("size", "missing");
+  std::optional<std::array<int, 4>> padding;
+  if (a.has("padding")) padding = padding_arg(a, "padding");
+  return std::make_shared<random_crop_op>(crop_size_arg(a), padding, a.boolean("pad_if_needed", false),
+                                          fill_arg(a, "fill"),
+                                          static_cast<padding_mode>(a.choice("padding_mode", padding_modes, 0)));
+}
+
+// _setup_angle: a number x ≥ 0 means (−x, x); else a sequence of `sizes`.
+std::vector<double> angle_arg(const spec_args& a, std::string_view param, std::initializer_list<std::size_t> sizes) {
+  const spec_value* v = a.get(param);
+  std::vector<double> d = a.numbers(param, {});
+  if (v != nullptr && v->type == spec_value::kind::number) {
+    if (d[0] < 0) a.fail(param, "If " + std::string(param) + " is a single number, it must be positive.");
+    return {-d[0], d[0]};
+  }
+  for (std::size_t s : sizes)
+    if (d.size() == s) return d;
+  a.fail(param, std::string(param) + " should be a sequence of length " +
+                    (sizes.size() == 1 ? "2" : "2 or 4") + ".");
+}
+
+std::optional<std::array<double, 2>> center_arg(const spec_args& a) {
+  if (!a.has("center")) return std::nullopt;
+  const auto c = a.numbers("center", {});
+  if (c.size() != 2) a.fail("center", "center should be a sequence of length 2.");
+  return std::array<double, 2>{c[0], c[1]};
+}
+
+interpolation warp_interp(const spec_args& a) {
+  const auto i = static_cast<interpolation>(a.choice("interpolation", interpolation_names, 0));
+  if (i != interpolation::nearest && i != interpolation::bilinear && i != interpolation::bicubic)
+    a.fail("interpolation", "Pillow's affine transforms take nearest, bilinear or bicubic");
+  return i;
+}
+
+std::string interp_word(interpolation i) {
+  return i == interpolation::nearest ? "nearest" : i == interpolation::bilinear ? "bilinear" : "bicubic";
+}
+
+std::string center_spec(const std::optional<std::array<double, 2>>& c) {
+  return c ? spec_tuple(*c) : std::string("None");
+}
+
+class random_rotation_op final : public transform_op {
+ public:
+  random_rotation_op(std::vector<double> degrees, interpolation interp, bool expand,
+                     std::optional<std::array<double, 2>> center, std::vector<double> fill)
+      : m_degrees(std::move(degrees)), m_interp(interp), m_expand(expand), m_center(center), m_fill(std::move(fill)) {}
+  std::string_view name() const noexcept override { return "RandomRotation"; }
+  std::string spec() const override {
+    return "RandomRotation(" + spec_tuple(m_degrees) + ", interpolation=" + interp_word(m_interp) +
+           ", expand=" + (m_expand ? "True" : "False") + ", center=" + center_spec(m_center) +
+           ", fill=" + fill_spec(m_fill) + ")";
+  }
+  frame_shape infer(const frame_shape& in) const override {
+    require_kind("RandomRotation", in, {frame_kind::image});
+    frame_shape out = in;
+    if (m_expand) out.size = std::nullopt;
+    return out;
+  }
+  bool deterministic() const noexcept override { return false; }
+  std::vector<double> draw_for_test(sample_rng& rng, size2, int) const override {
+    return {rng.uniform(m_degrees[0], m_degrees[1])};
+  }
+  void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
+    const double angle = rng.uniform(m_degrees[0], m_degrees[1]);
+    rotate(f.pixels.view(), angle, m_interp, m_expand, m_center, resolve_fill("RandomRotation", m_fill, f.channels),
+           s.spare);
+    std::swap(f.pixels, s.spare);
+    f.set_image(f.kind);
+  }
+
+ private:
+  std::vector<double> m_degrees;
+  interpolation m_interp;
+  bool m_expand;
+  std::optional<std::array<double, 2>> m_center;
+  std::vector<double> m_fill;
+};
+
+op_ptr make_random_rotation(const spec_call& c) {
+  const spec_args a(c, {"degrees", "interpolation", "expand", "center", "fill"});
+  if (!a.has("degrees")) a.fail("degrees", "missing");
+  return std::make_shared<random_rotation_op>(angle_arg(a, "degrees", {2}), warp_interp(a),
+                                              a.boolean("expand", false), center_arg(a), fill_arg(a, "fill"));
+}
+
+class random_affine_op final : public transform_op {
+ public:
+  struct options {
+    std::vector<double> degrees;
+    std::optional<std::array<double, 2>> translate, scale;
+    std::vector<double> shear;  // empty: None
+    interpolation interp = interpolation::nearest;
+    std::vector<double> fill{0};
+    std::optional<std::array<double, 2>> center;
+  };
+  explicit random_affine_op(options o) : m_o(std::move(o)) {}
+  std::string_view name() const noexcept override { return "RandomAffine"; }
+  std::string spec() const override {
+    const auto opt = [](const std::optional<std::array<double, 2>>& v) { return v ? spec_tuple(*v) : std::string("None"); };
+    return "RandomAffine(" + spec_tuple(m_o.degrees) + ", translate=" + opt(m_o.translate) + ", scale=" +
+           opt(m_o.scale) + ", shear=" + (m_o.shear.empty() ? std::string("None") : spec_tuple(m_o.shear)) +
+           ", interpolation=" + interp_word(m_o.interp) + ", fill=" + fill_spec(m_o.fill) +
+           ", center=" + center_spec(m_o.center) + ")";
+  }
+  frame_shape infer(const frame_shape& in) const override {
+    require_kind("RandomAffine", in, {frame_kind::image});
+    return in;
+  }
+  bool deterministic() const noexcept override { return false; }
+  // RandomAffine.get_params(degrees, translate, scale, shear, [w, h]).
+  struct params {
+    double angle = 0;
+    std::array<double, 2> translate{0, 0};
+    double scale = 1;
+    std::array<double, 2> shear{0, 0};
+  };
+  params draw(sample_rng& rng, size2 in) const {
+    params p;
+    p.angle = rng.uniform(m_o.degrees[0], m_o.degrees[1]);
+    if (m_o.translate) {
+      const double max_dx = (*m_o.translate)[0] * in.width;
+      const double max_dy = (*m_o.translate)[1] * in.height;
+      p.translate[0] = std::nearbyint(rng.uniform(-max_dx, max_dx));
+      p.translate[1] = std::nearbyint(rng.uniform(-max_dy, max_dy));
+    }
+    if (m_o.scale) p.scale = rng.uniform((*m_o.scale)[0], (*m_o.scale)[1]);
+    if (!m_o.shear.empty()) {
+      p.shear[0] = rng.uniform(m_o.shear[0], m_o.shear[1]);
+      if (m_o.shear.size() == 4) p.shear[1] = rng.uniform(m_o.shear[2], m_o.shear[3]);
+    }
+    return p;
+  }
+  std::vector<double> draw_for_test(sample_rng& rng, size2 in, int) const override {
+    const params p = draw(rng, in);
+    return {p.angle, p.translate[0], p.translate[1], p.scale, p.shear[0], p.shear[1]};
+  }
+  void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
+    const params p = draw(rng, f.size());
+    const std::array<double, 2> center =
+        m_o.center.value_or(std::array<double, 2>{f.width * 0.5, f.height * 0.5});
+    const auto m = inverse_affine_matrix(center, p.angle, p.translate, p.scale, p.shear);
+    affine(f.pixels.view(), m, f.size(), m_o.interp, resolve_fill("RandomAffine", m_o.fill, f.channels), s.spare);
+    std::swap(f.pixels, s.spare);
+    f.set_image(f.kind);
+  }
+
+ private:
+  options m_o;
+};
+
+std::optional<std::array<double, 2>> pair_arg(const spec_args& a, std::string_view param) {
+  if (!a.has(param)) return std::nullopt;
+  const auto v = a.numbers(param, {});
+  if (v.size() != 2) a.fail(param, std::string(param) + " should be a sequence of length 2.");
+  return std::array<double, 2>{v[0], v[1]};
+}
+
+op_ptr make_random_affine(const spec_call& c) {
+  const spec_args a(c, {"degrees", "translate", "scale", "shear", "interpolation", "fill", "center"});
+  if (!a.has("degrees")) a.fail("degrees", "missing");
+  random_affine_op::options o;
+  o.degrees = angle_arg(a, "degrees", {2});
+  o.translate = pair_arg(a, "translate");
+  if (o.translate)
+    for (double t : *o.translate)
+      if (!(t >= 0 && t <= 1)) a.fail("translate", "translation values should be between 0 and 1");
+  o.scale = pair_arg(a, "scale");
+  if (o.scale)
+    for (double s : *o.scale)
+      if (!(s > 0)) a.fail("scale", "scale values should be positive");
+  if (a.has("shear")) o.shear = angle_arg(a, "shear", {2, 4});
+  o.interp = warp_interp(a);
+  o.fill = fill_arg(a, "fill");
+  o.center = center_arg(a);
+  return std::make_shared<random_affine_op>(std::move(o));
+}
+
+}  // namespace
+
+std::span<const op_entry> geometry_op_entries() {
+  static const op_entry entries[] = {
+      {"Pad", make_pad},
+      {"RandomCrop", make_random_crop},
+      {"RandomRotation", make_random_rotation},
+      {"RandomAffine", make_random_affine},
+  };
+  return entries;
+}
+
+}  // namespace ringfeed::image
