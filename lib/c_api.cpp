@@ -26,6 +26,9 @@ struct rf_options {
   bool exact = false;
   std::uint64_t max_pixels = ringfeed::image::default_max_pixels;
   std::optional<bool> shuffle;  // unset: the preset's choice
+  std::string transform;        // a transform list (spec); replaces pipeline/size
+  bool pipeline_given = false;
+  std::optional<ringfeed::output_spec> output;  // unset: the preset's float32 or the list's end
 
   rf_options() { base.device = -1; }  // the C API's default: host batches
 };
@@ -137,12 +140,18 @@ const option_key option_keys[] = {
      [](rf_options& o, std::string_view v) {
        static const char* const names[] = {"train", "val"};
        o.pipeline = names[parse_choice(v, names)];
+       o.pipeline_given = true;
      }},
+    {"transform", [](rf_options& o, std::string_view v) { o.transform = v; }},
     // 32768 keeps val's size * 256 / 224 far from int overflow.
-    {"size", [](rf_options& o, std::string_view v) { o.size = parse_int(v, 1, 32768); }},
+    {"size",
+     [](rf_options& o, std::string_view v) {
+       o.size = parse_int(v, 1, 32768);
+       o.pipeline_given = true;
+     }},
     {"exact", [](rf_options& o, std::string_view v) { o.exact = parse_bool(v); }},
     {"max_pixels", [](rf_options& o, std::string_view v) { o.max_pixels = parse_uint(v, 1, max_u64); }},
-    {"output", [](rf_options& o, std::string_view v) { o.base.output = ringfeed::parse_output(v); }},
+    {"output", [](rf_options& o, std::string_view v) { o.output = ringfeed::parse_output(v); }},
     {"batch_size", [](rf_options& o, std::string_view v) { o.base.batch_size = parse_size(v, 1); }},
     {"shuffle", [](rf_options& o, std::string_view v) { o.shuffle = parse_bool(v); }},
     {"seed", [](rf_options& o, std::string_view v) { o.base.sampler.seed = parse_uint(v, 0, max_u64); }},
@@ -167,7 +176,18 @@ const option_key option_keys[] = {
 // CLI and the Python binding), then an explicit shuffle over the preset's.
 ringfeed::loader_options resolve(const rf_options& o) {
   ringfeed::loader_options out = o.base;
-  ringfeed::apply_preset(out, o.pipeline, o.size, o.exact, o.max_pixels);
+  if (o.transform.empty()) {
+    ringfeed::apply_preset(out, o.pipeline, o.size, o.exact, o.max_pixels);
+    if (o.output) out.output = *o.output;
+  } else {
+    if (o.pipeline_given) throw std::invalid_argument("give either transform or pipeline/size, not both");
+    ringfeed::apply_transform(out, o.transform, o.exact, o.max_pixels);
+    if (o.output) {
+      ringfeed::image::pipeline check = out.pipeline;
+      check.set_output(*o.output);  // says why an output does not fit the list's end
+      out.output = *o.output;
+    }
+  }
   if (o.shuffle) out.sampler.shuffle = *o.shuffle;
   return out;
 }

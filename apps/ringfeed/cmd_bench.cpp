@@ -49,13 +49,13 @@ namespace fs = std::filesystem;
 
 struct bench_options {
   std::string source;
-  std::string pipeline = "train";
+  recipe_options recipe = recipe_with("train");
   std::size_t batch = 64;
-  int size = 224;
   bool exact = false;
   bool no_dct_scale = false;
   std::uint64_t max_pixels = image::default_max_pixels;
   std::string output = "float32";
+  CLI::Option* output_option = nullptr;
   int device = 0;
   std::size_t threads = 0;
   std::size_t io_depth = 0;  // 0: the storage probe's recommendation
@@ -262,7 +262,8 @@ int run_bench(bench_options opt) {
     for (const auto& k : s.skipped) skipped.push_back({{"path", k.path}, {"reason", k.reason}});
     nlohmann::json out = {
         {"source", opt.source},
-        {"pipeline", opt.pipeline},
+        {"pipeline", opt.recipe.transform.empty() ? opt.recipe.pipeline : "transform"},
+        {"transform", opt.recipe.transform},
         {"images", images},
         {"seconds", seconds},
         {"images_per_s", images_per_s},
@@ -311,13 +312,17 @@ int run_loader_bench(const bench_options& opt) {
   const interrupt_watch interrupt;
   loader_options o;
   o.source = opt.source;
-  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
+  apply_recipe(o, opt.recipe, opt.exact, opt.seed, opt.max_pixels);
   if (opt.no_dct_scale) {
     if (opt.exact) throw std::runtime_error("--no-dct-scale is a fast-mode switch; --exact never scales");
     o.pipeline.set_fast_min_reduction(std::numeric_limits<double>::infinity());
   }
   o.direct = opt.direct;
-  o.output = parse_output(opt.output);
+  if (opt.recipe.transform.empty() || opt.output_option->count() > 0) {
+    o.output = parse_output(opt.output);
+    image::pipeline check = o.pipeline;
+    check.set_output(o.output);  // says why an --output does not fit the list's end
+  }
   o.batch_size = opt.batch;
   o.threads = opt.threads;
   o.io_depth = opt.io_depth;
@@ -430,7 +435,8 @@ int run_loader_bench(const bench_options& opt) {
     out["skipped"] = std::move(skipped);
     out.update({
         {"source", opt.source},
-        {"pipeline", opt.pipeline},
+        {"pipeline", opt.recipe.transform.empty() ? opt.recipe.pipeline : "transform"},
+        {"transform", opt.recipe.transform},
         {"mode", opt.exact ? "exact" : "fast"},
         {"dct_scaling", !opt.exact && !opt.no_dct_scale},
         {"images", images},
@@ -456,7 +462,7 @@ int run_loader_bench(const bench_options& opt) {
     std::printf("%s\n", detail::json_text(out).c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),
-                opt.pipeline.c_str(), opt.exact ? "exact" : "fast", opt.batch, output_name,
+                (opt.recipe.transform.empty() ? opt.recipe.pipeline : opt.recipe.transform).c_str(), opt.exact ? "exact" : "fast", opt.batch, output_name,
                 l.uses_device() ? ("cuda:" + std::to_string(opt.device)).c_str() : "host");
     std::printf("  %zu images in %.3f s: %.0f images/s; read %.1f MB (%.1f MB/s)\n", images, seconds, images_per_s,
                 static_cast<double>(st.read.bytes) / 1e6, mb_per_s);
@@ -503,15 +509,15 @@ void register_bench(CLI::App& app) {
   cmd->add_option("SOURCE", opt->source,
                   "dataset: directory, manifest, tar shards, or nfs://server/export/path (an ImageFolder)")
       ->required();
-  cmd->add_option("--pipeline", opt->pipeline, "train (RandomResizedCrop + flip), val (Resize + CenterCrop) or none (read bytes only)")
+  add_recipe_options(cmd, opt->recipe,
+                     "train (RandomResizedCrop + flip), val (Resize + CenterCrop) or none (read bytes only)")
       ->check(CLI::IsMember({"train", "val", "none"}));
   cmd->add_option("--batch", opt->batch, "images per batch")->check(CLI::PositiveNumber);
-  cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
   cmd->add_flag("--no-dct-scale", opt->no_dct_scale,
                 "fast mode without DCT-domain scaling (region decode only): to measure what scaling contributes");
   add_max_pixels_option(cmd, opt->max_pixels);
-  cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
+  opt->output_option = cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
   cmd->add_option("--memory-mb", opt->memory_mb, "budget for batch slabs, MiB")->check(CLI::PositiveNumber);
@@ -538,7 +544,7 @@ void register_bench(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", opt->json, "print one JSON object as the last line of stdout");
   cmd->callback([opt] {
-    const int rc = opt->pipeline == "none" ? run_bench(*opt) : run_loader_bench(*opt);
+    const int rc = opt->recipe.pipeline == "none" && opt->recipe.transform.empty() ? run_bench(*opt) : run_loader_bench(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }

@@ -29,14 +29,13 @@ namespace fs = std::filesystem;
 struct export_options {
   std::string source;
   std::string out;
-  std::string pipeline = "val";
+  recipe_options recipe = recipe_with("val");
   bool exact = false;
   std::uint64_t max_pixels = image::default_max_pixels;
   std::size_t count = 0;  // 0: the whole epoch
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
   std::size_t threads = 0;
-  int size = 224;
   std::string io = "auto";
   std::string on_error = "fail";
 };
@@ -80,7 +79,11 @@ int run_export(const export_options& opt) {
 
   loader_options o;
   o.source = opt.source;
-  apply_preset(o, opt.pipeline, opt.size, opt.exact, opt.seed, opt.max_pixels);
+  apply_recipe(o, opt.recipe, opt.exact, opt.seed, opt.max_pixels);
+  if (o.pipeline.last_frame().kind != image::frame_kind::image || o.pipeline.last_frame().channels != 3)
+    throw std::runtime_error("export writes RGB images (PPM): this transform list ends with " +
+                             std::string(image::to_string(o.pipeline.last_frame().kind)) +
+                             "; end it with an image, or with ToTensor() [+ Normalize], which export leaves out");
   o.output = output_spec::uint8_nhwc();
   o.device = -1;
   o.threads = opt.threads;
@@ -126,7 +129,7 @@ int run_export(const export_options& opt) {
   fs::remove(fs::path(opt.out) / incomplete_marker, ec);
   if (ec) throw std::runtime_error("cannot remove '" + opt.out + "/" + incomplete_marker + "': " + ec.message());
   std::printf("export: %zu samples of epoch %llu (%s, %s mode, seed %llu, read with %s) -> %s\n", position,
-              static_cast<unsigned long long>(opt.epoch), opt.pipeline.c_str(), opt.exact ? "exact" : "fast",
+              static_cast<unsigned long long>(opt.epoch), (opt.recipe.transform.empty() ? opt.recipe.pipeline : opt.recipe.transform).c_str(), opt.exact ? "exact" : "fast",
               static_cast<unsigned long long>(opt.seed), st.backend.c_str(), opt.out.c_str());
   if (o.on_error == error_policy::skip)
     std::printf("export: %zu file(s) skipped, listed with the reasons in %s\n", st.skipped.size(),
@@ -141,7 +144,7 @@ void register_export(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("export", "write samples as the loader delivers them, as <position>_<label>.ppm");
   cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest, tar shards, nfs://server/export/path or lmdb:///path")->required();
   cmd->add_option("--out", opt->out, "directory to write into")->required();
-  cmd->add_option("--pipeline", opt->pipeline, "train (shuffled, augmented) or val (ImageFolder order)")
+  add_recipe_options(cmd, opt->recipe, "train (shuffled, augmented) or val (ImageFolder order)")
       ->check(CLI::IsMember({"train", "val"}));
   cmd->add_flag("--exact", opt->exact, "decode full size and resample like Pillow (default: fast mode)");
   add_max_pixels_option(cmd, opt->max_pixels);
@@ -149,7 +152,6 @@ void register_export(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
   cmd->add_option("--epoch", opt->epoch, "which epoch's order and augmentation");
   cmd->add_option("--threads", opt->threads, "decode threads (0 = one per core)");
-  cmd->add_option("--size", opt->size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
   add_io_option(cmd, opt->io);
   cmd->add_option("--on-error", opt->on_error,
                   "fail (default): stop at the first file that cannot be read or decoded, naming it; skip: leave "

@@ -34,6 +34,33 @@ void register_pack(CLI::App& app);
 void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed,
                   std::uint64_t max_pixels);
 
+/// What a command transforms with: a preset (--pipeline, --size) or a
+/// transform list (--transform), never both.
+struct recipe_options {
+  std::string pipeline;
+  int size = 224;
+  std::string transform;
+  CLI::Option* pipeline_option = nullptr;
+  CLI::Option* size_option = nullptr;
+};
+
+/// A recipe_options whose default preset is `pipeline`.
+inline recipe_options recipe_with(const char* pipeline) {
+  recipe_options r;
+  r.pipeline = pipeline;
+  return r;
+}
+
+/// Adds --pipeline (help `presets_help`; returns it, for a check), --size
+/// and --transform to `cmd`.
+CLI::Option* add_recipe_options(CLI::App* cmd, recipe_options& r, const char* presets_help);
+
+/// The preset or the list (ringfeed::apply_transform, which also sets the
+/// output to the list's end and shuffles random recipes) on `o`. Throws
+/// std::runtime_error when both were given.
+void apply_recipe(loader_options& o, const recipe_options& r, bool exact, std::uint64_t seed,
+                  std::uint64_t max_pixels);
+
 /// A CLI11 check accepting exactly the names the library's `parse` accepts
 /// (parse_output, io::parse_backend, parse_error_policy): its error names
 /// the bad value and lists the accepted ones.

@@ -20,6 +20,28 @@ void apply_preset(loader_options& o, const std::string& pipeline, int size, bool
   o.sampler.seed = seed;
 }
 
+void apply_recipe(loader_options& o, const recipe_options& r, bool exact, std::uint64_t seed,
+                  std::uint64_t max_pixels) {
+  if (r.transform.empty()) return apply_preset(o, r.pipeline, r.size, exact, seed, max_pixels);
+  const bool preset_given = (r.pipeline_option != nullptr && r.pipeline_option->count() > 0) ||
+                            (r.size_option != nullptr && r.size_option->count() > 0);
+  if (preset_given)
+    throw std::runtime_error("--transform replaces --pipeline and --size: give one or the other");
+  ringfeed::apply_transform(o, r.transform, exact, max_pixels);
+  o.sampler.seed = seed;
+}
+
+CLI::Option* add_recipe_options(CLI::App* cmd, recipe_options& r, const char* presets_help) {
+  r.pipeline_option = cmd->add_option("--pipeline", r.pipeline, presets_help);
+  r.size_option =
+      cmd->add_option("--size", r.size, "output side (val resizes to size*256/224 first)")->check(CLI::PositiveNumber);
+  cmd->add_option("--transform", r.transform,
+                  "a torchvision transform list instead of a preset, e.g. 'Resize(232); CenterCrop(224); "
+                  "ToTensor(); Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))' "
+                  "(grammar: include/ringfeed/image/transform_spec.hpp)");
+  return r.pipeline_option;
+}
+
 CLI::Option* add_io_option(CLI::App* cmd, std::string& target) {
   return cmd
       ->add_option("--io", target,

@@ -188,7 +188,8 @@ void apply_preset(loader_options& o, std::string_view name, int size, bool exact
 /// Sets o.pipeline to the transform list `spec` describes
 /// (image/transform_spec.hpp), compiled in exact or fast mode, and o.output
 /// to what the list ends with (uint8 NHWC for an image, uint8 NCHW after
-/// PILToTensor, float32 NCHW after ToTensor or ConvertImageDtype). Throws
+/// PILToTensor, float32 NCHW after ToTensor or ConvertImageDtype), and
+/// shuffles when an op of the list is random (as the train preset). Throws
 /// std::invalid_argument (image::transform_spec_error) naming the op and
 /// the reason.
 void apply_transform(loader_options& o, std::string_view spec, bool exact,

@@ -102,11 +102,21 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *                 shuffled; val: Resize(size*256/224) +
  *                 CenterCrop(size), in dataset order
  *  size           output side in pixels (>= 1)                  224
+ *  transform      a torchvision transform list as a spec        ""
+ *                 string, e.g. "Resize(256); CenterCrop(224);
+ *                 ToTensor(); Normalize((0.5,), (0.5,))"
+ *                 (grammar: include/ringfeed/image/
+ *                 transform_spec.hpp); replaces pipeline and
+ *                 size; the batch is what it ends with (float32
+ *                 NCHW after ToTensor, uint8 NCHW after
+ *                 PILToTensor, uint8 NHWC for an image);
+ *                 shuffled when an op is random
  *  exact          bit-exact torchvision transforms (else fast)  false
  *  max_pixels     refuse images declaring more pixels, before   178956970
  *                 allocating (a decompression bomb)
  *  output         float32 | float16 (normalized NCHW) | uint8   float32
- *                 (NHWC)
+ *                 (NHWC); with transform: float16 for a list    (transform:
+ *                 ending with a float tensor                    its end)
  *  batch_size     samples per batch (>= 1)                      256
  *  shuffle        overrides the pipeline's choice               train: true, val: false
  *  seed           sampler and augmentation seed                 0

@@ -37,6 +37,9 @@ void apply_transform(loader_options& o, std::string_view spec, bool exact, std::
   if (list.empty()) throw std::invalid_argument("transform: the list is empty");
   o.pipeline = list.compile(exact ? image::pipeline_mode::exact : image::pipeline_mode::fast);
   o.output = o.pipeline.output();
+  // A recipe with a random op is a training recipe: shuffled, as "train" is.
+  o.sampler.shuffle = false;
+  for (const auto& op : list.ops()) o.sampler.shuffle = o.sampler.shuffle || !op->deterministic();
   image::decode_options decoding = o.pipeline.decoding();
   decoding.max_pixels = max_pixels;
   o.pipeline.set_decode_options(decoding);
