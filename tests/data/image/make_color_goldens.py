@@ -10,7 +10,9 @@ color/ byte for byte.
 
 Sources: crops of the committed decoder goldens (each the Pillow
 `convert("RGB")` of a JPEG, PNG, WebP, TIFF, BMP or PNM file; one a grayscale
-JPEG), plus tiny (1x1, 2x3, 3x3) and thin (5x1, 1x4, 64x7) crops. Each is
+JPEG), plus tiny (1x1, 2x3, 3x3) and thin (5x1, 1x4, 64x7) crops; a 151x139
+and four photo crops serve only some one-channel blurs (see large() and
+SLOW_CONV). Each is
 used as "RGB" (src_NAME.ppm) and as `convert("L")` of it (src_NAME.pgm).
 
 color/cases.txt, one case a line:  OFFSET LENGTH SRC MODE OP ARGS...
@@ -52,6 +54,17 @@ SOURCES = [  # name, committed RGB golden, crop box (left, top, right, bottom) o
 ]
 
 
+# One-channel blurs where torch's slow_conv2d (rounded products, then adds)
+# and oneDNN's fused multiply-adds round one byte differently: found by
+# --many 24 (photo crops; each source is used only for its case, as L).
+SLOW_CONV = {
+    "slow_rocket_a": ("photos/rocket.jpg", (234, 259, 330, 333), [3, 7, 0.8531418442726135, 0.7679129242897034]),
+    "slow_rocket_b": ("photos/rocket.jpg", (58, 207, 127, 289), [1, 9, 0.9201403260231018, 0.731631338596344]),
+    "slow_coffee": ("photos/coffee_portrait.jpg", (113, 338, 208, 365), [21, 1, 0.9573981761932373, 0.1295458972454071]),
+    "slow_astronaut": ("photos/astronaut.jpg", (126, 410, 186, 456), [1, 9, 0.8128786087036133, 1.9931026697158813]),
+}
+
+
 def large(op, args, mode):
     """The 151x139 source, used only for L blurs with a kernel side <= 3: its
     padded size passes 20480, where torch 1.13 switches such a convolution
@@ -90,6 +103,8 @@ def cases():
     yield "invert", []
     for k, s in BLUR:
         yield "gaussian_blur", [k[0], k[1], s[0], s[1]]
+    for _, _, args in SLOW_CONV.values():
+        yield "gaussian_blur", args
 
 
 def apply(op, img, args):
@@ -113,7 +128,15 @@ def load_sources(root):
         elif box:
             im = im.crop(box)
         out.append((name, im))
+    for name, (path, box, _) in SLOW_CONV.items():
+        out.append((name, Image.open(os.path.join(HERE, path)).convert("RGB").crop(box)))
     return out
+
+
+def wanted(name, mode, op, args):
+    if name in SLOW_CONV:
+        return op == "gaussian_blur" and mode == "l" and args == SLOW_CONV[name][2]
+    return name != "large" or large(op, args, mode)
 
 
 def write_set(outdir, sources, case_list):
@@ -121,13 +144,13 @@ def write_set(outdir, sources, case_list):
     lines = ["# OFFSET LENGTH SRC MODE OP ARGS: F.OP(img, *ARGS) bytes in goldens.bin; '-' = torchvision raised"]
     blob = bytearray()
     for name, rgb in sources:
-        if name != "large":  # used as L only
+        if name != "large" and name not in SLOW_CONV:  # used as L only
             rgb.save(os.path.join(outdir, f"src_{name}.ppm"))
         rgb.convert("L").save(os.path.join(outdir, f"src_{name}.pgm"))
     for op, args in case_list:
         for name, rgb in sources:
             for mode, img in (("rgb", rgb), ("l", rgb.convert("L"))):
-                if name == "large" and not large(op, args, mode):
+                if not wanted(name, mode, op, args):
                     continue
                 try:
                     res = np.ascontiguousarray(np.asarray(apply(op, img, args)))
