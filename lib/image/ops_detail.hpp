@@ -78,6 +78,7 @@ struct op_entry {
 [[nodiscard]] std::span<const op_entry> shape_op_entries();
 [[nodiscard]] std::span<const op_entry> tensor_op_entries();
 [[nodiscard]] std::span<const op_entry> geometry_op_entries();
+[[nodiscard]] std::span<const op_entry> color_op_entries();
 [[nodiscard]] std::span<const op_entry> container_op_entries();
 
 /// What compile() needs to know of a geometric op to fuse it with the
@@ -129,6 +130,13 @@ void require_image(std::string_view op, const frame& f);
 /// The InterpolationMode names, in `interpolation`'s order.
 inline constexpr std::string_view interpolation_names[] = {"nearest", "bilinear", "bicubic",
                                                            "box",     "hamming",  "lanczos"};
+
+/// float(torch.empty(1).uniform_(lo, hi)): torchvision draws its angles,
+/// scales, shears, sigmas and jitter factors as float32 tensors, so a
+/// pinned range (lo == hi) gives float32(lo), not lo.
+[[nodiscard]] inline double torch_uniform(sample_rng& rng, double lo, double hi) {
+  return static_cast<double>(static_cast<float>(rng.uniform(lo, hi)));
+}
 
 /// torch.randint(lo, hi) from a uniform draw, as the tests model it.
 [[nodiscard]] inline int draw_int(sample_rng& rng, int lo, int hi) {

@@ -243,10 +243,10 @@ class random_rotation_op final : public transform_op {
   }
   bool deterministic() const noexcept override { return false; }
   std::vector<double> draw_for_test(sample_rng& rng, size2, int) const override {
-    return {rng.uniform(m_degrees[0], m_degrees[1])};
+    return {torch_uniform(rng, m_degrees[0], m_degrees[1])};
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
-    const double angle = rng.uniform(m_degrees[0], m_degrees[1]);
+    const double angle = torch_uniform(rng, m_degrees[0], m_degrees[1]);
     rotate(f.pixels.view(), angle, m_interp, m_expand, m_center, resolve_fill("RandomRotation", m_fill, f.channels),
            s.spare);
     std::swap(f.pixels, s.spare);
@@ -301,17 +301,17 @@ class random_affine_op final : public transform_op {
   };
   params draw(sample_rng& rng, size2 in) const {
     params p;
-    p.angle = rng.uniform(m_o.degrees[0], m_o.degrees[1]);
+    p.angle = torch_uniform(rng, m_o.degrees[0], m_o.degrees[1]);
     if (m_o.translate) {
       const double max_dx = (*m_o.translate)[0] * in.width;
       const double max_dy = (*m_o.translate)[1] * in.height;
-      p.translate[0] = std::nearbyint(rng.uniform(-max_dx, max_dx));
-      p.translate[1] = std::nearbyint(rng.uniform(-max_dy, max_dy));
+      p.translate[0] = std::nearbyint(torch_uniform(rng, -max_dx, max_dx));
+      p.translate[1] = std::nearbyint(torch_uniform(rng, -max_dy, max_dy));
     }
-    if (m_o.scale) p.scale = rng.uniform((*m_o.scale)[0], (*m_o.scale)[1]);
+    if (m_o.scale) p.scale = torch_uniform(rng, (*m_o.scale)[0], (*m_o.scale)[1]);
     if (!m_o.shear.empty()) {
-      p.shear[0] = rng.uniform(m_o.shear[0], m_o.shear[1]);
-      if (m_o.shear.size() == 4) p.shear[1] = rng.uniform(m_o.shear[2], m_o.shear[3]);
+      p.shear[0] = torch_uniform(rng, m_o.shear[0], m_o.shear[1]);
+      if (m_o.shear.size() == 4) p.shear[1] = torch_uniform(rng, m_o.shear[2], m_o.shear[3]);
     }
     return p;
   }

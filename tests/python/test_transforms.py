@@ -112,6 +112,24 @@ def test_the_spec_grammar_reports_the_column():
         _ringfeed._transform_spec("Rezise(3)")
 
 
+@needs_torchvision
+def test_color_jitter_applies_its_drawn_order_and_factors_as_torchvisions_functions():
+    import torchvision.transforms.functional as F
+    from PIL import Image
+    spec = RT.to_spec([RT.Resize((33, 21)), RT.ColorJitter(0.4, 0.4, 0.4, 0.1)])
+    data = _read("photos/chelsea.jpg")
+    fns = [F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue]
+    for index in range(12):
+        draws = _ringfeed._transform_draws(spec, 1, 21, 33, 3, 3, 0, index)
+        order, factors = [int(k) for k in draws[:4]], draws[4:]
+        with Image.open(os.path.join(R.DATA, "photos/chelsea.jpg")) as im:
+            ref = TV.Resize((33, 21))(im.convert("RGB"))
+        for k in order:
+            ref = fns[k](ref, factors[k])
+        got = ringfeed.decode(data, transform=spec, exact=True, seed=3, index=index)
+        assert torch.equal(got, torch.from_numpy(__import__("numpy").array(ref))), f"sample {index}, order {order}"
+
+
 # --- draws: the same distributions as torchvision's ------------------------------
 
 N = 10000

@@ -77,6 +77,27 @@ def recipes(T, torch):
         "affine_shear": T.Compose([T.Resize((36, 28)), T.RandomAffine(0, shear=(10, 10, 0, 0))]),
         "affine_all_bicubic": T.Compose([T.Resize((31, 45)), T.RandomAffine((21, 21), scale=(1.3, 1.3),
                                          shear=(-7, -7, 4, 4), interpolation=I.BICUBIC, fill=128)]),
+        # colour ops with pinned factors (degenerate ranges, p=1)
+        "jitter_brightness": T.Compose([T.Resize((30, 40)), T.ColorJitter(brightness=(1.3, 1.3))]),
+        "jitter_contrast": T.Compose([T.Resize((33, 21)), T.ColorJitter(contrast=(1.6, 1.6))]),
+        "jitter_saturation": T.Compose([T.Resize((33, 21)), T.ColorJitter(saturation=(0.4, 0.4))]),
+        "jitter_hue": T.Compose([T.Resize((33, 21)), T.ColorJitter(hue=(0.1, 0.1))]),
+        "jitter_hue_negative": T.Compose([T.Resize((16, 16)), T.ColorJitter(hue=(-0.3, -0.3)), T.ToTensor()]),
+        "grayscale_1": T.Compose([T.Resize((20, 30)), T.Grayscale(), T.ToTensor(), T.Normalize((0.1307,), (0.3081,))]),
+        "grayscale_3": T.Compose([T.CenterCrop(24), T.Grayscale(num_output_channels=3)]),
+        "random_grayscale_p1": T.Compose([T.Resize((20, 30)), T.RandomGrayscale(p=1.0), T.PILToTensor()]),
+        "gray_then_geometry": T.Compose([T.Grayscale(), T.Resize((21, 17), I.BICUBIC), T.Pad(3, padding_mode="reflect"),
+                                         T.RandomRotation((17, 17), fill=9), T.PILToTensor()]),
+        "blur_3_fixed": T.Compose([T.Resize((40, 30)), T.GaussianBlur(3, sigma=(1.1, 1.1))]),
+        "blur_5x7_fixed": T.Compose([T.Resize((40, 30)), T.GaussianBlur((5, 7), sigma=(0.6, 0.6))]),
+        "posterize_5": T.Compose([T.Resize((30, 30)), T.RandomPosterize(5, p=1.0)]),
+        "solarize_128": T.Compose([T.Resize((30, 30)), T.RandomSolarize(128, p=1.0)]),
+        "autocontrast": T.Compose([T.Resize((30, 30)), T.RandomAutocontrast(p=1.0)]),
+        "equalize": T.Compose([T.Resize((30, 30)), T.RandomEqualize(p=1.0)]),
+        "sharpness_2": T.Compose([T.Resize((30, 30)), T.RandomAdjustSharpness(2.0, p=1.0)]),
+        "invert": T.Compose([T.Resize((30, 30)), T.RandomInvert(p=1.0), T.ToTensor()]),
+        "simclr_pinned": T.Compose([T.Resize((36, 36)), T.RandomApply([T.ColorJitter(saturation=(1.4, 1.4))], p=1.0),
+                                    T.RandomGrayscale(p=1.0), T.GaussianBlur(3, sigma=(0.5, 0.5)), T.ToTensor()]),
     }
 
 
