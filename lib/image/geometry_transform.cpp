@@ -84,7 +84,7 @@ void copy_pixel_wide(const std::uint8_t* in, std::uint8_t* out) {
 // out of any image (Pillow's conversion gives INT_MIN there, also outside).
 int coord(double v) {
   if (v < 0.0) return -1;
-  if (v >= 2147483648.0) return -1;
+  if (!(v < 2147483648.0)) return -1;
   return static_cast<int>(v);
 }
 
@@ -337,6 +337,8 @@ void checked_affine(const char* op, image_view src, const std::array<double, 6>&
   if (interp != interpolation::nearest && interp != interpolation::bilinear && interp != interpolation::bicubic)
     bad(op, "only nearest, bilinear and bicubic interpolation are supported (Pillow refuses box, hamming and lanczos)");
   if (out.width < 0 || out.height < 0) bad(op, "negative output size");
+  for (const double v : a)
+    if (!std::isfinite(v)) bad(op, "the matrix must be finite (an angle, scale or shear is NaN or infinite)");
   dst.reset(out.width, out.height, src.channels);
   fill_image(dst, fill);
   if (src.width == 0 || src.height == 0) return;
@@ -474,6 +476,9 @@ void rotate(image_view src, double angle, interpolation interp, bool expand,
   check_source("rotate", src);
   if (interp != interpolation::nearest && interp != interpolation::bilinear && interp != interpolation::bicubic)
     bad("rotate", "only nearest, bilinear and bicubic interpolation are supported (Pillow refuses box, hamming and lanczos)");
+  if (!std::isfinite(angle)) bad("rotate", "the angle must be finite");
+  if (center && !(std::isfinite((*center)[0]) && std::isfinite((*center)[1])))
+    bad("rotate", "the center must be finite");
   angle = py_mod(angle, 360.0);
   const int w = src.width;
   const int h = src.height;
@@ -510,8 +515,11 @@ void rotate(image_view src, double angle, interpolation interp, bool expand,
       ymin = std::min(ymin, q[1]);
       ymax = std::max(ymax, q[1]);
     }
-    const int nw = static_cast<int>(std::ceil(xmax)) - static_cast<int>(std::floor(xmin));
-    const int nh = static_cast<int>(std::ceil(ymax)) - static_cast<int>(std::floor(ymin));
+    const double fw = std::ceil(xmax) - std::floor(xmin);
+    const double fh = std::ceil(ymax) - std::floor(ymin);
+    if (!(fw < 1 << 30) || !(fh < 1 << 30)) bad("rotate", "the expanded image would be too large");
+    const int nw = static_cast<int>(fw);
+    const int nh = static_cast<int>(fh);
     const std::array<double, 2> s = apply(-(nw - w) / 2.0, -(nh - h) / 2.0);
     m[2] = s[0];
     m[5] = s[1];
