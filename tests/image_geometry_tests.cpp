@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -266,6 +267,15 @@ TEST_CASE("geometry ops refuse bad parameters with a clear message", "[image][ge
   CHECK_THROWS_WITH(img::rotate(s.view(), 10, img::interpolation::box, false, std::nullopt, {}, out),
                     Catch::Contains("nearest, bilinear and bicubic"));
   CHECK_THROWS_WITH((void)img::inverse_affine_matrix({0, 0}, 0, {0, 0}, 0.0, {0, 0}), Catch::Contains("scale"));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(img::affine(s.view(), img::inverse_affine_matrix({1, 1}, nan, {0, 0}, 1, {0, 0}), {5, 5},
+                                img::interpolation::bilinear, {}, out),
+                    Catch::Contains("finite"));
+  CHECK_THROWS_WITH(img::rotate(s.view(), nan, img::interpolation::nearest, true, std::nullopt, {}, out),
+                    Catch::Contains("finite"));
+  CHECK_THROWS_WITH(img::rotate(s.view(), 10, img::interpolation::nearest, true, std::array<double, 2>{nan, 0}, {},
+                                out),
+                    Catch::Contains("center must be finite"));
   CHECK_THROWS_WITH((void)img::resized_output_size({10, 10}, {}, std::nullopt), Catch::Contains("1 or 2"));
   CHECK_THROWS_WITH((void)img::resized_output_size({10, 10}, {5, 5}, 7), Catch::Contains("max_size"));
   CHECK_THROWS_WITH((void)img::resized_output_size({10, 10}, {5}, 5), Catch::Contains("strictly greater"));

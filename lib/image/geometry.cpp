@@ -127,19 +127,26 @@ void crop(image_view src, crop_box box, image_buffer& dst) {
 void hflip(image_view src, image_buffer& dst) {
   check_source("hflip", src);
   dst.reset(src.width, src.height, src.channels);
+  const mutable_image_view o = dst.view();
   const int w = src.width;
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
-    std::uint8_t* out = dst.view().row(y);
+    std::uint8_t* out = o.row(y);
     if (src.channels == 1) {
       for (int x = 0; x < w; ++x) out[w - 1 - x] = in[x];
-    } else {
-      for (int x = 0; x < w; ++x) {
-        const std::uint8_t* p = in + static_cast<std::ptrdiff_t>(w - 1 - x) * 3;
-        out[3 * x] = p[0];
-        out[3 * x + 1] = p[1];
-        out[3 * x + 2] = p[2];
+    } else if (y + 1 < src.height && w > 0) {
+      // RGB pixels moved 4 bytes at a time (as Pillow moves its 4-byte
+      // pixels): the extra byte read lies in the next row, the extra byte
+      // written is the next output pixel's, rewritten right after.
+      const std::uint8_t* p = in + static_cast<std::ptrdiff_t>(w - 1) * 3;
+      for (int x = 0; x < w - 1; ++x, p -= 3) {
+        std::uint32_t v;
+        std::memcpy(&v, p, 4);
+        std::memcpy(out + 3 * x, &v, 4);
       }
+      std::memcpy(out + 3 * (w - 1), in, 3);
+    } else {
+      for (int x = 0; x < w; ++x) std::memcpy(out + 3 * x, in + static_cast<std::ptrdiff_t>(w - 1 - x) * 3, 3);
     }
   }
 }
@@ -162,24 +169,37 @@ void pad(image_view src, int left, int top, int right, int bottom, padding_mode 
     const long long h = static_cast<long long>(top) + src.height + bottom;
     if (w < 0 || h < 0) bad("pad", "width and height must be >= 0 (padding gives " + std::to_string(w) + "x" + std::to_string(h) + ")");
     dst.reset(static_cast<int>(w), static_cast<int>(h), c);
-    std::uint8_t* d = dst.data();
-    if (c == 1) {
-      if (dst.size_bytes() > 0) std::memset(d, fill[0], dst.size_bytes());
-    } else {
-      for (std::size_t i = 0; i < dst.size_bytes(); i += 3) {
-        d[i] = fill[0];
-        d[i + 1] = fill[1];
-        d[i + 2] = fill[2];
-      }
-    }
+    const mutable_image_view o = dst.view();
+    if (o.width == 0 || o.height == 0) return;
     const int x0 = std::max(0, -left);
-    const int x1 = std::min(src.width, static_cast<int>(w) - left);
+    const int x1 = std::min(src.width, o.width - left);
     const int y0 = std::max(0, -top);
-    const int y1 = std::min(src.height, static_cast<int>(h) - top);
-    if (x1 <= x0) return;
-    for (int y = y0; y < y1; ++y)
-      std::memcpy(dst.view().row(y + top) + row_bytes(x0 + left, c), src.row(y) + row_bytes(x0, c),
-                  row_bytes(x1 - x0, c));
+    const int y1 = std::min(src.height, o.height - top);
+    // One row of fill, copied to the rows (and the borders of the rows)
+    // the image does not cover.
+    thread_local std::vector<std::uint8_t> fill_row;
+    const std::size_t n = row_bytes(o.width, c);
+    fill_row.resize(n);
+    std::uint8_t* const f = fill_row.data();
+    if (c == 1) {
+      std::memset(f, fill[0], n);
+    } else {
+      for (std::size_t i = 0; i < n; i += 3) std::memcpy(f + i, fill.data(), 3);
+    }
+    const bool covered = x1 > x0;
+    const std::size_t lb = covered ? row_bytes(x0 + left, c) : n;
+    const std::size_t mid = covered ? row_bytes(x1 - x0, c) : 0;
+    for (int y = 0; y < o.height; ++y) {
+      std::uint8_t* out = o.row(y);
+      const int sy = y - top;
+      if (!covered || sy < y0 || sy >= y1) {
+        std::memcpy(out, f, n);
+        continue;
+      }
+      std::memcpy(out, f, lb);
+      std::memcpy(out + lb, src.row(sy) + row_bytes(x0, c), mid);
+      std::memcpy(out + lb + mid, f + lb + mid, n - lb - mid);
+    }
     return;
   }
   // functional_pil.pad: negative paddings crop (img.crop), then np.pad.

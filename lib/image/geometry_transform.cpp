@@ -42,32 +42,49 @@ std::size_t row_bytes(int width, int channels) {
 void copy_image(image_view src, image_buffer& dst) {
   dst.reset(src.width, src.height, src.channels);
   const std::size_t n = row_bytes(src.width, src.channels);
-  for (int y = 0; y < src.height; ++y) std::memcpy(dst.view().row(y), src.row(y), n);
+  const mutable_image_view o = dst.view();
+  for (int y = 0; y < src.height; ++y) std::memcpy(o.row(y), src.row(y), n);
 }
 
+// Paints the whole image `fill`: the first row by pixels, the others copied.
 void fill_image(image_buffer& dst, fill_color fill) {
-  std::uint8_t* d = dst.data();
-  if (dst.channels() == 1) {
-    if (dst.size_bytes() > 0) std::memset(d, fill[0], dst.size_bytes());
-    return;
+  const mutable_image_view o = dst.view();
+  if (o.width == 0 || o.height == 0) return;
+  const std::size_t n = row_bytes(o.width, o.channels);
+  std::uint8_t* first = o.row(0);
+  if (o.channels == 1) {
+    std::memset(first, fill[0], n);
+  } else {
+    for (std::size_t i = 0; i < n; i += 3) std::memcpy(first + i, fill.data(), 3);
   }
-  for (std::size_t i = 0; i < dst.size_bytes(); i += 3) {
-    d[i] = fill[0];
-    d[i + 1] = fill[1];
-    d[i + 2] = fill[2];
-  }
+  for (int y = 1; y < o.height; ++y) std::memcpy(o.row(y), first, n);
 }
 
 template <int C>
 void copy_pixel(const std::uint8_t* in, std::uint8_t* out) {
-  for (int c = 0; c < C; ++c) out[c] = in[c];
+  std::memcpy(out, in, C);
+}
+
+// An RGB pixel moved as one 4-byte load and store, as Pillow moves its
+// 4-byte pixels: the extra byte read must exist (not the buffer's last
+// pixel) and the extra byte written must be rewritten later (a pixel to its
+// right in the same pass). Callers guarantee both; C == 1 copies one byte.
+template <int C>
+void copy_pixel_wide(const std::uint8_t* in, std::uint8_t* out) {
+  if constexpr (C == 3) {
+    std::uint32_t v;
+    std::memcpy(&v, in, 4);
+    std::memcpy(out, &v, 4);
+  } else {
+    out[0] = in[0];
+  }
 }
 
 // Pillow's COORD: -1 below 0, else truncation. Values past int's range are
 // out of any image (Pillow's conversion gives INT_MIN there, also outside).
 int coord(double v) {
   if (v < 0.0) return -1;
-  if (v >= 2147483648.0) return -1;
+  if (!(v < 2147483648.0)) return -1;
   return static_cast<int>(v);
 }
 
@@ -77,11 +94,15 @@ int floor_int(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : sta
 // ImagingScaleAffine: no rotation terms; source positions accumulate in
 // doubles from the first pixel's centre. Pixels outside the source keep
 // what dst holds (the caller's fill).
+//
+// The kernels take the matrix and the output view by value: locals the
+// compiler knows no pixel store can alias, so nothing reloads per pixel.
 template <int C>
-void scale_affine(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
-  const int ow = dst.width();
+void scale_affine(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
+  const int ow = dst.width;
   thread_local std::vector<int> xintab;
   xintab.assign(static_cast<std::size_t>(ow), 0);
+  int* const tab = xintab.data();
   double xo = a[2] + a[0] * 0.5;
   double yo = a[5] + a[4] * 0.5;
   int xmin = ow;
@@ -91,17 +112,23 @@ void scale_affine(image_view src, const std::array<double, 6>& a, image_buffer& 
     if (xin >= 0 && xin < src.width) {
       xmax = x + 1;
       if (x < xmin) xmin = x;
-      xintab[static_cast<std::size_t>(x)] = xin;
+      tab[x] = xin;
     }
     xo += a[0];
   }
-  for (int y = 0; y < dst.height(); ++y) {
+  for (int y = 0; y < dst.height; ++y) {
     const int yi = coord(yo);
     if (yi >= 0 && yi < src.height) {
       const std::uint8_t* in = src.row(yi);
-      std::uint8_t* out = dst.view().row(y);
-      for (int x = xmin; x < xmax; ++x)
-        copy_pixel<C>(in + static_cast<std::ptrdiff_t>(xintab[static_cast<std::size_t>(x)]) * C, out + x * C);
+      std::uint8_t* out = dst.row(y);
+      // Rows above the source's last may over-read into the next row.
+      if (yi + 1 < src.height && xmax > xmin) {
+        for (int x = xmin; x < xmax - 1; ++x)
+          copy_pixel_wide<C>(in + static_cast<std::ptrdiff_t>(tab[x]) * C, out + x * C);
+        copy_pixel<C>(in + static_cast<std::ptrdiff_t>(tab[xmax - 1]) * C, out + (xmax - 1) * C);
+      } else {
+        for (int x = xmin; x < xmax; ++x) copy_pixel<C>(in + static_cast<std::ptrdiff_t>(tab[x]) * C, out + x * C);
+      }
     }
     yo += a[4];
   }
@@ -117,7 +144,7 @@ std::int32_t fix(double v) { return floor_int(v * 65536.0 + 0.5); }
 // affine_fixed: nearest neighbour in 16.16 fixed point, steps accumulated
 // in integers (wrapping as Pillow's int arithmetic does on x86).
 template <int C>
-void affine_fixed(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+void affine_fixed(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
   const std::uint32_t a0 = static_cast<std::uint32_t>(fix(a[0]));
   const std::uint32_t a1 = static_cast<std::uint32_t>(fix(a[1]));
   const std::uint32_t a3 = static_cast<std::uint32_t>(fix(a[3]));
@@ -126,11 +153,11 @@ void affine_fixed(image_view src, const std::array<double, 6>& a, image_buffer& 
   std::uint32_t a5 = static_cast<std::uint32_t>(fix(a[5] + a[3] * 0.5 + a[4] * 0.5));
   const int w = src.width;
   const int h = src.height;
-  for (int y = 0; y < dst.height(); ++y) {
+  for (int y = 0; y < dst.height; ++y) {
     std::uint32_t xx = a2;
     std::uint32_t yy = a5;
-    std::uint8_t* out = dst.view().row(y);
-    for (int x = 0; x < dst.width(); ++x) {
+    std::uint8_t* out = dst.row(y);
+    for (int x = 0; x < dst.width; ++x) {
       const int xin = static_cast<std::int32_t>(xx) >> 16;
       const int yin = static_cast<std::int32_t>(yy) >> 16;
       if (xin >= 0 && xin < w && yin >= 0 && yin < h)
@@ -145,14 +172,14 @@ void affine_fixed(image_view src, const std::array<double, 6>& a, image_buffer& 
 
 // ImagingTransformAffine's double fallback (coordinates past ±32768).
 template <int C>
-void affine_float(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+void affine_float(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
   double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
   double yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
-  for (int y = 0; y < dst.height(); ++y) {
+  for (int y = 0; y < dst.height; ++y) {
     double xx = xo;
     double yy = yo;
-    std::uint8_t* out = dst.view().row(y);
-    for (int x = 0; x < dst.width(); ++x) {
+    std::uint8_t* out = dst.row(y);
+    for (int x = 0; x < dst.width; ++x) {
       const int xin = coord(xx);
       if (xin >= 0 && xin < src.width) {
         const int yin = coord(yy);
@@ -202,6 +229,20 @@ inline double cubic(double v1, double v2, double v3, double v4, double d) {
   return p1 + d * (p2 + d * (p3 + d * p4));
 }
 
+// The first (horizontal) stage on four 8-bit samples: Pillow computes p2..p4
+// from integers; those sums are exact, so forming them in int and converting
+// once gives the same doubles with fewer conversions.
+inline double cubic_u8(const std::uint8_t* r, std::ptrdiff_t step, double d) {
+  const int v1 = r[0];
+  const int v2 = r[step];
+  const int v3 = r[2 * step];
+  const int v4 = r[3 * step];
+  const double p2 = -v1 + v3;
+  const double p3 = 2 * (v1 - v2) + v3 - v4;
+  const double p4 = -v1 + v2 - v3 + v4;
+  return v2 + d * (p2 + d * (p3 + d * p4));
+}
+
 // Pillow's bicubic_filter8 / bicubic_filter32RGB: columns clamped, rows
 // below the image repeat the previous row's value, result clipped.
 template <int C>
@@ -216,6 +257,22 @@ void bicubic_at(image_view src, double xin, double yin, std::uint8_t* out) {
   --y;
   const int w = src.width;
   const int h = src.height;
+  const auto clip = [](double r) -> std::uint8_t {
+    return r <= 0.0 ? 0 : r >= 255.0 ? 255 : static_cast<std::uint8_t>(static_cast<int>(r));
+  };
+  if (x >= 0 && x + 3 < w && y >= 0 && y + 3 < h) {
+    // Inside: no clamping, every row present (the same arithmetic as below).
+    const std::uint8_t* r0 = src.row(y) + static_cast<std::ptrdiff_t>(x) * C;
+    const std::ptrdiff_t s = src.stride;
+    for (int c = 0; c < C; ++c) {
+      double v[4];
+      for (int k = 0; k < 4; ++k) {
+        v[k] = cubic_u8(r0 + k * s + c, C, dx);
+      }
+      out[c] = clip(cubic(v[0], v[1], v[2], v[3], dy));
+    }
+    return;
+  }
   std::ptrdiff_t xs[4];
   for (int k = 0; k < 4; ++k) xs[k] = static_cast<std::ptrdiff_t>(std::clamp(x + k, 0, w - 1)) * C;
   const std::uint8_t* rows[4];
@@ -236,8 +293,7 @@ void bicubic_at(image_view src, double xin, double yin, std::uint8_t* out) {
         v[k] = v[k - 1];
       }
     }
-    const double r = cubic(v[0], v[1], v[2], v[3], dy);
-    out[c] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : static_cast<std::uint8_t>(static_cast<int>(r));
+    out[c] = clip(cubic(v[0], v[1], v[2], v[3], dy));
   }
 }
 
@@ -245,13 +301,13 @@ void bicubic_at(image_view src, double xin, double yin, std::uint8_t* out) {
 // mapped through the matrix (no accumulation), then the filter; points
 // outside [0, w) × [0, h) keep the fill.
 template <int C, bool Bicubic>
-void generic_affine(image_view src, const std::array<double, 6>& a, image_buffer& dst) {
+void generic_affine(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
   const double w = src.width;
   const double h = src.height;
-  for (int y = 0; y < dst.height(); ++y) {
-    std::uint8_t* out = dst.view().row(y);
+  for (int y = 0; y < dst.height; ++y) {
+    std::uint8_t* out = dst.row(y);
     const double yin = y + 0.5;
-    for (int x = 0; x < dst.width(); ++x) {
+    for (int x = 0; x < dst.width; ++x) {
       const double xin = x + 0.5;
       const double xx = a[0] * xin + a[1] * yin + a[2];
       const double yy = a[3] * xin + a[4] * yin + a[5];
@@ -265,12 +321,12 @@ void generic_affine(image_view src, const std::array<double, 6>& a, image_buffer
 }
 
 template <int C>
-void transform_affine(image_view src, const std::array<double, 6>& a, interpolation interp, image_buffer& dst) {
+void transform_affine(image_view src, const std::array<double, 6> a, interpolation interp, mutable_image_view dst) {
   if (interp == interpolation::bilinear) return generic_affine<C, false>(src, a, dst);
   if (interp == interpolation::bicubic) return generic_affine<C, true>(src, a, dst);
   if (a[1] == 0 && a[3] == 0) return scale_affine<C>(src, a, dst);
-  const int ow = dst.width();
-  const int oh = dst.height();
+  const int ow = dst.width;
+  const int oh = dst.height;
   if (check_fixed(a, 0, 0) && check_fixed(a, ow, oh) && check_fixed(a, 0, oh) && check_fixed(a, ow, 0))
     return affine_fixed<C>(src, a, dst);
   affine_float<C>(src, a, dst);
@@ -281,13 +337,15 @@ void checked_affine(const char* op, image_view src, const std::array<double, 6>&
   if (interp != interpolation::nearest && interp != interpolation::bilinear && interp != interpolation::bicubic)
     bad(op, "only nearest, bilinear and bicubic interpolation are supported (Pillow refuses box, hamming and lanczos)");
   if (out.width < 0 || out.height < 0) bad(op, "negative output size");
+  for (const double v : a)
+    if (!std::isfinite(v)) bad(op, "the matrix must be finite (an angle, scale or shear is NaN or infinite)");
   dst.reset(out.width, out.height, src.channels);
   fill_image(dst, fill);
   if (src.width == 0 || src.height == 0) return;
   if (src.channels == 1)
-    transform_affine<1>(src, a, interp, dst);
+    transform_affine<1>(src, a, interp, dst.view());
   else
-    transform_affine<3>(src, a, interp, dst);
+    transform_affine<3>(src, a, interp, dst.view());
 }
 
 // Python's float % (the result takes the divisor's sign).
@@ -311,28 +369,39 @@ double round15(double x) {
 
 double radians(double deg) { return deg * (std::numbers::pi / 180.0); }
 
-// Pillow's ROTATE_90 / ROTATE_180 / ROTATE_270 transposes.
+// Pillow's ROTATE_90 / ROTATE_180 / ROTATE_270 transposes. The quarter
+// turns go in square tiles so that both images stay in cache.
 template <int C>
 void transpose(image_view src, int quarter_turns, image_buffer& dst) {
   const int w = src.width;
   const int h = src.height;
   if (quarter_turns == 2) {
     dst.reset(w, h, C);
+    const mutable_image_view o = dst.view();
     for (int y = 0; y < h; ++y) {
       const std::uint8_t* in = src.row(y);
-      std::uint8_t* out = dst.view().row(h - 1 - y);
-      for (int x = 0; x < w; ++x) copy_pixel<C>(in + x * C, out + (w - 1 - x) * C);
+      std::uint8_t* out = o.row(h - 1 - y) + static_cast<std::ptrdiff_t>(w - 1) * C;
+      for (int x = 0; x < w; ++x) copy_pixel<C>(in + x * C, out - x * C);
     }
     return;
   }
   dst.reset(h, w, C);
   const mutable_image_view o = dst.view();
+  constexpr int tile = 32;
   // 90 (counter-clockwise): out[w-1-x][y] = in[y][x]; 270: out[x][h-1-y].
-  for (int y = 0; y < h; ++y) {
-    const std::uint8_t* in = src.row(y);
-    for (int x = 0; x < w; ++x) {
-      std::uint8_t* out = quarter_turns == 1 ? o.row(w - 1 - x) + y * C : o.row(x) + (h - 1 - y) * C;
-      copy_pixel<C>(in + x * C, out);
+  for (int y0 = 0; y0 < h; y0 += tile) {
+    const int y1 = std::min(h, y0 + tile);
+    for (int x0 = 0; x0 < w; x0 += tile) {
+      const int x1 = std::min(w, x0 + tile);
+      for (int x = x0; x < x1; ++x) {
+        if (quarter_turns == 1) {
+          std::uint8_t* out = o.row(w - 1 - x);
+          for (int y = y0; y < y1; ++y) copy_pixel<C>(src.row(y) + x * C, out + y * C);
+        } else {
+          std::uint8_t* out = o.row(x) + static_cast<std::ptrdiff_t>(h - 1) * C;
+          for (int y = y0; y < y1; ++y) copy_pixel<C>(src.row(y) + x * C, out - y * C);
+        }
+      }
     }
   }
 }
@@ -353,9 +422,9 @@ void resize(image_view src, size2 out, interpolation interp, image_buffer& dst) 
                                   0.0, static_cast<double>(static_cast<float>(src.height)) / out.height, 0.0};
     std::memset(dst.data(), 0, dst.size_bytes());
     if (src.channels == 1)
-      scale_affine<1>(src, a, dst);
+      scale_affine<1>(src, a, dst.view());
     else
-      scale_affine<3>(src, a, dst);
+      scale_affine<3>(src, a, dst.view());
     return;
   }
   resample_filter f = resample_filter::bilinear;
@@ -407,6 +476,9 @@ void rotate(image_view src, double angle, interpolation interp, bool expand,
   check_source("rotate", src);
   if (interp != interpolation::nearest && interp != interpolation::bilinear && interp != interpolation::bicubic)
     bad("rotate", "only nearest, bilinear and bicubic interpolation are supported (Pillow refuses box, hamming and lanczos)");
+  if (!std::isfinite(angle)) bad("rotate", "the angle must be finite");
+  if (center && !(std::isfinite((*center)[0]) && std::isfinite((*center)[1])))
+    bad("rotate", "the center must be finite");
   angle = py_mod(angle, 360.0);
   const int w = src.width;
   const int h = src.height;
@@ -443,8 +515,11 @@ void rotate(image_view src, double angle, interpolation interp, bool expand,
       ymin = std::min(ymin, q[1]);
       ymax = std::max(ymax, q[1]);
     }
-    const int nw = static_cast<int>(std::ceil(xmax)) - static_cast<int>(std::floor(xmin));
-    const int nh = static_cast<int>(std::ceil(ymax)) - static_cast<int>(std::floor(ymin));
+    const double fw = std::ceil(xmax) - std::floor(xmin);
+    const double fh = std::ceil(ymax) - std::floor(ymin);
+    if (!(fw < 1 << 30) || !(fh < 1 << 30)) bad("rotate", "the expanded image would be too large");
+    const int nw = static_cast<int>(fw);
+    const int nh = static_cast<int>(fh);
     const std::array<double, 2> s = apply(-(nw - w) / 2.0, -(nh - h) / 2.0);
     m[2] = s[0];
     m[5] = s[1];
