@@ -79,6 +79,7 @@ struct op_entry {
 [[nodiscard]] std::span<const op_entry> tensor_op_entries();
 [[nodiscard]] std::span<const op_entry> geometry_op_entries();
 [[nodiscard]] std::span<const op_entry> color_op_entries();
+[[nodiscard]] std::span<const op_entry> augment_op_entries();
 [[nodiscard]] std::span<const op_entry> container_op_entries();
 
 /// What compile() needs to know of a geometric op to fuse it with the
@@ -100,6 +101,9 @@ struct fusable_geometry {
 /// True when `op` is a RandomHorizontalFlip (`horizontal`) or
 /// RandomVerticalFlip; sets `p`. For compile(), which fuses flips.
 [[nodiscard]] bool is_flip_op(const transform_op& op, bool horizontal, double& p);
+
+/// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes).
+[[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide);
 
 /// Builds the op a call names; transform_spec_error for an unknown op
 /// (listing the supported ones) or bad arguments.

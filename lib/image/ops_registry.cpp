@@ -165,7 +165,7 @@ std::vector<op_ptr> spec_args::transforms(std::string_view param) const {
 }
 
 op_ptr make_op(const spec_call& call) {
-  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), color_op_entries(), container_op_entries()})
+  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), color_op_entries(), augment_op_entries(), container_op_entries()})
     for (const op_entry& e : table)
       if (e.name == call.name) return e.make(call);
   throw transform_spec_error(call.column, "unsupported transform '" + call.name +
@@ -174,7 +174,7 @@ op_ptr make_op(const spec_call& call) {
 
 std::string supported_op_names() {
   std::vector<std::string_view> names;
-  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), color_op_entries(), container_op_entries()})
+  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), color_op_entries(), augment_op_entries(), container_op_entries()})
     for (const op_entry& e : table) names.push_back(e.name);
   std::sort(names.begin(), names.end());
   std::string out;

@@ -42,6 +42,10 @@ transform_list transform_list::parse(std::string_view spec) {
 
 std::string transform_list::supported_ops() { return supported_op_names(); }
 
+std::vector<double> transform_list::augment_magnitudes(std::string_view op, int bins, size2 size, bool wide) {
+  return image::augment_magnitudes(op, bins, size, wide);
+}
+
 transform_list transform_list::train(int size) {
   transform_list t;
   t.random_resized_crop({size, size}).random_horizontal_flip().to_tensor().normalize(

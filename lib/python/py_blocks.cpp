@@ -226,6 +226,12 @@ void bind_blocks(py::module_& m) {
         py::arg("max_pixels"), py::arg("transform") = std::string());
   m.def("_transform_ops", &image::transform_list::supported_ops);
   m.def(
+      "_augment_magnitudes",
+      [](const std::string& op, int bins, int width, int height, bool wide) {
+        return image::transform_list::augment_magnitudes(op, bins, {width, height}, wide);
+      },
+      py::arg("op"), py::arg("bins"), py::arg("width"), py::arg("height"), py::arg("wide"));
+  m.def(
       "_transform_spec", [](const std::string& spec) { return image::transform_list::parse(spec).spec(); },
       py::arg("spec"));
   m.def(

@@ -218,3 +218,99 @@ def test_draws_depend_only_on_seed_epoch_and_index():
     assert a == _ringfeed._transform_draws(spec, 0, 400, 300, 3, 5, 1, 17)
     assert a != _ringfeed._transform_draws(spec, 0, 400, 300, 3, 5, 2, 17)
     assert a != _ringfeed._transform_draws(spec, 0, 400, 300, 3, 6, 1, 17)
+
+
+# --- AutoAugment, RandAugment, TrivialAugmentWide -----------------------------------
+
+_AUG_NAMES = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+              "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
+
+
+@pytest.mark.parametrize("bins", [10, 31, 5, 64, 2, 17, 100])
+@pytest.mark.parametrize("w, h", [(224, 224), (451, 300), (7, 5)])
+def test_augment_magnitude_bins_equal_torchvisions_float32_tables(bins, w, h):
+    import torchvision.transforms.autoaugment as A
+    ra = A.RandAugment(num_magnitude_bins=bins)
+    tw = A.TrivialAugmentWide(num_magnitude_bins=bins)
+    for wide, space in ((False, ra._augmentation_space(bins, (h, w))), (True, tw._augmentation_space(bins))):
+        for name, (magnitudes, _) in space.items():
+            if magnitudes.ndim == 0:
+                continue
+            ours = _ringfeed._augment_magnitudes(name, bins, w, h, wide)
+            assert ours == [float(m) for m in magnitudes.tolist()], (name, wide)
+
+
+def _apply_our_draws(spec, position, img_path, index, interpolation, fill):
+    """torchvision's _apply_op run with the ops and magnitudes ringfeed drew."""
+    import numpy as np
+    from PIL import Image
+    import torchvision.transforms.autoaugment as A
+    with Image.open(img_path) as im:
+        ref = TV.Resize((37, 29))(im.convert("RGB"))
+    draws = _ringfeed._transform_draws(spec, position, ref.width, ref.height, 3, 11, 0, index)
+    ops = [(_AUG_NAMES[int(draws[k])], draws[k + 1]) for k in range(0, len(draws), 2)]
+    for name, magnitude in ops:
+        ref = A._apply_op(ref, name, magnitude, interpolation=interpolation, fill=fill)
+    return torch.from_numpy(np.array(ref)), ops
+
+
+@needs_torchvision
+@pytest.mark.parametrize("make", [
+    lambda T: T.AutoAugment(T.AutoAugmentPolicy.IMAGENET),
+    lambda T: T.AutoAugment(T.AutoAugmentPolicy.CIFAR10, fill=[10, 20, 30]),
+    lambda T: T.AutoAugment(T.AutoAugmentPolicy.SVHN, interpolation=T.InterpolationMode.BILINEAR),
+    lambda T: T.RandAugment(),
+    lambda T: T.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=10, fill=[128, 128, 128]),
+    lambda T: T.TrivialAugmentWide(),
+    lambda T: T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR, fill=[0, 255, 0]),
+], ids=["aa_imagenet", "aa_cifar10_fill", "aa_svhn_bilinear", "ra", "ra_3_5_10_fill", "ta_wide", "ta_wide_bilinear"])
+def test_augment_pixels_equal_torchvisions_apply_op_for_the_drawn_ops(make):
+    t = make(TV)
+    spec = RT.to_spec([TV.Resize((37, 29)), t])
+    path = os.path.join(R.DATA, "photos/chelsea.jpg")
+    data = _read("photos/chelsea.jpg")
+    seen = set()
+    for index in range(40):
+        ref, ops = _apply_our_draws(spec, 1, path, index, t.interpolation, t.fill)
+        got = ringfeed.decode(data, transform=spec, exact=True, seed=11, index=index)
+        assert torch.equal(got, ref), f"sample {index}: {ops}"
+        seen.update(name for name, _ in ops)
+    assert len(seen) >= 6, seen  # the samples exercised many ops
+
+
+def _freq(names):
+    out = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
+@needs_torchvision
+def test_augment_op_choices_follow_torchvisions_draws():
+    import torchvision.transforms.autoaugment as A
+    torch.manual_seed(3)
+    # RandAugment: num_ops draws of torch.randint(len(op_meta)), as its forward
+    ra = A.RandAugment()
+    names = list(ra._augmentation_space(31, (32, 32)).keys())
+    theirs = [names[int(torch.randint(len(names), (1,)).item())] for _ in range(N)]
+    spec = RT.to_spec([RT.RandAugment(num_ops=1)])
+    ours = [_AUG_NAMES[int(_ringfeed._transform_draws(spec, 0, 32, 32, 3, 1, 0, i)[0])] for i in range(N)]
+    f_ours, f_theirs = _freq(ours), _freq(theirs)
+    assert set(f_ours) == set(f_theirs) == set(names)
+    for n in names:  # each op ~ N/14 in both
+        assert abs(f_ours[n] - f_theirs[n]) < 6 * math.sqrt(N / 14), (n, f_ours[n], f_theirs[n])
+    # AutoAugment: policy ids uniform over its 25 sub-policies, steps kept with their p
+    aa = A.AutoAugment()
+    theirs = []
+    for _ in range(N):
+        pid, probs, signs = aa.get_params(len(aa.policies))
+        theirs += [name for i, (name, p, _) in enumerate(aa.policies[pid]) if probs[i] <= p]
+    spec = RT.to_spec([RT.AutoAugment()])
+    ours = []
+    for i in range(N):
+        d = _ringfeed._transform_draws(spec, 0, 32, 32, 3, 1, 0, i)
+        ours += [_AUG_NAMES[int(d[k])] for k in range(0, len(d), 2)]
+    f_ours, f_theirs = _freq(ours), _freq(theirs)
+    assert set(f_ours) == set(f_theirs)
+    for n in f_theirs:
+        assert abs(f_ours[n] - f_theirs[n]) < 6 * math.sqrt(max(f_theirs[n], 30)), (n, f_ours[n], f_theirs[n])

@@ -39,6 +39,10 @@ class transform_list {
   [[nodiscard]] static transform_list parse(std::string_view spec);
   /// The op names parse() knows, sorted, comma-separated.
   [[nodiscard]] static std::string supported_ops();
+  /// Test hook: the magnitude bins AutoAugment / RandAugment (`wide`:
+  /// TrivialAugmentWide) use for `op` ("ShearX", "Posterize", ...) on a
+  /// `size` image, as torchvision's _augmentation_space computes them.
+  [[nodiscard]] static std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide);
   /// RandomResizedCrop(size) + RandomHorizontalFlip() + ToTensor() +
   /// Normalize(ImageNet).
   [[nodiscard]] static transform_list train(int size = 224);
