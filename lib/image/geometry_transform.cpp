@@ -8,6 +8,8 @@
 // file is compiled with -ffp-contract=off: a fused multiply-add would round
 // differently from Pillow's separate multiply and add).
 #include <ringfeed/image/geometry.hpp>
+
+#include "geometry_detail.hpp"
 #include <ringfeed/image/resample.hpp>
 
 #include <algorithm>
@@ -26,18 +28,9 @@ namespace ringfeed::image {
 
 namespace {
 
-[[noreturn]] void bad(const char* op, const std::string& why) {
-  throw std::invalid_argument(std::string(op) + ": " + why);
-}
-
-void check_source(const char* op, image_view src) {
-  if (src.channels != 1 && src.channels != 3) bad(op, "images have 1 or 3 channels, got " + std::to_string(src.channels));
-  if (src.width < 0 || src.height < 0) bad(op, "negative image size");
-}
-
-std::size_t row_bytes(int width, int channels) {
-  return static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
-}
+using geometry_detail::bad;
+using geometry_detail::check_source;
+using geometry_detail::row_bytes;
 
 void copy_image(image_view src, image_buffer& dst) {
   dst.reset(src.width, src.height, src.channels);

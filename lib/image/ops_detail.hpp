@@ -22,10 +22,8 @@
 namespace ringfeed::image {
 
 struct op_scratch {
-  resampler rs;
-  image_buffer spare;   // an op's output before it becomes the frame's pixels
-  image_buffer spare2;  // a second one, for ops that need two
-  frame saved;          // containers' copy of the input (RandomApply's "not applied")
+  image_buffer spare;                // an op's output before it becomes the frame's pixels
+  std::vector<float> spare_values;   // the same for float tensors
 };
 
 using op_ptr = std::shared_ptr<const transform_op>;

@@ -21,7 +21,7 @@ namespace {
 // and torchvision's pad-then-crop of tensors both give zeros).
 void crop_frame(frame& f, const crop_box& b, op_scratch& s) {
   if (f.kind == frame_kind::tensor_f32) {
-    std::vector<float>& out = s.saved.values;
+    std::vector<float>& out = s.spare_values;
     out.assign(static_cast<std::size_t>(f.channels) * b.height * b.width, 0.0f);
     for (int c = 0; c < f.channels; ++c)
       for (int y = std::max(0, -b.top); y < b.height && b.top + y < f.height; ++y)
@@ -38,31 +38,24 @@ void crop_frame(frame& f, const crop_box& b, op_scratch& s) {
   f.set_image(f.kind);
 }
 
-void flip_frame(frame& f, bool horizontal) {
-  if (f.kind == frame_kind::tensor_f32) {
-    for (int c = 0; c < f.channels; ++c) {
-      float* p = f.plane(c);
-      if (horizontal) {
-        for (int y = 0; y < f.height; ++y) std::reverse(p + static_cast<std::size_t>(y) * f.width, p + (y + 1) * static_cast<std::size_t>(f.width));
-      } else {
-        for (int a = 0, b = f.height - 1; a < b; ++a, --b)
-          std::swap_ranges(p + static_cast<std::size_t>(a) * f.width, p + (a + 1) * static_cast<std::size_t>(f.width),
-                           p + static_cast<std::size_t>(b) * f.width);
-      }
+void flip_frame(frame& f, bool horizontal, op_scratch& s) {
+  if (f.kind != frame_kind::tensor_f32) {
+    if (horizontal) {
+      hflip(f.pixels.view(), s.spare);
+    } else {
+      vflip(f.pixels.view(), s.spare);
     }
+    std::swap(f.pixels, s.spare);
     return;
   }
-  const mutable_image_view v = f.pixels.view();
-  const int ch = v.channels;
-  if (horizontal) {
-    for (int y = 0; y < v.height; ++y) {
-      std::uint8_t* row = v.row(y);
-      for (int a = 0, b = v.width - 1; a < b; ++a, --b)
-        for (int c = 0; c < ch; ++c) std::swap(row[a * ch + c], row[b * ch + c]);
+  for (int c = 0; c < f.channels; ++c) {
+    float* p = f.plane(c);
+    const auto w = static_cast<std::size_t>(f.width);
+    if (horizontal) {
+      for (int y = 0; y < f.height; ++y) std::reverse(p + y * w, p + (y + 1) * w);
+    } else {
+      for (int a = 0, b = f.height - 1; a < b; ++a, --b) std::swap_ranges(p + a * w, p + (a + 1) * w, p + b * w);
     }
-  } else {
-    for (int a = 0, b = v.height - 1; a < b; ++a, --b)
-      std::swap_ranges(v.row(a), v.row(a) + v.width * ch, v.row(b));
   }
 }
 
@@ -258,8 +251,8 @@ class flip_op final : public transform_op {
   frame_shape infer(const frame_shape& in) const override { return in; }
   bool deterministic() const noexcept override { return false; }
   std::vector<double> draw_for_test(sample_rng& rng, size2, int) const override { return {rng.uniform()}; }
-  void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch&) const override {
-    if (rng.uniform() < m_p) flip_frame(f, m_horizontal);  // torch.rand(1) < p
+  void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
+    if (rng.uniform() < m_p) flip_frame(f, m_horizontal, s);  // torch.rand(1) < p
   }
   double p() const noexcept { return m_p; }
 
