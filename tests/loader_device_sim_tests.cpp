@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
@@ -53,8 +54,11 @@ ringfeed::loader_options options(const fs::path& root, int device, std::size_t b
 using bytes = std::vector<std::byte>;
 
 // Every batch of `epochs` epochs on the host path: the reference.
-std::vector<bytes> host_batches(const fs::path& root, std::uint64_t first_epoch, int epochs) {
-  ringfeed::loader host(options(root, -1));
+std::vector<bytes> host_batches(const fs::path& root, std::uint64_t first_epoch, int epochs,
+                                const img::pipeline* pipe = nullptr) {
+  ringfeed::loader_options o = options(root, -1);
+  if (pipe != nullptr) o.pipeline = *pipe;
+  ringfeed::loader host(o);
   host.set_epoch(first_epoch);
   std::vector<bytes> out;
   for (int e = 0; e < epochs; ++e) {
@@ -136,6 +140,35 @@ TEST_CASE("side-stream consumers with slow kernels get the host path's bytes", "
   const auto got = device_epochs(*sim.dev, loader, s, 3);
   REQUIRE(got == want);
   sim.dev->destroy_stream(s);
+}
+
+TEST_CASE("a transform list the kernel cannot convert is uploaded as the host made it", "[device_sim][loader]") {
+  // One channel and a float tensor op at the end: the host writes the
+  // output, the device gets it byte for byte (before: a ValueError, no
+  // device path for such recipes).
+  ringfeed::test::watchdog dog("host converted", 120s);
+  ringfeed::test::temp_dir tmp;
+  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
+  const img::pipeline pipe = img::transform_list::parse(
+                                 "RandomResizedCrop(24); Grayscale(); ToTensor(); RandomErasing(p=0.5, value='random')")
+                                 .compile(img::pipeline_mode::fast);
+  const auto want = host_batches(root, 0, 2, &pipe);
+  sim_scope sim;
+  sim.dev->set_timing({2ms, 2ms});
+  ringfeed::loader_options o = options(root, 0);
+  o.pipeline = pipe;
+  ringfeed::loader loader(o);
+  REQUIRE(loader.uses_device());
+  {
+    auto b = ringfeed::sync_wait(loader.next());
+    REQUIRE(b);
+    CHECK(b->images().shape == std::array<std::int64_t, 4>{3, 1, 24, 24});
+    CHECK(b->images().dtype == ringfeed::dtype::float32);
+    CHECK(b->images().layout == ringfeed::layout::nchw);
+  }
+  loader.set_epoch(0);
+  const auto got = device_epochs(*sim.dev, loader, nullptr, 2);
+  REQUIRE(got == want);
 }
 
 TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loader]") {

@@ -40,9 +40,14 @@ struct uploader::impl {
 
   options opt;
   std::shared_ptr<device_api> api;
-  std::size_t pixels = 0;     // per image
-  std::size_t in_bytes = 0;   // max_images × pixels × 3
-  std::size_t out_bytes = 0;  // max_images × pixels × 3 × element size
+  std::size_t pixels = 0;       // per image
+  std::size_t image_bytes = 0;  // per host image: pixels × 3, or opt.sample_bytes
+  std::size_t in_bytes = 0;     // max_images × image_bytes
+  std::size_t out_bytes = 0;    // in_bytes × element size (× 1 when copied as is)
+
+  // The kernel converts uint8 NHWC into a float output; a uint8 output,
+  // or host slabs that already hold the output, are copied as they are.
+  bool converts() const noexcept { return opt.sample_bytes == 0 && opt.output.normalized(); }
   stream_t stream = nullptr;     // copies, kernels, ready events
   stream_t callbacks = nullptr;  // host-free callbacks, each after its copy
   event_t copied = nullptr;      // the latest copy is done (callbacks waits for it)
@@ -85,8 +90,9 @@ uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
   device_api& api = *m.api;
   const device_guard on(api, o.device);
   m.pixels = static_cast<std::size_t>(o.height) * static_cast<std::size_t>(o.width);
-  m.in_bytes = o.max_images * m.pixels * 3;
-  m.out_bytes = m.in_bytes * o.output.element_size();
+  m.image_bytes = o.sample_bytes != 0 ? o.sample_bytes : m.pixels * 3;
+  m.in_bytes = o.max_images * m.image_bytes;
+  m.out_bytes = o.sample_bytes != 0 ? m.in_bytes : m.in_bytes * o.output.element_size();
 
   m.stream = api.create_stream();
   m.callbacks = api.create_stream();
@@ -96,7 +102,7 @@ uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
   m.table = api.allocate(sizeof host_table);
   // A one-time synchronous copy: host_table is on this stack frame.
   api.copy_to_device(m.table, host_table.data(), sizeof host_table);
-  if (o.output.normalized()) m.staging = api.allocate(m.in_bytes);
+  if (m.converts()) m.staging = api.allocate(m.in_bytes);
   m.outputs.reserve(o.buffers);
   m.ready.reserve(o.buffers);
   m.released.reserve(o.buffers);
@@ -152,7 +158,7 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
   device_api& api = *m.api;
   const device_guard on(api, m.opt.device);
   const stream_t s = m.stream;
-  const bool convert = m.opt.output.normalized();
+  const bool convert = m.converts();
   const bool consumer_first = m.release_pending[i].load(std::memory_order_acquire);
   bool queued = false;  // work that reads host_nhwc is on the stream
   try {
@@ -161,7 +167,7 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
     // only the kernel (the copy goes to staging, so the host slab comes
     // back while the consumer still reads).
     if (consumer_first && !convert) api.wait(s, m.released[i]);
-    api.copy_to_device_async(convert ? m.staging : m.outputs[i], host_nhwc, n * m.pixels * 3, s);
+    api.copy_to_device_async(convert ? m.staging : m.outputs[i], host_nhwc, n * m.image_bytes, s);
     queued = true;
     api.record(m.copied, s);
     if (consumer_first && convert) api.wait(s, m.released[i]);

@@ -64,6 +64,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     u.width = m_plan.sample_shape.width;
     u.output = m_opt.output;
     u.normalize = m_opt.pipeline.normalization();
+    if (m_plan.host_converted) u.sample_bytes = m_plan.sample_bytes;
     try {
       m_uploader = std::make_unique<cuda::uploader>(u);
     } catch (const cuda::cuda_error& e) {

@@ -93,12 +93,10 @@ loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, cons
 
   opt.output.check();  // on the device path too, where the uploader converts to it
   p.pipe = opt.pipeline;
-  if (p.use_device && (!p.pipe.device_convertible() || opt.output == output_spec::uint8_nchw()))
-    throw std::invalid_argument(
-        "loader: these transforms end with " + std::string(image::to_string(p.pipe.last_frame().kind)) + " of " +
-        std::to_string(p.pipe.last_frame().channels) + " channel(s) as " + to_string(opt.output) +
-        "; device upload converts RGB images only: use the host output (no device) for this recipe");
-  p.pipe.set_output(p.use_device ? output_spec::uint8_nhwc() : opt.output);
+  // The device kernel makes the output from RGB bytes; anything else is
+  // made on the host and uploaded as it is.
+  p.host_converted = p.use_device && (!p.pipe.device_convertible() || opt.output == output_spec::uint8_nchw());
+  p.pipe.set_output(p.use_device && !p.host_converted ? output_spec::uint8_nhwc() : opt.output);
   const auto shape = p.pipe.fixed_shape();
   if (!shape)
     throw std::invalid_argument(

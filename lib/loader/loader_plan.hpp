@@ -29,6 +29,10 @@ struct loader_plan {
   std::size_t workers = 0;
   std::size_t batches_per_epoch = 0;
   bool use_device = false;            ///< batches go to CUDA device opt.device
+  /// With use_device: the host slabs already hold the output (the
+  /// transforms end with a tensor or one channel, which the device kernel
+  /// does not make from RGB bytes): uploaded as they are.
+  bool host_converted = false;
   std::string host_reason;            ///< why they stay in host memory ("" on a device)
   std::uint64_t first_epoch = 0;      ///< where delivery starts (the resume state)
   std::size_t first_batch = 0;

@@ -296,9 +296,9 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
 
 tensor_view loader_core::layout_of(std::size_t n) const noexcept {
   tensor_view v;
-  // The device converts the uint8 slab into m_opt.output; on the host the
-  // pipeline already wrote the output format.
-  const output_spec spec = m_uploader ? m_opt.output : m_plan.pipe.output();
+  // The device converts the uint8 slab into m_opt.output; on the host (and
+  // for host-converted uploads) the pipeline already wrote the output.
+  const output_spec spec = m_uploader && !m_plan.host_converted ? m_opt.output : m_plan.pipe.output();
   v.dtype = spec.dtype;
   v.layout = spec.layout;
   const auto count = static_cast<std::int64_t>(n);

@@ -88,6 +88,11 @@ class uploader {
     int width = 0;
     output_spec output = output_spec::float32_nchw();  ///< a supported one
     std::optional<image::normalize_params> normalize;  ///< none: plain v / 255
+    /// Nonzero: the host slabs already hold the output, `sample_bytes` per
+    /// image (a transform list that ends with a tensor or a channel count
+    /// the kernel does not convert): copied as they are, no kernel, no
+    /// staging buffer; `output` and `normalize` are not used.
+    std::size_t sample_bytes = 0;
   };
 
   /// Creates, on o.device, two non-blocking streams, `buffers` output
