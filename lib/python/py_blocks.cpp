@@ -181,7 +181,8 @@ py::capsule decode(const py::buffer& data, const std::string& preset, int size, 
     } else {
       loader_options o;
       apply_preset(o, preset, size, exact, max_pixels);
-      const image::output_shape shape = *o.pipeline.fixed_shape();  // uint8 HWC: presets end with a crop
+      o.pipeline.set_output(output_spec::uint8_nhwc());  // the slot of a uint8 loader
+      const image::output_shape shape = *o.pipeline.fixed_shape();  // presets end with a crop
       height = shape.height;
       width = shape.width;
       pixels.resize(shape.bytes());
