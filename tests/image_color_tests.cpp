@@ -262,6 +262,23 @@ TEST_CASE("colour ops read strided views and reuse the destination", "[image][co
   CHECK(data::packed(a.view()) == data::packed(packed.view()));  // blend(x, x) = x
 }
 
+TEST_CASE("blend is Image.blend: ImageEnhance.Color through it equals the goldens' saturation",
+          "[image][color]") {
+  // Color's degenerate image is convert("L").convert("RGB") = to_grayscale(3),
+  // and adjust_saturation is checked against torchvision above.
+  const data::pnm photo = data::read_pnm(data::dir() / "color" / "src_jpeg.ppm");
+  img::image_buffer gray;
+  img::to_grayscale(photo.view(), 3, gray);
+  img::image_buffer via_blend;
+  img::image_buffer direct;
+  for (double f : {0.0, 0.3, 0.5, 1.0, 1.3, 2.0, -0.7}) {
+    INFO("factor " << f);
+    img::blend(gray.view(), photo.view(), f, via_blend);
+    img::adjust_saturation(photo.view(), f, direct);
+    CHECK(data::packed(via_blend.view()) == data::packed(direct.view()));
+  }
+}
+
 TEST_CASE("colour ops reject bad parameters as torchvision does", "[image][color]") {
   img::image_buffer src(8, 6, 3);
   std::memset(src.data(), 100, src.size_bytes());

@@ -46,6 +46,20 @@ inline std::uint8_t luma(const std::uint8_t* p) {
   return static_cast<std::uint8_t>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
 }
 
+// Hot row loops get an AVX2 clone picked at load time (GCC target_clones,
+// an ifunc): the same integer / float operations, wider vectors (2× here
+// for the stride-3 luma loop).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RINGFEED_ROW_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RINGFEED_ROW_CLONES
+#endif
+
+// out[x] = L of the RGB pixel x, for n pixels.
+RINGFEED_ROW_CLONES void luma_row(const std::uint8_t* in, std::uint8_t* out, int n) {
+  for (int x = 0; x < n; ++x) out[x] = luma(in + 3 * x);
+}
+
 // One Blend.c output byte: `a` the degenerate image's, `b` the source's.
 inline std::uint8_t blend_in_range(float alpha, int a, int b) {
   return static_cast<std::uint8_t>(static_cast<int>(static_cast<float>(a) + alpha * static_cast<float>(b - a)));
@@ -113,11 +127,17 @@ void copy_image(image_view src, image_buffer& dst) {
 // Per-channel histograms (Image.histogram).
 std::array<std::array<std::uint64_t, 256>, 3> histograms(image_view src) {
   std::array<std::array<std::uint64_t, 256>, 3> h{};
-  const int c = src.channels;
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
-    for (int x = 0; x < src.width; ++x, in += c)
-      for (int k = 0; k < c; ++k) ++h[static_cast<std::size_t>(k)][in[k]];
+    if (src.channels == 1) {
+      for (int x = 0; x < src.width; ++x) ++h[0][in[x]];
+    } else {
+      for (int x = 0; x < src.width; ++x, in += 3) {
+        ++h[0][in[0]];
+        ++h[1][in[1]];
+        ++h[2][in[2]];
+      }
+    }
   }
   return h;
 }
@@ -138,13 +158,12 @@ inline void rgb_to_hsv(const std::uint8_t* in, std::uint8_t* hsv) {
   }
   const float cr = static_cast<float>(maxc - minc);
   const float s = cr / static_cast<float>(maxc);
-  const float rc = static_cast<float>(maxc - r) / cr;
-  const float gc = static_cast<float>(maxc - g) / cr;
-  const float bc = static_cast<float>(maxc - b) / cr;
+  // rc, gc, bc = (maxc − channel) / cr; only the two a branch reads.
+  const auto part = [cr, maxc](std::uint8_t c) { return static_cast<float>(maxc - c) / cr; };
   float h;
-  if (r == maxc) h = bc - gc;
-  else if (g == maxc) h = static_cast<float>(2.0 + static_cast<double>(rc) - static_cast<double>(bc));
-  else h = static_cast<float>(4.0 + static_cast<double>(gc) - static_cast<double>(rc));
+  if (r == maxc) h = part(b) - part(g);
+  else if (g == maxc) h = static_cast<float>(2.0 + static_cast<double>(part(r)) - static_cast<double>(part(b)));
+  else h = static_cast<float>(4.0 + static_cast<double>(part(g)) - static_cast<double>(part(r)));
   // fmod(h / 6.0 + 1.0, 1.0): the argument lies in [5/6, 11/6), where fmod
   // is one exact subtraction.
   const double wrapped = static_cast<double>(h) / 6.0 + 1.0;
@@ -153,20 +172,28 @@ inline void rgb_to_hsv(const std::uint8_t* in, std::uint8_t* hsv) {
   hsv[1] = clip8i(static_cast<int>(static_cast<double>(s) * 255.0));
 }
 
+// C's round() (half away from zero) for x ≥ 0, without a libm call: the
+// fraction x − trunc(x) is exact.
+inline int round_nonneg(double x) {
+  const auto t = static_cast<std::int64_t>(x);
+  return static_cast<int>(t + (x - static_cast<double>(t) >= 0.5 ? 1 : 0));
+}
+
 inline void hsv_to_rgb(std::uint8_t h, std::uint8_t s, std::uint8_t v, std::uint8_t* out) {
   if (s == 0) {
     out[0] = out[1] = out[2] = v;
     return;
   }
   const double h6 = static_cast<double>(static_cast<float>(h)) * 6.0 / 255.0;
-  const int i = static_cast<int>(std::floor(h6));
+  const int i = static_cast<int>(h6);  // floor: h6 ≥ 0
   const float f = static_cast<float>(h6 - static_cast<double>(static_cast<float>(i)));
   const float fs = static_cast<float>(static_cast<double>(static_cast<float>(s)) / 255.0);
   const double vf = static_cast<double>(static_cast<float>(v));
-  const std::uint8_t p = clip8i(static_cast<int>(std::round(vf * (1.0 - static_cast<double>(fs)))));
-  const std::uint8_t q = clip8i(static_cast<int>(std::round(vf * (1.0 - static_cast<double>(fs * f)))));
+  // All three products are ≥ 0: fs ≤ 1 and 0 ≤ f < 1.
+  const std::uint8_t p = clip8i(round_nonneg(vf * (1.0 - static_cast<double>(fs))));
+  const std::uint8_t q = clip8i(round_nonneg(vf * (1.0 - static_cast<double>(fs * f))));
   const std::uint8_t t =
-      clip8i(static_cast<int>(std::round(vf * (1.0 - static_cast<double>(fs) * (1.0 - static_cast<double>(f))))));
+      clip8i(round_nonneg(vf * (1.0 - static_cast<double>(fs) * (1.0 - static_cast<double>(f)))));
   switch (i % 6) {
     case 0: out[0] = v; out[1] = t; out[2] = p; break;
     case 1: out[0] = q; out[1] = v; out[2] = p; break;
@@ -202,7 +229,7 @@ inline std::uint8_t clip8f(float in) {
 }
 
 // out[x] = blend(out[x], in[x]) for a row: `out` holds the degenerate image.
-void blend_row_in_place(std::uint8_t* out, const std::uint8_t* in, std::size_t n, float alpha) {
+RINGFEED_ROW_CLONES void blend_row_in_place(std::uint8_t* out, const std::uint8_t* in, std::size_t n, float alpha) {
   if (in_unit_range(alpha))
     for (std::size_t x = 0; x < n; ++x) out[x] = blend_in_range(alpha, out[x], in[x]);
   else
@@ -300,19 +327,17 @@ void to_grayscale(image_view src, int num_output_channels, image_buffer& dst) {
   if (num_output_channels != 1 && num_output_channels != 3)
     throw std::invalid_argument("to_grayscale: num_output_channels should be either 1 or 3, not " +
                                 std::to_string(num_output_channels));
+  if (src.channels == 1 && num_output_channels == 1) return copy_image(src, dst);
   dst.reset(src.width, src.height, num_output_channels);
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
     std::uint8_t* out = dst.view().row(y);
-    for (int x = 0; x < src.width; ++x) {
-      const std::uint8_t l = src.channels == 1 ? in[x] : luma(in + 3 * x);
-      if (num_output_channels == 1) {
-        out[x] = l;
-      } else {
-        out[3 * x] = l;
-        out[3 * x + 1] = l;
-        out[3 * x + 2] = l;
-      }
+    if (src.channels == 1) {
+      for (int x = 0; x < src.width; ++x) out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = in[x];
+    } else if (num_output_channels == 1) {
+      luma_row(in, out, src.width);
+    } else {
+      for (int x = 0; x < src.width; ++x) out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = luma(in + 3 * x);
     }
   }
 }

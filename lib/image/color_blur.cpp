@@ -110,19 +110,18 @@ Acc row_sum(const Elem& elem, std::int64_t size) {
 }
 
 // torch.sum of a contiguous float32 vector (cascade_sum, AVX2: 8 lanes).
-float torch_sum(const std::vector<float>& x) {
-  const auto n = static_cast<std::int64_t>(x.size());
-  if (n < 8) return row_sum<float>([&](std::int64_t i) { return x[static_cast<std::size_t>(i)]; }, n);
+float torch_sum(const float* x, std::int64_t n) {
+  if (n < 8) return row_sum<float>([&](std::int64_t i) { return x[i]; }, n);
   const std::int64_t vectors = n / 8;
   const vec8 lanes = row_sum<vec8>(
       [&](std::int64_t i) {
         vec8 v;
-        std::memcpy(v.v, x.data() + i * 8, sizeof v.v);
+        std::memcpy(v.v, x + i * 8, sizeof v.v);
         return v;
       },
       vectors);
   float total = 0.0f;
-  for (std::int64_t k = vectors * 8; k < n; ++k) total += x[static_cast<std::size_t>(k)];
+  for (std::int64_t k = vectors * 8; k < n; ++k) total += x[k];
   for (float l : lanes.v) total += l;
   return total;
 }
@@ -229,6 +228,7 @@ bool torch_uses_onednn(int channels, int kx, int ky, int padded_w, int padded_h)
 }
 
 struct blur_scratch {
+  std::vector<float> kernel1d;
   std::vector<float> padded;
   std::vector<float> kernel;
   std::vector<float> acc;
@@ -239,30 +239,40 @@ struct blur_scratch {
 
 double gaussian_default_sigma(int kernel_size) noexcept { return kernel_size * 0.15 + 0.35; }
 
-std::vector<float> gaussian_kernel1d(int size, double sigma) {
+namespace {
+
+// _get_gaussian_kernel1d into `pdf` (size floats); see the file comment.
+void fill_kernel1d(int size, double sigma, float* pdf) {
   check_kernel(size, sigma);
   const auto start = static_cast<float>(-(size - 1) * 0.5);
   const auto end = static_cast<float>((size - 1) * 0.5);
   const float step = size > 1 ? (end - start) / static_cast<float>(size - 1) : 0.0f;
   const auto s = static_cast<float>(sigma);
-  std::vector<float> pdf(static_cast<std::size_t>(size));
   for (int i = 0; i < size; ++i) {
     const float x = i < size / 2 ? start + step * static_cast<float>(i)
                                  : end - step * static_cast<float>(size - i - 1);
     const float t = x / s;
-    pdf[static_cast<std::size_t>(i)] = sleef_expf(-0.5f * (t * t));
+    pdf[i] = sleef_expf(-0.5f * (t * t));
   }
-  const float sum = torch_sum(pdf);
-  for (float& p : pdf) p = p / sum;
-  return pdf;
+  const float sum = torch_sum(pdf, size);
+  for (int i = 0; i < size; ++i) pdf[i] = pdf[i] / sum;
+}
+
+}  // namespace
+
+std::vector<float> gaussian_kernel1d(int size, double sigma) {
+  check_kernel(size, sigma);
+  std::vector<float> k(static_cast<std::size_t>(size));
+  fill_kernel1d(size, sigma, k.data());
+  return k;
 }
 
 void gaussian_blur(image_view src, std::array<int, 2> kernel_size, std::array<double, 2> sigma,
                    image_buffer& dst) {
   if (src.channels < 1 || src.channels > 4 || src.width < 1 || src.height < 1 || src.data == nullptr)
     throw std::invalid_argument("gaussian_blur: needs a non-empty image of 1 to 4 channels");
-  const std::vector<float> kx = gaussian_kernel1d(kernel_size[0], sigma[0]);
-  const std::vector<float> ky = gaussian_kernel1d(kernel_size[1], sigma[1]);
+  check_kernel(kernel_size[0], sigma[0]);
+  check_kernel(kernel_size[1], sigma[1]);
   const int px = kernel_size[0] / 2;
   const int py = kernel_size[1] / 2;
   if (px >= src.width || py >= src.height)
@@ -271,9 +281,16 @@ void gaussian_blur(image_view src, std::array<int, 2> kernel_size, std::array<do
                                 "x" + std::to_string(src.height) +
                                 " image (reflect padding needs kernel_size / 2 < the side)");
   thread_local blur_scratch scratch;
-  scratch.kernel.resize(kx.size() * ky.size());
-  for (std::size_t i = 0; i < ky.size(); ++i)
-    for (std::size_t j = 0; j < kx.size(); ++j) scratch.kernel[i * kx.size() + j] = ky[i] * kx[j];
+  const auto kw = static_cast<std::size_t>(kernel_size[0]);
+  const auto kh = static_cast<std::size_t>(kernel_size[1]);
+  scratch.kernel1d.resize(kw + kh);
+  float* kx = scratch.kernel1d.data();
+  float* ky = kx + kw;
+  fill_kernel1d(kernel_size[0], sigma[0], kx);
+  fill_kernel1d(kernel_size[1], sigma[1], ky);
+  scratch.kernel.resize(kw * kh);  // torch.mm(ky[:, None], kx[None, :])
+  for (std::size_t i = 0; i < kh; ++i)
+    for (std::size_t j = 0; j < kw; ++j) scratch.kernel[i * kw + j] = ky[i] * kx[j];
 
   const int c = src.channels;
   const int pw = src.width + 2 * px;

@@ -1,0 +1,95 @@
+// perf/color_bench.cpp — ringfeed's colour and pixel ops
+// (ringfeed/image/color.hpp), one thread, one op per iteration, on RGB crops
+// of a committed photo (tests/data/image/photos/coffee_portrait.jpg,
+// 375×500): `224x224` (its top-left 224×224) and `375x500` (all of it).
+// Rows: `ringfeed/<op>/<params>/size:WxH`; items_per_second is images per
+// second. perf/color_baseline.py times the same ops, parameters and pixels
+// with torchvision 0.14 on PIL images (Pillow 9.4; gaussian_blur through
+// torch, one thread) under the same names with `pillow/` in front, and with
+// `--ringfeed FILE` (this program's --benchmark_format=json output) prints
+// the ratios:
+//   build/default/perf/color_bench --benchmark_format=json --benchmark_repetitions=5 > /tmp/c.json
+//   /usr/bin/python3 perf/color_baseline.py --ringfeed /tmp/c.json
+#include <ringfeed/image/color.hpp>
+#include <ringfeed/image/jpeg.hpp>
+
+#include <cstddef>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "bench_support.hpp"
+
+namespace {
+
+namespace img = ringfeed::image;
+using ringfeed::perf::harness;
+
+img::image_buffer load_photo() {
+  const std::filesystem::path p = std::filesystem::path(__FILE__).parent_path().parent_path() / "tests" / "data" /
+                                  "image" / "photos" / "coffee_portrait.jpg";
+  std::ifstream in(p, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  img::image_buffer out;
+  img::decoder d;
+  d.decode(std::as_bytes(std::span(bytes)), p.string(), out);
+  return out;
+}
+
+const img::image_buffer& photo() {
+  static const img::image_buffer b = load_photo();
+  return b;
+}
+
+using op_fn = std::function<void(img::image_view, img::image_buffer&)>;
+
+void run(benchmark::State& state, img::size2 size, const op_fn& op) {
+  const img::image_view src = photo().view().crop({0, 0, size.height, size.width});
+  img::image_buffer dst;
+  try {
+    for (auto _ : state) {
+      op(src, dst);
+      benchmark::DoNotOptimize(dst.data());
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void register_all() {
+  const std::vector<std::pair<std::string, op_fn>> ops = {
+      {"adjust_brightness/1.3", [](auto s, auto& d) { img::adjust_brightness(s, 1.3, d); }},
+      {"adjust_contrast/1.3", [](auto s, auto& d) { img::adjust_contrast(s, 1.3, d); }},
+      {"adjust_saturation/1.3", [](auto s, auto& d) { img::adjust_saturation(s, 1.3, d); }},
+      {"adjust_hue/0.1", [](auto s, auto& d) { img::adjust_hue(s, 0.1, d); }},
+      {"adjust_sharpness/2.0", [](auto s, auto& d) { img::adjust_sharpness(s, 2.0, d); }},
+      {"to_grayscale/1", [](auto s, auto& d) { img::to_grayscale(s, 1, d); }},
+      {"to_grayscale/3", [](auto s, auto& d) { img::to_grayscale(s, 3, d); }},
+      {"posterize/4", [](auto s, auto& d) { img::posterize(s, 4, d); }},
+      {"solarize/128", [](auto s, auto& d) { img::solarize(s, 128, d); }},
+      {"autocontrast", [](auto s, auto& d) { img::autocontrast(s, d); }},
+      {"equalize", [](auto s, auto& d) { img::equalize(s, d); }},
+      {"invert", [](auto s, auto& d) { img::invert(s, d); }},
+      {"gaussian_blur/3x3/0.1", [](auto s, auto& d) { img::gaussian_blur(s, {3, 3}, {0.1, 0.1}, d); }},
+      {"gaussian_blur/9x9/2.0", [](auto s, auto& d) { img::gaussian_blur(s, {9, 9}, {2.0, 2.0}, d); }},
+      {"gaussian_blur/23x23/1.0", [](auto s, auto& d) { img::gaussian_blur(s, {23, 23}, {1.0, 1.0}, d); }},
+  };
+  for (const img::size2 size : {img::size2{224, 224}, img::size2{375, 500}}) {
+    const std::string dims = std::to_string(size.width) + "x" + std::to_string(size.height);
+    for (const auto& [name, fn] : ops) {
+      const std::string full = "ringfeed/" + name + "/size:" + dims;
+      harness(benchmark::RegisterBenchmark(full.c_str(), run, size, fn), benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return ringfeed::perf::run_main(argc, argv, register_all); }
