@@ -314,3 +314,70 @@ def test_augment_op_choices_follow_torchvisions_draws():
     assert set(f_ours) == set(f_theirs)
     for n in f_theirs:
         assert abs(f_ours[n] - f_theirs[n]) < 6 * math.sqrt(max(f_theirs[n], 30)), (n, f_ours[n], f_theirs[n])
+
+
+@needs_torchvision
+@pytest.mark.parametrize("case", ["crop", "rotation", "affine", "jitter", "blur"])
+def test_more_draws_follow_torchvisions_get_params(case):
+    from PIL import Image
+    w, h = 300, 200
+    img = Image.new("RGB", (w, h))
+    torch.manual_seed(4)
+    if case == "crop":
+        spec = RT.to_spec([RT.RandomCrop((120, 70))])
+        theirs = [TV.RandomCrop.get_params(img, (120, 70)) for _ in range(N)]
+    elif case == "rotation":
+        spec = RT.to_spec([RT.RandomRotation((-30, 45))])
+        theirs = [(TV.RandomRotation.get_params([-30.0, 45.0]),) for _ in range(N)]
+    elif case == "affine":
+        spec = RT.to_spec([RT.RandomAffine(20, translate=(0.1, 0.3), scale=(0.8, 1.2), shear=(-5, 5, -10, 10))])
+        theirs = []
+        for _ in range(N):
+            a, (tx, ty), s, (sx, sy) = TV.RandomAffine.get_params([-20.0, 20.0], [0.1, 0.3], [0.8, 1.2],
+                                                                   [-5.0, 5.0, -10.0, 10.0], [w, h])
+            theirs.append((a, tx, ty, s, sx, sy))
+    elif case == "jitter":
+        spec = RT.to_spec([RT.ColorJitter(0.4, 0.3, 0.2, 0.1)])
+        j = TV.ColorJitter(0.4, 0.3, 0.2, 0.1)
+        theirs = []
+        for _ in range(N):
+            order, b, c, s, hh = j.get_params(j.brightness, j.contrast, j.saturation, j.hue)
+            theirs.append(tuple(float(k) for k in order.tolist()) + (b, c, s, hh))
+    else:
+        spec = RT.to_spec([RT.GaussianBlur(5, sigma=(0.1, 2.0))])
+        theirs = [(TV.GaussianBlur.get_params(0.1, 2.0),) for _ in range(N)]
+    ours = _ours(spec, w, h)
+    assert len(ours[0]) == len(theirs[0])
+    for k in range(len(theirs[0])):
+        d = _ks([o[k] for o in ours], [t[k] for t in theirs])
+        assert d < KS_CRITICAL, f"{case} component {k}: KS {d:.4f} >= {KS_CRITICAL:.4f}"
+
+
+@needs_torchvision
+def test_trivial_augment_draws_follow_torchvisions_forward():
+    import torchvision.transforms.autoaugment as A
+    ta = A.TrivialAugmentWide()
+    space = ta._augmentation_space(31)
+    names = list(space.keys())
+    torch.manual_seed(5)
+    theirs = []
+    for _ in range(N):  # TrivialAugmentWide.forward's draws
+        name = names[int(torch.randint(len(space), (1,)).item())]
+        magnitudes, signed = space[name]
+        m = float(magnitudes[torch.randint(len(magnitudes), (1,), dtype=torch.long)].item()) \
+            if magnitudes.ndim > 0 else 0.0
+        if signed and torch.randint(2, (1,)):
+            m *= -1.0
+        theirs.append((name, m))
+    spec = RT.to_spec([RT.TrivialAugmentWide()])
+    ours = []
+    for i in range(N):
+        d = _ringfeed._transform_draws(spec, 0, 64, 64, 3, 2, 0, i)
+        ours.append((_AUG_NAMES[int(d[0])], d[1]))
+    for name in names:
+        a = [m for n, m in ours if n == name]
+        b = [m for n, m in theirs if n == name]
+        assert abs(len(a) - len(b)) < 6 * math.sqrt(N / len(names)), name
+        if space[name][0].ndim > 0:
+            d = _ks(a, b)
+            assert d < 1.95 * math.sqrt(2 / min(len(a), len(b))), f"{name}: KS {d:.4f}"
