@@ -10,12 +10,15 @@ both alike. Each contender runs one epoch in a fresh process:
   ringfeed    ringfeed.Loader(SOURCE, transform=T, batch_size=B, threads=W)
               (T given as torchvision objects; fast mode unless --exact)
   DataLoader  torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(
-              SOURCE, transform=T), batch_size=B, shuffle=True, num_workers=W)
+              SOURCE, transform=T), batch_size=B, shuffle=True, num_workers=W,
+              persistent_workers=True)
 
 Both consumers touch every batch alike (one element per sample and the
-labels). Reported: images/s of the epoch ( start-up — imports, worker processes, the first batch — is not
-counted: steady state from the first batch to the last), medians over the
-rounds, and ringfeed / DataLoader.
+labels). Each run does --epochs epochs (default 2) and times the last one,
+from iter() to its last batch: start-up (imports, threads, worker
+processes, the page cache) is not counted, what a training loop sees epoch
+after epoch is. Reported: medians over the rounds, and ringfeed /
+DataLoader.
 Goal (the issue): every recipe >= 3x the DataLoader on the same cores.
 
   python3 perf/compare_recipes.py --source /tmp/gen/train --rounds 3 --out perf/results/recipes_2core.json
@@ -71,7 +74,6 @@ def child(args):
     """One epoch of one contender; prints {"images", "seconds"} as JSON."""
     import torch
     t = recipes()[args.recipe]
-    start = time.perf_counter()
     if args.contender == "ringfeed":
         import ringfeed
         loader = ringfeed.Loader(args.source, batch_size=args.batch, transform=t, threads=args.workers,
@@ -79,28 +81,29 @@ def child(args):
     else:
         import torchvision
         ds = torchvision.datasets.ImageFolder(args.source, transform=t)
-        loader = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.workers)
-    images = 0
+        loader = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.workers,
+                                             persistent_workers=True)
     check = 0.0
-    first = None
+    for _ in range(args.epochs - 1):  # warm-up epochs: threads, worker processes, page cache
+        for x, y in loader:
+            check += touch(x, y)
+    images = 0
+    start = time.perf_counter()
     for x, y in loader:
         check += touch(x, y)
-        if first is None:  # the steady state starts after the first batch
-            first = (time.perf_counter(), x.shape[0])
         images += x.shape[0]
-    end = time.perf_counter()
-    print(json.dumps({"images": images, "seconds": end - start, "checksum": check,
-                      "steady_images": images - first[1], "steady_seconds": end - first[0]}))
+    seconds = time.perf_counter() - start
+    print(json.dumps({"images": images, "seconds": seconds, "checksum": check}))
 
 
 def run(args, contender, recipe):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", contender, "--recipe", recipe, "--source",
-           args.source, "--batch", str(args.batch), "--workers", str(args.workers)] + (["--exact"] if args.exact else [])
+           args.source, "--batch", str(args.batch), "--workers", str(args.workers), "--epochs", str(args.epochs)] + (["--exact"] if args.exact else [])
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{contender} {recipe} failed:\n{done.stderr[-3000:]}")
     r = json.loads(done.stdout.strip().splitlines()[-1])
-    return r["steady_images"] / r["steady_seconds"]
+    return r["images"] / r["seconds"]
 
 
 def main():
@@ -109,6 +112,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2, help="DataLoader workers = ringfeed threads")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=2, help="epochs per run; the last one is timed")
     ap.add_argument("--exact", action="store_true", help="ringfeed in exact mode (default: fast)")
     ap.add_argument("--recipes", help="comma-separated subset")
     ap.add_argument("--out", help="write the results as JSON here")

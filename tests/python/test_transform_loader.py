@@ -120,3 +120,10 @@ def test_an_unsupported_op_and_a_bad_argument_are_value_errors_naming_them(val_d
         ringfeed.Loader(val_dir, transform=[RT.CenterCrop(8), RT.GaussianBlur(4)])
     with pytest.raises(ValueError, match="depends on the image"):
         ringfeed.Loader(val_dir, transform=[tv.Resize(64), tv.ToTensor()])
+
+
+def test_stats_and_repr_name_the_transform(val_dir):
+    loader = ringfeed.Loader(val_dir, batch_size=4, transform=RECIPES["timm_875"][0])
+    s = loader.stats()
+    assert s["pipeline"] == "transform" and s["transform"].startswith("Resize(size=256")
+    assert "transform='Resize(size=256" in repr(loader)

@@ -333,7 +333,10 @@ class Loader:
         (stages, bottleneck, skipped, backend, ...)."""
         core = self._live()
         s = json.loads(core.stats_json())
-        s.update(source=self._options["source"], pipeline=self._options["pipeline"],
+        if self._options["transform"]:
+            s["transform"] = self._options["transform"]
+        s.update(source=self._options["source"],
+                 pipeline="transform" if self._options["transform"] else self._options["pipeline"],
                  mode="exact" if self._options["exact"] else "fast", batch=self._options["batch_size"],
                  output=self._options["output"],
                  device=f"cuda:{self._device}" if core.uses_device else "host", host_reason=core.host_reason)
@@ -360,8 +363,8 @@ class Loader:
 
     def __repr__(self):
         o = self._options
-        return (f"ringfeed.Loader({o['source']!r}, batch_size={o['batch_size']}, pipeline={o['pipeline']!r}, "
-                f"size={o['size']}, output={o['output']!r})")
+        recipe = f"transform={o['transform']!r}" if o["transform"] else f"pipeline={o['pipeline']!r}, size={o['size']}"
+        return f"ringfeed.Loader({o['source']!r}, batch_size={o['batch_size']}, {recipe}, output={o['output']!r})"
 
     # --- internals ---------------------------------------------------------------------
     def _live(self):
