@@ -108,6 +108,52 @@ std::string amz_date(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)
+  auto num = [&](std::size_t at, std::size_t n, int& v) {
+    if (at + n > text.size()) return false;
+    v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      v = v * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  if (!num(0, 4, y) || text.size() < 20 || text[4] != '-' || !num(5, 2, mo) || text[7] != '-' || !num(8, 2, d) ||
+      (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || !num(11, 2, h) || text[13] != ':' ||
+      !num(14, 2, mi) || text[16] != ':' || !num(17, 2, s)) {
+    return std::nullopt;
+  }
+  std::size_t at = 19;
+  std::chrono::nanoseconds frac{0};
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    long long scale = 100'000'000, ns = 0;
+    const std::size_t start = at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      ns += (text[at] - '0') * scale;
+      scale /= 10;
+      ++at;
+    }
+    if (at == start) return std::nullopt;
+    frac = std::chrono::nanoseconds{ns};
+  }
+  std::chrono::minutes offset{0};
+  if (at < text.size() && (text[at] == 'Z' || text[at] == 'z') && at + 1 == text.size()) {
+  } else if (at + 6 == text.size() && (text[at] == '+' || text[at] == '-') && text[at + 3] == ':') {
+    int oh = 0, om = 0;
+    if (!num(at + 1, 2, oh) || !num(at + 4, 2, om)) return std::nullopt;
+    offset = std::chrono::minutes{(oh * 60 + om) * (text[at] == '-' ? -1 : 1)};
+  } else {
+    return std::nullopt;
+  }
+  using namespace std::chrono;
+  const year_month_day ymd{year{y} / month{static_cast<unsigned>(mo)} / day{static_cast<unsigned>(d)}};
+  if (!ymd.ok() || h > 23 || mi > 59 || s > 60) return std::nullopt;
+  return time_point_cast<system_clock::duration>(sys_days{ymd} + hours{h} + minutes{mi} + seconds{s} + frac - offset);
+}
+
 sigv4_result sign_v4(const sigv4_request& request, const aws_credentials& credentials, std::string_view region,
                      std::string_view service, std::chrono::system_clock::time_point now) {
   if (request.method.empty()) throw std::invalid_argument("sigv4: the request has no method");

@@ -76,4 +76,9 @@ struct sigv4_result {
 /// `YYYYMMDDTHHMMSSZ` (UTC), as x-amz-date carries it.
 [[nodiscard]] std::string amz_date(std::chrono::system_clock::time_point t);
 
+/// An ISO 8601 UTC time as AWS writes expirations: `2024-05-01T12:00:00Z`,
+/// with optional fractional seconds, or a `+HH:MM` / `-HH:MM` offset
+/// instead of Z; nullopt for anything else.
+[[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_iso8601(std::string_view text);
+
 }  // namespace ringfeed::io
