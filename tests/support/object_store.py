@@ -143,24 +143,27 @@ class S3rver:
         self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + START_TIMEOUT_S
-        seen = []
         assert self._proc.stdout is not None
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self._proc.stdout], [], [], 0.2)
+        fd = self._proc.stdout.fileno()
+        seen = b""
+        # Raw reads from the descriptor: a buffered readline() could pull the
+        # "listening" line into Python's buffer, where select() never sees it.
+        while time.monotonic() < deadline and not self.port:
+            ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
-                line = self._proc.stdout.readline().decode(errors="replace")
-                if not line:
+                chunk = os.read(fd, 4096)
+                if not chunk:
                     break
-                seen.append(line)
-                m = re.search(r"S3rver listening on [^:]+:(\d+)", line)
+                seen += chunk
+                m = re.search(rb"S3rver listening on [^:\s]+:(\d+)\r?\n", seen)
                 if m:
                     self.port = int(m.group(1))
-                    break
             elif self._proc.poll() is not None:
                 break
         if not self.port:
             self.stop()
-            raise RuntimeError(f"s3rver ({exe}) did not start within {START_TIMEOUT_S:.0f} s: {''.join(seen)[-2000:]}")
+            raise RuntimeError(f"s3rver ({exe}) did not start within {START_TIMEOUT_S:.0f} s: "
+                               f"{seen.decode(errors='replace')[-2000:]}")
         # Keep draining its output so a chatty server never blocks on a full pipe.
         threading.Thread(target=self._drain, daemon=True).start()
         self.endpoint = f"http://127.0.0.1:{self.port}"
@@ -636,6 +639,11 @@ def _serve(args, work: pathlib.Path) -> int:
         for s in reversed(running):
             s.stop()
         return SKIP_EXIT_CODE
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print(f"ERROR: {e}", file=sys.stderr, flush=True)
+        for s in reversed(running):
+            s.stop()
+        return 1
     tmp = pathlib.Path(str(args.ready_file) + ".tmp")
     tmp.write_text(json.dumps(info))
     os.replace(tmp, args.ready_file)  # readers never see half a file
