@@ -1,6 +1,7 @@
 // data::open_dataset(io::source&): a dataset listed through the storage
 // interface, whatever holds it.
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/io/url.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include <algorithm>
@@ -16,21 +17,6 @@ std::vector<listed_entry> list_through(io::source& src, const std::string& relat
   for (auto& e : src.list(relative))
     out.push_back({std::move(e.name), e.is_directory, e.is_directory ? unknown_size : e.size});
   return out;
-}
-
-bool is_url(std::string_view s) { return s.find("://") != std::string_view::npos; }
-
-// The "directory" of an object URL: up to its last '/' (before a query).
-std::string url_directory(std::string_view url) {
-  const std::string_view u = url.substr(0, url.find('?'));
-  const auto slash = u.rfind('/');
-  return std::string(slash == std::string_view::npos ? u : u.substr(0, slash));
-}
-
-std::string resolve(std::string_view dir, std::string_view name) {
-  if (is_url(name)) return std::string(name);
-  while (!name.empty() && name.front() == '/') name.remove_prefix(1);
-  return dir.empty() ? std::string(name) : std::string(dir) + "/" + std::string(name);
 }
 
 std::string read_object(io::source& src, const std::string& file) {
@@ -57,7 +43,8 @@ dataset object_dataset(io::source& src, const dataset_options& options) {
       kind = source_kind::image_folder;
     }
   }
-  const std::string dir = url_directory(location);
+  // Entries of a manifest or a URL list are relative to it.
+  const auto resolve = [&location](std::string_view ref) { return io::object_url::parse(location).resolve(ref).str(); };
   switch (kind) {
     case source_kind::image_folder:
       return scan_listed_image_folder(
@@ -65,7 +52,13 @@ dataset object_dataset(io::source& src, const dataset_options& options) {
     case source_kind::manifest: {
       detail::dataset_contents c = detail::manifest_text_contents(read_object(src, location), location);
       detail::string_table names;
-      for (std::size_t i = 0; i < c.names.size(); ++i) names.push_back(resolve(dir, c.names[i]));
+      for (std::size_t i = 0; i < c.names.size(); ++i) {
+        try {
+          names.push_back(resolve(c.names[i]));
+        } catch (const std::invalid_argument& e) {
+          throw dataset_error(location, e.what());
+        }
+      }
       c.names = std::move(names);
       c.root.clear();
       c.source = location;
@@ -83,12 +76,12 @@ dataset object_dataset(io::source& src, const dataset_options& options) {
           while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
           while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
           if (!line.empty() && line.front() != '#')
-            for (auto& u : expand_braces(line)) urls.push_back(resolve(dir, u));
+            for (auto& u : io::expand_braces(line)) urls.push_back(resolve(u));
           at = eol + 1;
         }
         if (urls.empty()) throw dataset_error(location, "the list names no shard");
       } else {
-        urls = expand_braces(location);
+        urls = io::expand_url_spec(location);
       }
       const std::size_t part = std::max<std::size_t>(options.object_part_bytes, 64 * 1024);
       auto open = [&src, part](const std::string& url) {

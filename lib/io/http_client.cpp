@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <charconv>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include <ringfeed/io/s3_xml.hpp>
 #include <ringfeed/text.hpp>
 
 namespace ringfeed::io::detail {
@@ -51,19 +53,6 @@ std::uint64_t parse_u64(std::string_view s) {
   return r.ec == std::errc() ? v : unknown_size;
 }
 
-// The text between <tag> and </tag> in an S3 error body ("" when absent).
-// A full XML parse is s3_xml's job; an error body is flat and small.
-// TODO(s3core): use parse_s3_error (s3_xml.hpp) once it lands.
-std::string xml_field(std::string_view xml, std::string_view tag) {
-  const std::string open = "<" + std::string(tag) + ">";
-  const std::string close = "</" + std::string(tag) + ">";
-  const auto a = xml.find(open);
-  if (a == std::string_view::npos) return {};
-  const auto b = xml.find(close, a + open.size());
-  if (b == std::string_view::npos) return {};
-  return std::string(xml.substr(a + open.size(), b - a - open.size()));
-}
-
 bool transient_status(long status) {
   return status == 500 || status == 502 || status == 503 || status == 504 || status == 429;
 }
@@ -86,6 +75,19 @@ bool transient_curl(CURLcode rc) {
     default:
       return false;
   }
+}
+
+// libcurl itself reads none of these (the curl tool reads CURL_CA_BUNDLE):
+// the variables people set for curl, OpenSSL and the AWS tools.
+http_options with_ca_from_environment(http_options o) {
+  if (!o.ca_bundle.empty()) return o;
+  for (const char* var : {"CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "SSL_CERT_FILE"}) {
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') {
+      o.ca_bundle = v;
+      break;
+    }
+  }
+  return o;
 }
 
 }  // namespace
@@ -123,7 +125,7 @@ struct transfer {
 };
 
 struct http_client::core {
-  core(executor& e, http_options o) : exec(e), options(std::move(o)) {
+  core(executor& e, http_options o) : exec(e), options(with_ca_from_environment(std::move(o))) {
     init_curl_once();
     multi = curl_multi_init();
     if (multi == nullptr) throw std::runtime_error("http client: curl_multi_init failed");
@@ -244,7 +246,6 @@ std::size_t http_client::core::on_body(char* data, std::size_t size, std::size_t
     if (t.error_body.size() < max_error_body) t.error_body.append(data, std::min(len, max_error_body - t.error_body.size()));
     return len;
   }
-  if (t.status == 200 && t.attempt_from != (t.request.range ? t.request.offset : 0) + t.kept) return 0;
   if (t.status == 200 && t.ranged_attempt) {
     // The server ignored Range and sends the whole object: keep only the
     // part asked for (correct, if wasteful), as if it had honoured it.
@@ -366,12 +367,13 @@ void http_client::core::finish_attempt(transfer& t, CURLcode rc) {
     complete(t);
     return;
   }
-  t.s3_code = xml_field(t.error_body, "Code");
-  if (t.response.request_id.empty()) t.response.request_id = xml_field(t.error_body, "RequestId");
   std::string reason = "HTTP " + std::to_string(s);
-  if (!t.s3_code.empty()) reason += " " + t.s3_code;
-  const std::string msg = xml_field(t.error_body, "Message");
-  if (!msg.empty()) reason += ": " + msg;
+  if (const auto info = parse_s3_error(t.error_body)) {
+    t.s3_code = info->code;
+    if (t.response.request_id.empty()) t.response.request_id = info->request_id;
+    if (!t.s3_code.empty()) reason += " " + t.s3_code;
+    if (!info->message.empty()) reason += ": " + info->message;
+  }
   if (s == 412) {
     fail(t, ESTALE,
          reason + " (the object no longer has ETag " + t.request.if_match +
@@ -394,7 +396,8 @@ void http_client::core::fail(transfer& t, int err, std::string reason, bool tran
     backoff.emplace(now + wait, &t);
     return;
   }
-  const bool past_deadline = transient && now + wait >= t.deadline_at;
+  // A transient failure with retries left stops here only for the deadline.
+  const bool past_deadline = transient && attempt < options.retry.retries;
   if (past_deadline) {
     n_timeouts.fetch_add(1, std::memory_order_relaxed);
     err = ETIMEDOUT;

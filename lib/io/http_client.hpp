@@ -60,8 +60,8 @@ struct http_options {
   /// is a stall: the attempt is abandoned and resumed.
   long low_speed_bytes = 1024;
   std::chrono::seconds low_speed_time{10};
-  /// PEM file of trusted CAs ("": libcurl's default, or CURL_CA_BUNDLE /
-  /// SSL_CERT_FILE when set).
+  /// PEM file of trusted CAs; "": $CURL_CA_BUNDLE, else $AWS_CA_BUNDLE,
+  /// else $SSL_CERT_FILE, else the system's.
   std::string ca_bundle;
 };
 

@@ -79,7 +79,11 @@ task<std::span<const std::byte>> object_source::read(sample_ref sample, read_buf
 std::uint64_t object_source::file_size(const std::string& file) {
   http_request r;
   r.url = url_of(file);
-  r.head = true;
+  // The first byte, not a HEAD: Content-Range gives the size, and an error
+  // comes with S3's body (its code and message), which a HEAD's lacks.
+  r.range = true;
+  r.offset = 0;
+  r.size = 1;
   r.if_match = m_pins.get(r.url);
   r.sign = signer();
   const std::string url = r.url;
@@ -88,7 +92,7 @@ std::uint64_t object_source::file_size(const std::string& file) {
   m_pins.pin(url, resp.etag);
   if (resp.object_size == unknown_size)
     throw std::system_error(EIO, std::generic_category(),
-                            "HEAD '" + escape_bytes(url) + "': the server did not say the object's size");
+                            "GET '" + escape_bytes(url) + "': the server did not say the object's size");
   return resp.object_size;
 }
 
