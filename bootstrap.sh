@@ -4,7 +4,8 @@
 #   ./bootstrap.sh demo   install, build Release, generate a sample dataset, run `ringfeed bench` on it
 #   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python), ASan+UBSan, TSan,
 #                         and the libFuzzer targets (corpus replay, then 30 s of fuzzing each)
-#   ./bootstrap.sh deps   only install the Debian packages the build needs
+#   ./bootstrap.sh deps   only install the Debian packages the build needs, and s3rver (npm) for the
+#                         object-store tests, into ~/.cache/ringfeed/node (RINGFEED_NODE_PREFIX)
 #
 # demo and test also install the Python package for Debian's /usr/bin/python3
 # (into /usr/local/lib/python3.X/dist-packages): `python3 -c "import ringfeed"`.
@@ -38,7 +39,16 @@ packages=(
   python3-torchvision python3-pil python3-numpy  # torchvision parity tests; the DataLoader baseline in perf/
   clang libclang-rt-14-dev              # the libFuzzer targets in tests/fuzz (the fuzz preset)
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pip libdlpack-dev  # the Python module (zero-copy tensors through DLPack) and its tests
+  libcurl4-openssl-dev libssl-dev       # s3:// and https:// sources: libcurl's multi interface; SigV4's HMAC/SHA-256
+  libexpat1-dev                         # S3 ListObjectsV2, error and STS responses
+  python3-boto3 openssl                 # the object-store tests' uploads and perf baseline; their TLS certificates
 )
+
+# The object-store tests' S3 server: s3rver from npm, into a folder of its
+# own (never a global npm install). Node and npm come from Debian unless a
+# node with npm is already on PATH.
+node_prefix="${RINGFEED_NODE_PREFIX:-$HOME/.cache/ringfeed/node}"
+s3rver_version=3.7.1
 
 log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
 
@@ -64,6 +74,23 @@ install_deps() {
     as_root apt-get update -q
     as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
+}
+
+install_s3rver() {
+  if ! command -v npm >/dev/null 2>&1; then
+    log "installing Debian's nodejs and npm (for s3rver)"
+    export DEBIAN_FRONTEND=noninteractive
+    as_root apt-get install -y -q --no-install-recommends nodejs npm ||
+      { as_root apt-get update -q && as_root apt-get install -y -q --no-install-recommends nodejs npm; }
+  fi
+  local installed="$node_prefix/node_modules/s3rver/package.json"
+  if [ -f "$installed" ] && grep -q "\"version\": \"$s3rver_version\"" "$installed"; then
+    log "s3rver $s3rver_version present in $node_prefix"
+    return
+  fi
+  log "installing s3rver $s3rver_version into $node_prefix (npm install --prefix)"
+  mkdir -p "$node_prefix"
+  npm install --prefix "$node_prefix" --no-audit --no-fund --loglevel=error "s3rver@$s3rver_version"
 }
 
 configure_and_build() {  # preset
@@ -103,6 +130,7 @@ run_tests() {  # preset
 
 cmd_test() {
   install_deps
+  install_s3rver
   configure_and_build default
   install_python default
   run_tests default
@@ -132,7 +160,7 @@ cmd_demo() {
 case "${1:-}" in
   demo) cmd_demo ;;
   test) cmd_test ;;
-  deps) install_deps ;;
+  deps) install_deps && install_s3rver ;;
   *)
     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     exit 2

@@ -185,3 +185,24 @@ TEST_CASE("parse_iso8601: the forms AWS writes", "[s3xml]") {
   CHECK_FALSE(parse_iso8601("2024-13-01T12:00:00Z"));
   CHECK_FALSE(parse_iso8601("soon"));
 }
+
+TEST_CASE("ListObjectsV2: a page as s3rver 3.7.1 writes it (its own namespace, no EncodingType)", "[s3xml]") {
+  // Captured from the test server (tests/support/object_store.py) for
+  // ?list-type=2&max-keys=2&prefix=train/&encoding-type=url: s3rver does
+  // not url-encode keys and says so by leaving EncodingType out.
+  const auto page = parse_list_objects_v2(
+      R"(<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult xmlns="http://doc.s3.amazonaws.com/2006-03-01/"><Name>data</Name><Prefix>train/</Prefix><NextContinuationToken>1NlFqKsAh165XN9bMqMaaerm6svUZbXU0VHAeqUPQO9xAR4AUifPTOmkvju4ZL28</NextContinuationToken><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated><Contents><Key>train/cat/1.jpg</Key><LastModified>2026-11-25T19:08:54.000Z</LastModified><ETag>&quot;04adb4e2f055c978c9bb101ee1bc5cd4&quot;</ETag><Size>7</Size><StorageClass>STANDARD</StorageClass></Contents><Contents><Key>train/cat/2 b+c.jpg</Key><LastModified>2026-11-25T19:08:54.000Z</LastModified><ETag>&quot;04adb4e2f055c978c9bb101ee1bc5cd4&quot;</ETag><Size>7</Size><StorageClass>STANDARD</StorageClass></Contents></ListBucketResult>)");
+  CHECK(page.truncated);
+  CHECK(page.next_continuation_token == "1NlFqKsAh165XN9bMqMaaerm6svUZbXU0VHAeqUPQO9xAR4AUifPTOmkvju4ZL28");
+  REQUIRE(page.objects.size() == 2);
+  CHECK(page.objects[1].key == "train/cat/2 b+c.jpg");  // '+' kept: not url-encoded
+  CHECK(page.objects[1].etag == "\"04adb4e2f055c978c9bb101ee1bc5cd4\"");
+  // s3rver's errors carry no RequestId.
+  const auto e = parse_s3_error(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code><Message>The specified key does not "
+      "exist.</Message><Key>nokey</Key></Error>");
+  REQUIRE(e);
+  CHECK(e->code == "NoSuchKey");
+  CHECK(e->request_id.empty());
+}
