@@ -353,6 +353,15 @@ void http_client::core::finish_attempt(transfer& t, CURLcode rc) {
   }
   const long s = t.status;
   if (s == 200 || s == 206 || (t.request.head && s >= 200 && s < 300)) {
+    // A server that ignores If-Match (s3rver does) still names the version
+    // it sent: a pin is checked here too.
+    if (!t.request.if_match.empty() && !t.response.etag.empty() && t.response.etag != t.request.if_match) {
+      fail(t, ESTALE,
+           "the object now has ETag " + t.response.etag + ", not " + t.request.if_match +
+               ": it was replaced since it was first read",
+           false);
+      return;
+    }
     if (t.request.range && t.kept < t.request.size && t.response.object_size != unknown_size &&
         t.request.offset + t.kept < t.response.object_size) {
       fail(t, EIO, "the body ended early, at byte " + std::to_string(t.request.offset + t.kept), true);

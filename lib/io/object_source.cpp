@@ -19,6 +19,7 @@ http_options http_options_for(const source_options& options, std::size_t depth) 
   http_options h;
   h.retry = options.retry.or_defaults(http_retry_policy());
   h.connections = std::max<std::size_t>(4, depth);
+  h.ca_bundle = options.s3.ca_bundle;
   return h;
 }
 
@@ -53,13 +54,11 @@ object_source::object_source(std::string location, thread_pool& resume_on, const
 }
 
 task<std::span<const std::byte>> object_source::read(sample_ref sample, read_buffer& buffer) {
-  http_request r;
-  r.url = url_of(sample.file);
+  http_request r = request_for(sample.file);
   r.range = sample.range;
   r.offset = sample.offset;
   r.size = sample.range ? sample.size : 0;
   r.if_match = m_pins.get(r.url);
-  r.sign = signer();
   const std::string url = r.url;
   const http_response resp = co_await m_client->fetch(std::move(r), buffer);
   m_pins.pin(url, resp.etag);
@@ -77,15 +76,13 @@ task<std::span<const std::byte>> object_source::read(sample_ref sample, read_buf
 }
 
 std::uint64_t object_source::file_size(const std::string& file) {
-  http_request r;
-  r.url = url_of(file);
+  http_request r = request_for(file);
   // The first byte, not a HEAD: Content-Range gives the size, and an error
   // comes with S3's body (its code and message), which a HEAD's lacks.
   r.range = true;
   r.offset = 0;
   r.size = 1;
   r.if_match = m_pins.get(r.url);
-  r.sign = signer();
   const std::string url = r.url;
   read_buffer none;
   const http_response resp = sync_wait(m_client->fetch(std::move(r), none));

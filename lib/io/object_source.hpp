@@ -54,10 +54,15 @@ class object_source : public source {
  protected:
   /// The URL of `file`: a URL as it is, else a key relative to the location.
   [[nodiscard]] virtual std::string url_of(std::string_view file) const = 0;
-  /// Headers to add to an attempt (a signature); none by default.
-  [[nodiscard]] virtual decltype(http_request::sign) signer() const { return {}; }
+  /// The request for `file` (a whole object: the caller sets the range
+  /// and pin): url_of(file), unsigned, by default; s3:// signs it.
+  [[nodiscard]] virtual http_request request_for(std::string_view file) const {
+    http_request r;
+    r.url = url_of(file);
+    return r;
+  }
 
-  http_client& client() noexcept { return *m_client; }
+  http_client& client() const noexcept { return *m_client; }
   etag_pins& pins() noexcept { return m_pins; }
 
  private:

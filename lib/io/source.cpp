@@ -53,6 +53,8 @@ std::unique_ptr<source> source::open(const std::string& location, thread_pool& r
   std::unique_ptr<source> s;
   if (detail::is_http_location(location)) {
     s = detail::open_https_source(location, resume_on, options);
+  } else if (is_object_location(location)) {
+    s = detail::open_s3_source(location, resume_on, options);
   } else if (nfs_url::is_nfs(location)) {
     s = detail::open_nfs_source(location, resume_on, options);
   } else if (is_lmdb_location(location)) {

@@ -28,6 +28,11 @@ bool is_http_location(std::string_view location) noexcept;
 std::unique_ptr<source> open_https_source(const std::string& location, thread_pool& resume_on,
                                           const source_options& options);
 
+/// `s3://bucket/prefix`: objects SigV4-signed, the prefix listed with
+/// ListObjectsV2. lib/io/s3_source.cpp.
+std::unique_ptr<source> open_s3_source(const std::string& location, thread_pool& resume_on,
+                                       const source_options& options);
+
 /// `inner` with a read-through disk cache in options.cache_dir, written by
 /// a thread of its own. lib/io/cached_source.cpp.
 std::unique_ptr<source> with_cache(std::unique_ptr<source> inner, const source_options& options);

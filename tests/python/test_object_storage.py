@@ -152,3 +152,149 @@ def test_bench_reads_https_shards(trust, tls_server, shards):
     out = run_cli("bench", f"{tls_server.url}/shards/{names[0]}", "--pipeline", "none", "--json")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["images"] > 0 and result["backend"] == "libcurl", result
+
+
+# --- s3:// against s3rver -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory, train_dir, val_dir, shards):
+    server = _s3rver_or_skip(tmp_path_factory.mktemp("s3rver"), ["data"])
+    try:
+        server.populate("data", train_dir, prefix="train/")
+        server.populate("data", shards, prefix="shards/")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(monkeypatch, s3, tmp_path):
+    """The AWS tools' configuration, pointing at s3rver; nothing from outside."""
+    for var in list(os.environ):
+        if var.startswith("AWS_"):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.setenv("AWS_REGION", s3.region)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret_access_key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return s3
+
+
+def test_s3_image_folder_matches_the_tree_on_disk(s3_env, train_dir):
+    from torchvision.datasets import ImageFolder
+    loader = ringfeed.Loader("s3://data/train/", **KW)
+    got = epoch_batches(loader)
+    assert_same_batches(got, epoch_batches(ringfeed.Loader(train_dir, **KW)), "s3://data/train/")
+    assert torch.cat([l for _, l in got]).tolist() == [c for _, c in ImageFolder(train_dir).samples]
+
+
+def test_s3_shards_by_brace_expansion(s3_env, shards):
+    names = _shard_names(shards)
+    got = epoch_batches(ringfeed.Loader(f"s3://data/shards/{_brace(names)}", **KW))
+    assert_same_batches(got, epoch_batches(ringfeed.Loader(str(shards / _brace(names)), **KW)), "s3 shards")
+
+
+def test_s3_manifest_with_relative_keys(s3_env, val_dir):
+    from torchvision.datasets import ImageFolder
+    root = pathlib.Path(val_dir)
+    s3_env.populate("data", val_dir, prefix="sets/val/")
+    rows = ["path,label"] + [f"val/{pathlib.Path(p).relative_to(root).as_posix()},{c}"
+                             for p, c in ImageFolder(val_dir).samples]
+    s3_env.put("data", "sets/val.csv", ("\n".join(rows) + "\n").encode())
+    got = epoch_batches(ringfeed.Loader("s3://data/sets/val.csv", **KW))
+    assert_same_batches(got, epoch_batches(ringfeed.Loader(val_dir, **KW)), "s3 manifest")
+
+
+def test_s3_listing_past_1000_objects_paginates(s3_env, tmp_path, val_dir):
+    # 1100 objects under one prefix: ListObjectsV2 answers 1000 a page.
+    jpeg = next(pathlib.Path(val_dir).glob("*/*")).read_bytes()
+    tree = tmp_path / "many"
+    for c in range(2):
+        (tree / f"c{c}").mkdir(parents=True)
+        for i in range(550):
+            (tree / f"c{c}" / f"{i:04d}.jpg").write_bytes(jpeg)
+    s3_env.populate("data", tree, prefix="many/")
+    loader = ringfeed.Loader("s3://data/many/", **KW)
+    assert loader.dataset_size == 1100
+
+
+def test_s3_replaced_object_fails_loudly(s3_env, shards, tmp_path):
+    names = _shard_names(shards)
+    for n in names:
+        s3_env.put("data", f"pinned/{n}", (shards / n).read_bytes())
+    loader = ringfeed.Loader(f"s3://data/pinned/{_brace(names)}", **KW)  # indexed: ETags pinned
+    s3_env.put("data", f"pinned/{names[-1]}", (shards / names[0]).read_bytes())  # another shard's bytes
+    with pytest.raises(Exception) as e:
+        epoch_batches(loader)
+    text = str(e.value)
+    assert f"pinned/{names[-1]}" in text and "ETag" in text and "replaced" in text, text
+
+
+def test_s3_missing_credentials_name_every_place(s3_env, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    with pytest.raises(Exception) as e:
+        ringfeed.Loader("s3://data/train/", **KW)
+    text = str(e.value)
+    assert "AWS_ACCESS_KEY_ID" in text and "no-credentials" in text, text
+
+
+def test_s3_profile_file(s3_env, monkeypatch, tmp_path, val_dir):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[train]\naws_access_key_id = {s3_env.access_key_id}\n"
+                     f"aws_secret_access_key = {s3_env.secret_access_key}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_PROFILE", "train")
+    assert ringfeed.Loader("s3://data/train/", **KW).dataset_size == 200
+
+
+def test_s3_anonymous(s3_env, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_NO_SIGN_REQUEST", "true")
+    assert ringfeed.Loader("s3://data/train/", **KW).dataset_size == 200
+
+
+def test_s3_cache_serves_the_second_epoch(s3_env, monkeypatch, tmp_path, train_dir):
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        loader = ringfeed.Loader("s3://data/train/", cache_dir=tmp_path / "cache", **KW)
+        first = epoch_batches(loader)
+        assert_same_batches(first, epoch_batches(ringfeed.Loader(train_dir, **KW)), "first epoch")
+        proxy.clear()
+        proxy.add_fault("forbidden", count=100000)  # the store refuses everything now
+        second = epoch_batches(loader)
+        assert_same_batches(second, first, "second epoch from the cache")
+        assert proxy.log() == [], "the second epoch went to the store"
+
+
+def test_pack_from_s3_is_byte_for_byte_the_local_pack(s3_env, tmp_path, train_dir):
+    run_cli("pack", train_dir, tmp_path / "local", "--shard-mb", "1")
+    run_cli("pack", "s3://data/train/", tmp_path / "remote", "--shard-mb", "1")
+    local = sorted(p.name for p in (tmp_path / "local").iterdir())
+    assert local == sorted(p.name for p in (tmp_path / "remote").iterdir())
+    for name in local:
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "remote" / name).read_bytes(), name
+
+
+def test_https_replaced_object_fails_loudly(trust, tmp_path, shards):
+    # The TLS server honours If-Match (412), as S3 does.
+    names = _shard_names(shards)
+    root = tmp_path / "site"
+    root.mkdir()
+    for n in names:
+        (root / n).write_bytes((shards / n).read_bytes())
+    with object_store.HttpsServer(root, tmp_path / "tls") as server:
+        os.environ["CURL_CA_BUNDLE"] = server.ca_file
+        loader = ringfeed.Loader(f"{server.url}/{_brace(names)}", **KW)  # indexed: ETags pinned
+        (root / names[-1]).write_bytes((shards / names[0]).read_bytes())
+        os.utime(root / names[-1], (1, 1))  # another mtime: another ETag
+        with pytest.raises(Exception) as e:
+            epoch_batches(loader)
+    text = str(e.value)
+    assert names[-1] in text and "412" in text and "replaced" in text, text

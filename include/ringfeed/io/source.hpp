@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/io/aws_config.hpp>
 #include <ringfeed/io/buffer.hpp>
 #include <ringfeed/log.hpp>
 #include <ringfeed/io/reader.hpp>
@@ -73,6 +74,9 @@ struct source_options : read_options {
   std::uint64_t cache_bytes = 10ull << 30;
   /// Bytes queued for the cache's writer thread before stores are dropped.
   std::size_t cache_queue_bytes = std::size_t{64} << 20;
+  /// s3:// endpoint, region, credentials, addressing (aws_config.hpp); unset
+  /// fields come from the environment and profile as the AWS tools read them.
+  s3_options s3;
 };
 
 /// Counters, named alike for every storage; a consistent snapshot only
