@@ -113,6 +113,8 @@ struct transfer {
   std::uint64_t kept = 0;         // body bytes kept across attempts (resume point)
   std::uint64_t attempt_from = 0;  // first byte this attempt asked for (object offset)
   bool ranged_attempt = false;
+  std::uint64_t response_pos = 0;  // body bytes of a 200 to a ranged attempt seen so far
+  bool filled_early = false;       // the range was complete before the body's end
   long status = 0;                // of the current attempt's final response
   std::string error_body;
   std::string last_reason;        // why the last attempt failed
@@ -246,13 +248,18 @@ std::size_t http_client::core::on_body(char* data, std::size_t size, std::size_t
     if (t.error_body.size() < max_error_body) t.error_body.append(data, std::min(len, max_error_body - t.error_body.size()));
     return len;
   }
+  std::size_t skip = 0;
   if (t.status == 200 && t.ranged_attempt) {
-    // The server ignored Range and sends the whole object: keep only the
-    // part asked for (correct, if wasteful), as if it had honoured it.
-    // Rare (S3 and s3rver honour Range); the simplest right answer.
-    return 0;  // fails the attempt with CURLE_WRITE_ERROR; see finish_attempt
+    // The server ignored Range and sends the whole object (some static
+    // servers and presigning proxies do): drop the bytes before the ones
+    // asked for, and stop once they are in.
+    const std::uint64_t pos = t.response_pos;
+    t.response_pos += len;
+    if (t.response_pos <= t.attempt_from) return len;
+    if (pos < t.attempt_from) skip = static_cast<std::size_t>(t.attempt_from - pos);
   }
-  std::size_t take = len;
+  data += skip;
+  std::size_t take = len - skip;
   if (t.request.range) {
     const std::uint64_t left = t.request.size - t.kept;
     if (take > left) take = static_cast<std::size_t>(left);
@@ -261,6 +268,10 @@ std::size_t http_client::core::on_body(char* data, std::size_t size, std::size_t
   std::memcpy(t.body->data() + t.kept, data, take);
   t.kept += take;
   t.body->set_size(static_cast<std::size_t>(t.kept));
+  if (t.status == 200 && t.request.range && t.kept == t.request.size) {
+    t.filled_early = true;  // the rest of a whole object is not wanted
+    return 0;
+  }
   return len;
 }
 
@@ -268,6 +279,8 @@ void http_client::core::start_attempt(transfer& t) {
   ++t.response.attempts;
   n_requests.fetch_add(1, std::memory_order_relaxed);
   t.status = 0;
+  t.response_pos = 0;
+  t.filled_early = false;
   t.error_body.clear();
   t.errbuf[0] = '\0';
   CURL* e = take_easy();
@@ -339,10 +352,7 @@ void http_client::core::finish_attempt(transfer& t, CURLcode rc) {
   curl_multi_remove_handle(multi, e);
   idle.push_back(e);
   t.response.status = t.status;
-  if (rc == CURLE_WRITE_ERROR && t.status == 200 && t.ranged_attempt) {
-    fail(t, EIO, "the server ignored the Range header (answered 200 to a ranged GET)", false);
-    return;
-  }
+  if (rc == CURLE_WRITE_ERROR && t.filled_early) rc = CURLE_OK;
   if (rc != CURLE_OK) {
     const bool stalled = rc == CURLE_OPERATION_TIMEDOUT && steady::now() < t.deadline_at;
     std::string reason = std::string(stalled ? "stalled or timed out: " : "") + curl_easy_strerror(rc);
