@@ -298,3 +298,32 @@ def test_https_replaced_object_fails_loudly(trust, tmp_path, shards):
             epoch_batches(loader)
     text = str(e.value)
     assert names[-1] in text and "412" in text and "replaced" in text, text
+
+
+def _range_of(entry):
+    first, last = entry["range"].removeprefix("bytes=").split("-")
+    return int(first), int(last)
+
+
+@pytest.mark.parametrize("kind,params", [("truncate", {"after_bytes": 700}),
+                                         ("reset", {"after_bytes": 700}),
+                                         ("stall", {"after_bytes": 700, "delay_s": 15})])
+def test_https_cut_body_resumes_from_the_last_byte(trust, tls_server, shards, kind, params):
+    # A body cut short (closed, reset, or stalled past the low-speed limit
+    # of 1 KiB/s for 10 s) is asked for again from the first byte missing,
+    # not from the start. The first sample read is a range of one shard.
+    names = _shard_names(shards)
+    want = epoch_batches(ringfeed.Loader(str(shards / names[0]), **KW))
+    with object_store.FaultProxy(tls_server.url, upstream_ca_file=tls_server.ca_file) as proxy:
+        loader = ringfeed.Loader(f"{proxy.url}/shards/{names[0]}", **KW)  # indexed
+        proxy.clear()
+        proxy.add_fault(kind, count=1, method="GET", **params)
+        got = epoch_batches(loader)
+        log = proxy.log()
+    assert_same_batches(got, want, f"after a {kind}")
+    cut = [e for e in log if e.get("fault")]
+    assert len(cut) == 1, log
+    first, last = _range_of(cut[0])
+    assert last - first + 1 > 700, "the fault must cut a body longer than what it lets through"
+    resumed = [e for e in log if not e.get("fault") and e.get("range") and _range_of(e) == (first + 700, last)]
+    assert resumed, f"no request resumed at byte {first + 700}: {log}"
