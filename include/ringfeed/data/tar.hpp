@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/detail/atomic_file.hpp>
 #include <ringfeed/detail/unique_fd.hpp>
 
 namespace ringfeed::data {
@@ -155,7 +156,6 @@ class tar_shard_writer {
 
  private:
   [[nodiscard]] std::filesystem::path final_path() const;
-  [[nodiscard]] std::filesystem::path tmp_path() const;
   void open_shard();
   void append(const tar_file& f);
   void flush();
@@ -164,7 +164,7 @@ class tar_shard_writer {
   std::filesystem::path m_dir;
   std::uint64_t m_limit;
   std::string m_prefix;
-  int m_fd = -1;
+  std::optional<ringfeed::detail::atomic_file> m_file;  // the open shard
   std::vector<char> m_buffer;                  // written at flush()
   std::vector<std::filesystem::path> m_done;   // finished shards, in order
   std::uint64_t m_shard_bytes = 0;
