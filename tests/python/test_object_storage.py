@@ -327,3 +327,20 @@ def test_https_cut_body_resumes_from_the_last_byte(trust, tls_server, shards, ki
     assert last - first + 1 > 700, "the fault must cut a body longer than what it lets through"
     resumed = [e for e in log if not e.get("fault") and e.get("range") and _range_of(e) == (first + 700, last)]
     assert resumed, f"no request resumed at byte {first + 700}: {log}"
+
+
+def test_s3_shards_streamed_in_parts(s3_env, shards):
+    # stream_shards: each shard read front to back in ranged GETs of 8 MiB
+    # parts (one per shard here), not one request per sample.
+    names = _shard_names(shards)
+    kw = dict(KW, stream_shards=True)
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        os.environ["AWS_ENDPOINT_URL"] = proxy.url
+        got = epoch_batches(ringfeed.Loader(f"s3://data/shards/{_brace(names)}", **kw))
+        gets = [e for e in proxy.log() if e["method"] == "GET" and "shard-" in e["path"]]
+    want = epoch_batches(ringfeed.Loader(str(shards / _brace(names)), **kw))
+    assert_same_batches(got, want, "streamed s3 shards")
+    # A size probe and one part per shard to index it, then about one part
+    # per shard for the epoch: a few requests per shard, not one per sample.
+    samples = sum(len(b[1]) for b in want)
+    assert len(gets) <= 4 * len(names) < samples, (len(gets), len(names), samples)
