@@ -290,7 +290,8 @@ int run_pack(const pack_options& opt) {
   if (opt.shard_mb == 0) throw std::runtime_error("--shard-mb must be at least 1");
 
   // Read through the storage interface: local files on io_uring (or pread
-  // threads), nfs:// with libnfs, LMDB from its memory map.
+  // threads), nfs:// with libnfs, s3:// and https:// with libcurl, LMDB
+  // from its memory map.
   thread_pool pool(opt.threads);
   io::source_options so;
   so.kind = io::parse_backend(opt.io);
@@ -395,8 +396,8 @@ void register_pack(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "pack", "copy a dataset into WebDataset tar shards (<key>.<ext> + <key>.cls), shuffled by default");
   cmd->add_option("SOURCE", opt->source,
-                  "dataset: directory, manifest, tar shards, nfs://server/export/path (an ImageFolder) or "
-                  "lmdb:///path")
+                  "dataset: directory, manifest, tar shards, nfs://server/export/path (an ImageFolder), "
+                  "s3://bucket/prefix/, https:// shards or manifests, or lmdb:///path")
       ->required();
   cmd->add_option("OUT", opt->out, "directory to write shard-NNNNNN.tar and classes.txt into")->required();
   cmd->add_option("--shard-mb", opt->shard_mb, "start a new shard before one would pass this many MiB")
