@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include <ringfeed/detail/unique_fd.hpp>
 
