@@ -507,7 +507,8 @@ void register_bench(CLI::App& app) {
   auto opt = std::make_shared<bench_options>();
   CLI::App* cmd = app.add_subcommand("bench", "read a dataset as fast as possible and say what limits it");
   cmd->add_option("SOURCE", opt->source,
-                  "dataset: directory, manifest, tar shards, or nfs://server/export/path (an ImageFolder)")
+                  "dataset: directory, manifest, tar shards, nfs://server/export/path (an ImageFolder), s3://bucket/prefix/ "
+                  "(an ImageFolder, shards or a manifest) or https:// shards and manifests")
       ->required();
   add_recipe_options(cmd, opt->recipe,
                      "train (RandomResizedCrop + flip), val (Resize + CenterCrop) or none (read bytes only)")
@@ -535,7 +536,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
       ->check(accepted_by(parse_error_policy));
   cmd->add_option("--cache-dir", opt->cache_dir,
-                  "local read-through cache of remote samples (nfs:// or a network file system)");
+                  "local read-through cache of remote samples (nfs://, s3://, https:// or a network file system)");
   cmd->add_option("--cache-gb", opt->cache_gb, "size bound of --cache-dir, GB")->check(CLI::PositiveNumber);
   cmd->add_flag("--stream", opt->stream,
                 "tar shards: read each shard sequentially in large reads, shards in seeded random order, "

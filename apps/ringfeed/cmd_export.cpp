@@ -142,7 +142,7 @@ int run_export(const export_options& opt) {
 void register_export(CLI::App& app) {
   auto opt = std::make_shared<export_options>();
   CLI::App* cmd = app.add_subcommand("export", "write samples as the loader delivers them, as <position>_<label>.ppm");
-  cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest, tar shards, nfs://server/export/path or lmdb:///path")->required();
+  cmd->add_option("SOURCE", opt->source, "dataset: directory, manifest, tar shards, nfs://server/export/path, s3://bucket/prefix/, https:// shards or lmdb:///path")->required();
   cmd->add_option("--out", opt->out, "directory to write into")->required();
   add_recipe_options(cmd, opt->recipe, "train (shuffled, augmented) or val (ImageFolder order)")
       ->check(CLI::IsMember({"train", "val"}));

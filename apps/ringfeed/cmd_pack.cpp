@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <iterator>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -37,6 +39,7 @@
 #include <ringfeed/async_scope.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/tar.hpp>
+#include <ringfeed/detail/atomic_file.hpp>
 #include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/random.hpp>
 #include <ringfeed/io/source.hpp>
@@ -70,15 +73,6 @@ std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 using ringfeed::detail::unique_fd;
-
-void write_all(int fd, std::span<const char> bytes, const fs::path& path) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error("cannot write " + in_quotes(path) + ": " + errno_text(errno));
-    bytes = bytes.subspan(static_cast<std::size_t>(n));
-  }
-}
 
 // fsync of a directory makes the renames in it durable.
 void sync_directory(const fs::path& dir) {
@@ -266,35 +260,25 @@ std::optional<std::string> class_list(const data::dataset& ds) {
 // OUT/classes.txt: the source's class names, or the classes.txt of a source
 // that is itself a packed directory; none when the source has only numbers.
 void write_classes(const fs::path& out, const data::dataset& ds, const std::string& source) {
-  const fs::path final = out / classes_name;
-  const fs::path tmp = out / (std::string(classes_name) + ".tmp");
+  std::string text;
   std::error_code ec;
-  if (const auto text = class_list(ds)) {
-    unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) throw std::runtime_error("cannot create " + in_quotes(tmp) + ": " + errno_text(errno));
-    try {
-      write_all(fd.get(), *text, tmp);
-    } catch (...) {
-      ::unlink(tmp.c_str());
-      throw;
-    }
-    if (const int err = fd.close(); err != 0) {
-      ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + in_quotes(tmp) + ": " + errno_text(err));
-    }
+  if (const auto list = class_list(ds)) {
+    text = *list;
   } else if (const fs::path carried = fs::path(source) / classes_name;
              fs::is_directory(source, ec) && fs::is_regular_file(carried, ec)) {
-    if (!fs::copy_file(carried, tmp, fs::copy_options::overwrite_existing, ec) || ec) {
-      fs::remove(tmp, ec);
-      throw std::runtime_error("cannot copy " + in_quotes(carried) + " to " + in_quotes(tmp) + ": " + ec.message());
-    }
+    std::ifstream in(carried, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read " + in_quotes(carried));
   } else {
     return;  // numbers only: nothing to keep
   }
-  if (::rename(tmp.c_str(), final.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + in_quotes(tmp) + " to " + in_quotes(final) + ": " + errno_text(err));
+  // Durable like the shards (synced), under the name a re-run recognizes.
+  try {
+    ringfeed::detail::atomic_file f(out / classes_name, {.sync = true, .temp_name = std::string(classes_name) + ".tmp"});
+    f.write(text);
+    f.commit();
+  } catch (const std::system_error& e) {
+    throw std::runtime_error(e.what());
   }
 }
 
@@ -306,7 +290,8 @@ int run_pack(const pack_options& opt) {
   if (opt.shard_mb == 0) throw std::runtime_error("--shard-mb must be at least 1");
 
   // Read through the storage interface: local files on io_uring (or pread
-  // threads), nfs:// with libnfs, LMDB from its memory map.
+  // threads), nfs:// with libnfs, s3:// and https:// with libcurl, LMDB
+  // from its memory map.
   thread_pool pool(opt.threads);
   io::source_options so;
   so.kind = io::parse_backend(opt.io);
@@ -411,8 +396,8 @@ void register_pack(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "pack", "copy a dataset into WebDataset tar shards (<key>.<ext> + <key>.cls), shuffled by default");
   cmd->add_option("SOURCE", opt->source,
-                  "dataset: directory, manifest, tar shards, nfs://server/export/path (an ImageFolder) or "
-                  "lmdb:///path")
+                  "dataset: directory, manifest, tar shards, nfs://server/export/path (an ImageFolder), "
+                  "s3://bucket/prefix/, https:// shards or manifests, or lmdb:///path")
       ->required();
   cmd->add_option("OUT", opt->out, "directory to write shard-NNNNNN.tar and classes.txt into")->required();
   cmd->add_option("--shard-mb", opt->shard_mb, "start a new shard before one would pass this many MiB")

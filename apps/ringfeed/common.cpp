@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <system_error>
 
-#include <ringfeed/detail/unique_fd.hpp>
+#include <ringfeed/detail/atomic_file.hpp>
 
 #include "commands.hpp"
 
@@ -61,30 +61,13 @@ CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {
 
 void write_file_atomically(const std::filesystem::path& path,
                            std::initializer_list<std::span<const unsigned char>> parts) {
-  const auto quoted = [](const std::filesystem::path& p) { return "'" + p.string() + "'"; };
-  const auto errno_text = [](int err) { return std::error_code(err, std::generic_category()).message(); };
-  const std::filesystem::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  detail::unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) {
-    throw std::runtime_error("cannot create " + quoted(path) + " (as " + quoted(tmp.filename()) +
-                             "): " + errno_text(errno));
+  try {
+    detail::atomic_file f(path);
+    for (const auto& p : parts) f.write(std::as_bytes(p));
+    f.commit();
+  } catch (const std::system_error& e) {
+    throw std::runtime_error(e.what());
   }
-  const auto fail = [&](int err) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + quoted(path) + ": " + errno_text(err));
-  };
-  for (std::span<const unsigned char> bytes : parts) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd.get(), bytes.data(), bytes.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail(errno);
-      }
-      bytes = bytes.subspan(static_cast<std::size_t>(n));
-    }
-  }
-  if (const int err = fd.close(); err != 0) fail(err);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
 }
 
 void write_text_atomically(const std::filesystem::path& path, std::string_view text) {

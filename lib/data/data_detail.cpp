@@ -1,5 +1,7 @@
 #include "data/data_detail.hpp"
 
+#include <ringfeed/detail/atomic_file.hpp>
+
 #include <ringfeed/text.hpp>
 
 #include <fcntl.h>
@@ -173,29 +175,10 @@ std::string write_file_atomically(const std::filesystem::path& path, std::string
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) return "cannot create " + path.parent_path().string() + ": " + ec.message();
-  static std::atomic<std::uint64_t> counter{0};
-  const std::uint64_t unique = hash_bytes(path.native(), std::random_device{}()) ^
-                               counter.fetch_add(1, std::memory_order_relaxed) ^ static_cast<std::uint64_t>(::getpid());
-  std::string tmp = path.native() + ".tmp-" + std::to_string(unique);
-  unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd) return "cannot create " + tmp + ": " + std::generic_category().message(errno);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      fd.reset();
-      ::unlink(tmp.c_str());
-      return "cannot write " + tmp + ": " + std::generic_category().message(err);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return "cannot rename to " + path.string() + ": " + std::generic_category().message(err);
+  try {
+    ringfeed::detail::write_file_atomically(path, {std::as_bytes(std::span(bytes.data(), bytes.size()))});
+  } catch (const std::system_error& e) {
+    return e.what();
   }
   return {};
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/data/tar.hpp>
 #include <ringfeed/detail/unique_fd.hpp>
 
 namespace ringfeed::data::detail {
@@ -172,6 +173,15 @@ void write_index_header(index_writer& w, std::string_view magic, std::uint32_t v
 [[nodiscard]] dataset_contents listed_image_folder_contents(std::string root, const directory_lister& list,
                                                             const dataset_options& options);
 [[nodiscard]] dataset_contents manifest_contents(const std::filesystem::path& manifest, const dataset_options& options);
+/// A manifest's text, named `path` in errors; names kept as written (the
+/// caller resolves relative ones).
+[[nodiscard]] dataset_contents manifest_text_contents(std::string_view text, const std::string& path);
+/// Tar shards that are not local files (object storage): each opened by
+/// `open` (a tar_reader reading through the source), indexed concurrently,
+/// not cached on disk. Shard paths are the URLs as given.
+[[nodiscard]] dataset_contents remote_tar_contents(const std::vector<std::string>& urls,
+                                                   const std::function<tar_reader(const std::string&)>& open,
+                                                   const dataset_options& options);
 [[nodiscard]] dataset_contents tar_contents(const std::vector<std::filesystem::path>& shards,
                                             const dataset_options& options);
 

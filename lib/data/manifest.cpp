@@ -121,7 +121,13 @@ bool ends_with_ci(std::string_view s, std::string_view suffix) {
 dataset_contents manifest_contents(const std::filesystem::path& manifest, const dataset_options& /*options*/) {
   const auto start = std::chrono::steady_clock::now();
   const std::string path = manifest.native();
-  const std::string text = read_manifest_file(path);
+  dataset_contents c = manifest_text_contents(read_manifest_file(path), path);
+  c.root = manifest.parent_path().native();
+  c.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+dataset_contents manifest_text_contents(std::string_view text, const std::string& path) {
   std::string_view body = text;
   if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);
 
@@ -137,7 +143,6 @@ dataset_contents manifest_contents(const std::filesystem::path& manifest, const 
   dataset_contents c;
   c.kind = dataset_kind::manifest;
   c.source = path;
-  c.root = manifest.parent_path().native();
   csv_parser parser(body, delimiter, path);
   record r;
   bool first = true;
@@ -165,7 +170,6 @@ dataset_contents manifest_contents(const std::filesystem::path& manifest, const 
     c.labels.push_back(*label);
   }
   if (c.labels.empty()) throw dataset_error(path, "the manifest lists no sample");
-  c.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }
 

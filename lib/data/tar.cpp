@@ -22,7 +22,6 @@ namespace ringfeed::data {
 namespace {
 
 constexpr std::size_t block = 512;
-constexpr std::size_t window_size = 32 * 1024;
 
 std::uint64_t round_up_block(std::uint64_t n) { return (n + block - 1) / block * block; }
 
@@ -88,6 +87,9 @@ tar_reader::tar_reader(const std::filesystem::path& path) : m_path(path.native()
   m_size = static_cast<std::uint64_t>(st.st_size);
 }
 
+tar_reader::tar_reader(std::string name, std::uint64_t size, tar_read_function read, std::size_t window)
+    : m_read(std::move(read)), m_window(std::max<std::size_t>(window, block)), m_path(std::move(name)), m_size(size) {}
+
 tar_reader::~tar_reader() = default;
 tar_reader::tar_reader(tar_reader&& other) noexcept = default;
 tar_reader& tar_reader::operator=(tar_reader&& other) noexcept = default;
@@ -96,10 +98,19 @@ std::string_view tar_reader::window(std::uint64_t offset, std::size_t n) {
   if (offset >= m_buffer_offset && offset - m_buffer_offset + n <= m_buffer.size()) {
     return std::string_view(m_buffer).substr(static_cast<std::size_t>(offset - m_buffer_offset), n);
   }
-  m_buffer.resize(window_size);
+  const std::size_t want = std::max(m_window, n);
+  m_buffer.resize(want);
   std::size_t got = 0;
-  while (got < window_size) {
-    const ssize_t r = ::pread(m_fd.get(), m_buffer.data() + got, window_size - got, static_cast<off_t>(offset + got));
+  if (m_read) {
+    try {
+      got = m_read(offset, std::span<char>(m_buffer.data(), want));
+    } catch (...) {
+      m_buffer.clear();
+      throw;
+    }
+  }
+  while (!m_read && got < want) {
+    const ssize_t r = ::pread(m_fd.get(), m_buffer.data() + got, want - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       const int err = errno;
@@ -115,7 +126,7 @@ std::string_view tar_reader::window(std::uint64_t offset, std::size_t n) {
 }
 
 void tar_reader::read_at(std::uint64_t offset, std::span<char> out) {
-  if (out.size() <= window_size) {
+  if (out.size() <= m_window || m_read) {
     const std::string_view v = window(offset, out.size());
     if (v.size() < out.size()) {
       throw dataset_error(m_path, "unexpected end of file reading " + std::to_string(out.size()) + " bytes at offset " +
@@ -539,6 +550,35 @@ dataset_contents tar_contents(const std::vector<std::filesystem::path>& shards, 
     }
     if (c.report.cache_note.empty()) c.report.cache_note = p.note;
   }
+  c.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+dataset_contents remote_tar_contents(const std::vector<std::string>& urls,
+                                     const std::function<tar_reader(const std::string&)>& open,
+                                     const dataset_options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (urls.empty()) throw dataset_error("(no shards)", "no tar shard given");
+  if (urls.size() >= no_shard) throw dataset_error(urls.front(), "too many shards");
+  std::vector<shard_index> parts(urls.size());
+  parallel_for(urls.size(), scan_threads(options, urls.size()), [&](std::size_t k) {
+    tar_reader reader = open(urls[k]);
+    parts[k] = parse_shard(reader, options);
+    parts[k].shard_size = reader.file_size();
+  });
+  dataset_contents c;
+  c.kind = dataset_kind::tar_shards;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    shard_index& p = parts[k];
+    c.shards.push_back({urls[k], p.shard_size, {}});
+    c.names.append(p.names);
+    c.labels.insert(c.labels.end(), p.labels.begin(), p.labels.end());
+    c.offsets.insert(c.offsets.end(), p.offsets.begin(), p.offsets.end());
+    c.sizes.insert(c.sizes.end(), p.sizes.begin(), p.sizes.end());
+    c.shard_of.insert(c.shard_of.end(), p.offsets.size(), static_cast<std::uint32_t>(k));
+    ++c.report.shards_indexed;
+  }
+  c.report.cache_note = "indexes of shards in object storage are not saved (they are built in one pass)";
   c.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;
 }

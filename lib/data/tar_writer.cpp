@@ -70,12 +70,7 @@ void check(const tar_file& f) {
 tar_shard_writer::tar_shard_writer(fs::path dir, std::uint64_t shard_limit, std::string prefix)
     : m_dir(std::move(dir)), m_limit(shard_limit), m_prefix(std::move(prefix)) {}
 
-tar_shard_writer::~tar_shard_writer() {
-  if (m_fd >= 0) {
-    ::close(std::exchange(m_fd, -1));
-    ::unlink(tmp_path().c_str());
-  }
-}
+tar_shard_writer::~tar_shard_writer() = default;  // an open shard's temporary is removed
 
 void tar_shard_writer::add(std::span<const tar_file> group) {
   std::uint64_t need = 0;
@@ -83,24 +78,19 @@ void tar_shard_writer::add(std::span<const tar_file> group) {
     check(f);
     need += footprint(f);
   }
-  if (m_fd >= 0 && m_shard_groups > 0 && m_shard_bytes + need + 2 * block > m_limit) close_shard();
-  if (m_fd < 0) open_shard();
+  if (m_file && m_shard_groups > 0 && m_shard_bytes + need + 2 * block > m_limit) close_shard();
+  if (!m_file) open_shard();
   for (const tar_file& f : group) append(f);
   ++m_shard_groups;
 }
 
 void tar_shard_writer::finish() {
-  if (m_fd < 0) return;
-  close_shard();
-  detail::unique_fd dir(::open(m_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir || ::fsync(dir.get()) != 0) detail::throw_errno(errno, "cannot sync directory", m_dir.native());
+  if (!m_file) return;
+  close_shard();  // synced, renamed, directory synced
 }
 
 void tar_shard_writer::abandon() noexcept {
-  if (m_fd >= 0) {
-    ::close(std::exchange(m_fd, -1));
-    ::unlink(tmp_path().c_str());
-  }
+  m_file.reset();  // removes the open shard's temporary
   for (const auto& p : m_done) ::unlink(p.c_str());
 }
 
@@ -112,12 +102,10 @@ std::string tar_shard_writer::shard_name(std::size_t index) const {
 
 fs::path tar_shard_writer::final_path() const { return m_dir / shard_name(m_done.size()); }
 
-fs::path tar_shard_writer::tmp_path() const { return m_dir / (shard_name(m_done.size()) + ".tmp"); }
-
 void tar_shard_writer::open_shard() {
-  const fs::path tmp = tmp_path();
-  m_fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (m_fd < 0) detail::throw_errno(errno, "cannot create", tmp.native());
+  // `<name>.tmp`: the name a re-run of `ringfeed pack` recognizes and clears.
+  m_file.emplace(final_path(), ringfeed::detail::atomic_file::options{.sync = true,
+                                                                       .temp_name = shard_name(m_done.size()) + ".tmp"});
   m_shard_bytes = 0;
   m_shard_groups = 0;
 }
@@ -133,13 +121,7 @@ void tar_shard_writer::append(const tar_file& f) {
 }
 
 void tar_shard_writer::flush() {
-  std::span<const char> rest(m_buffer);
-  while (!rest.empty()) {
-    const ssize_t n = ::write(m_fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) detail::throw_errno(errno, "cannot write", tmp_path().native());
-    rest = rest.subspan(static_cast<std::size_t>(n));
-  }
+  m_file->write(std::as_bytes(std::span<const char>(m_buffer)));
   m_buffer.clear();
 }
 
@@ -148,20 +130,10 @@ void tar_shard_writer::close_shard() {
   m_shard_bytes += 2 * block;
   m_total += 2 * block;
   flush();
-  const fs::path tmp = tmp_path();
-  if (::fsync(m_fd) != 0) detail::throw_errno(errno, "cannot sync", tmp.native());
-  // NFS and full disks may only report a failed write at close.
-  if (::close(std::exchange(m_fd, -1)) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    detail::throw_errno(err, "cannot write", tmp.native());
-  }
   const fs::path final = final_path();
-  if (::rename(tmp.c_str(), final.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    detail::throw_errno(err, "cannot rename " + tmp.native() + " to", final.native());
-  }
+  ringfeed::detail::atomic_file file = std::move(*m_file);
+  m_file.reset();
+  file.commit();  // fsync, close (NFS may report a failed write only there), rename, fsync the directory
   m_done.push_back(final);
 }
 

@@ -1,5 +1,7 @@
 // ringfeed::io::cache — see cache.hpp.
 #include <ringfeed/io/cache.hpp>
+
+#include <ringfeed/detail/atomic_file.hpp>
 #include <ringfeed/text.hpp>
 
 #include <ringfeed/detail/unique_fd.hpp>
@@ -20,6 +22,8 @@
 #include <ctime>
 #include <list>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <unordered_map>
@@ -141,35 +145,6 @@ ssize_t read_at_least(int fd, iovec* iov, int n, std::size_t want) noexcept {
   }
   return static_cast<ssize_t>(total);
 }
-
-/// Writes all of `iov`; false with errno set on error (ENOSPC, EIO...).
-bool write_all(int fd, iovec* iov, int n) noexcept {
-  while (n > 0) {
-    const ssize_t r = ::writev(fd, iov, n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    advance(iov, n, static_cast<std::size_t>(r));
-  }
-  return true;
-}
-
-/// Unlinks a temporary unless released (renamed into place).
-class temp_file {
- public:
-  temp_file(int dir, const char* name) noexcept : m_dir(dir), m_name(name) {}
-  temp_file(const temp_file&) = delete;
-  temp_file& operator=(const temp_file&) = delete;
-  ~temp_file() {
-    if (m_name != nullptr) ::unlinkat(m_dir, m_name, 0);
-  }
-  void release() noexcept { m_name = nullptr; }
-
- private:
-  int m_dir;
-  const char* m_name;
-};
 
 enum class verdict : std::uint8_t { ok, other_key, damaged };
 
@@ -442,35 +417,43 @@ void cache::put(std::string_view key, std::span<const std::byte> bytes) noexcept
     if (!key.empty()) std::memcpy(head.data() + 12, key.data(), key.size());
     store_le(head.data() + 12 + key.size(), bytes.size(), 8);
 
-    constexpr int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
-    unique_fd fd(::openat(s.root.get(), temp_name.data(), flags, 0644));
-    if (!fd && errno == ENOENT) {  // tmp/ removed under us
-      ::mkdirat(s.root.get(), "tmp", 0755);
-      fd = unique_fd(::openat(s.root.get(), temp_name.data(), flags, 0644));
+    // Written under tmp/ and renamed into its fan-out directory (the one
+    // temporary-and-rename helper, atomic_file); not synced: a cache entry
+    // lost in a crash is fetched again, and a torn one is never visible.
+    std::optional<ringfeed::detail::atomic_file> file;
+    try {
+      try {
+        file.emplace(s.root.get(), temp_name.data(), final_name.c_str(), ringfeed::detail::atomic_file::options{});
+      } catch (const std::system_error& e) {
+        if (e.code().value() != ENOENT) throw;
+        ::mkdirat(s.root.get(), "tmp", 0755);  // tmp/ removed under us
+        file.emplace(s.root.get(), temp_name.data(), final_name.c_str(), ringfeed::detail::atomic_file::options{});
+      }
+    } catch (const std::system_error& e) {
+      return s.store_failed(key, "create", e.code().value());
     }
-    if (!fd) return s.store_failed(key, "create", errno);
-    temp_file temp(s.root.get(), temp_name.data());
-    std::array<iovec, 2> iov{{{head.data(), header}, {const_cast<std::byte*>(bytes.data()), bytes.size()}}};
-    if (!write_all(fd.get(), iov.data(), static_cast<int>(iov.size()))) return s.store_failed(key, "write", errno);
-    if (const int err = fd.close(); err != 0) return s.store_failed(key, "close", err);
+    try {
+      file->write(std::span<const std::byte>(head.data(), header));
+      file->write(bytes);
+    } catch (const std::system_error& e) {
+      return s.store_failed(key, "write", e.code().value());
+    }
 
     std::list<std::uint64_t> node{h};  // allocated before the lock, spliced in under it
     const std::time_t now = std::time(nullptr);
     std::unique_lock lock(s.mutex);
     const auto [it, inserted] = s.index.try_emplace(h);  // before the rename: may throw
-    int rc = ::renameat(s.root.get(), temp_name.data(), s.root.get(), final_name.c_str());
-    if (rc != 0 && errno == ENOENT) {  // first entry in this fan-out directory
+    int err = file->try_commit();
+    if (err == ENOENT) {  // first entry in this fan-out directory
       const std::array<char, 3> fan{final_name.text[0], final_name.text[1], '\0'};
       ::mkdirat(s.root.get(), fan.data(), 0755);
-      rc = ::renameat(s.root.get(), temp_name.data(), s.root.get(), final_name.c_str());
+      err = file->try_commit();
     }
-    if (rc != 0) {
-      const int err = errno;
+    if (err != 0) {
       if (inserted) s.index.erase(it);
       lock.unlock();
       return s.store_failed(key, "rename", err);
     }
-    temp.release();
     state::entry& e = it->second;
     if (inserted) {
       e.lru = node.begin();  // stays valid across the splice

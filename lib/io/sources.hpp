@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <ringfeed/io/source.hpp>
 
@@ -18,6 +19,19 @@ std::unique_ptr<source> open_local_source(const std::string& location, thread_po
 /// `nfs://server/export/dir` through one libnfs client. lib/io/nfs_source.cpp.
 std::unique_ptr<source> open_nfs_source(const std::string& location, thread_pool& resume_on,
                                         const source_options& options);
+
+/// Whether `location` is an `http://` or `https://` URL (any case).
+bool is_http_location(std::string_view location) noexcept;
+
+/// `https://host/path` (or http://): objects read unsigned through one
+/// libcurl multi client. lib/io/object_source.cpp.
+std::unique_ptr<source> open_https_source(const std::string& location, thread_pool& resume_on,
+                                          const source_options& options);
+
+/// `s3://bucket/prefix`: objects SigV4-signed, the prefix listed with
+/// ListObjectsV2. lib/io/s3_source.cpp.
+std::unique_ptr<source> open_s3_source(const std::string& location, thread_pool& resume_on,
+                                       const source_options& options);
 
 /// `inner` with a read-through disk cache in options.cache_dir, written by
 /// a thread of its own. lib/io/cached_source.cpp.

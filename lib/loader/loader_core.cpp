@@ -23,12 +23,17 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   // listed is left out and reported below, or stops the scan naming it.
   if (m_opt.on_error == error_policy::skip) m_opt.dataset.skip_unreadable = true;
 
-  if (io::nfs_url::is_nfs(m_opt.source) || io::is_lmdb_location(m_opt.source)) {
+  if (io::nfs_url::is_nfs(m_opt.source) || io::is_lmdb_location(m_opt.source) ||
+      io::is_object_location(m_opt.source)) {
     // Storage with no local path is listed through its source, which resumes
     // reads on the decode threads: both start here.
-    if (m_opt.stream_shards)
+    if (m_opt.stream_shards && !io::is_object_location(m_opt.source))
       throw std::invalid_argument("loader: stream_shards reads tar shards, and '" + m_opt.source +
                                   "' has none: pack it first with `ringfeed pack " + escape_bytes(m_opt.source) + " OUT`");
+    // Object storage wants few large requests: a shard streamed in parts of
+    // 8 MiB unless the window was set away from its default.
+    if (io::is_object_location(m_opt.source) && m_opt.stream_read_size == loader_options{}.stream_read_size)
+      m_opt.stream_read_size = std::size_t{8} << 20;
     m_pool = std::make_unique<thread_pool>(m_opt.threads);
     m_src = io::source::open(m_opt.source, *m_pool, source_options());
     m_listed_by_source = true;

@@ -109,6 +109,10 @@ struct dataset_options {
   std::string label_suffix = "cls";
   /// true: a sample without a label member is an error. false: its label is -1.
   bool require_labels = true;
+  /// Shards in object storage (https://, s3://) are indexed by streaming
+  /// them front to back in ranged GETs of this many bytes (8-16 MiB keeps
+  /// request overhead small and one part's memory bounded).
+  std::size_t object_part_bytes = std::size_t{8} << 20;
 };
 
 /// A directory the scan left out (dataset_options::skip_unreadable), and why.
@@ -357,7 +361,12 @@ using directory_lister = std::function<std::vector<listed_entry>(const std::stri
 /// Builds the dataset `src` holds, listed through it: a local location as
 /// open_dataset(src.location()); an nfs:// location as an ImageFolder
 /// (scan_listed_image_folder over src.list); an LMDB database as its
-/// records (index_lmdb). Blocking. Throws as those do.
+/// records (index_lmdb); object storage (https://, s3://) by the
+/// location's shape: `….csv`/`….tsv` a manifest (paths URLs, or keys
+/// relative to the manifest), `….txt` a text file of shard URLs (one a
+/// line, `#` comments), `….tar` or a `{…}` pattern tar shards (expanded as
+/// expand_braces), anything else (s3:// only) an ImageFolder-shaped prefix
+/// listed through src.list. Blocking. Throws as those do.
 [[nodiscard]] dataset open_dataset(io::source& src, const dataset_options& options = {});
 
 /// Indexes an LMDB database in the convention of the PyTorch ImageNet

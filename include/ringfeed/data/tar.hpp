@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/detail/atomic_file.hpp>
 #include <ringfeed/detail/unique_fd.hpp>
 
 namespace ringfeed::data {
@@ -41,12 +43,21 @@ struct tar_member {
   [[nodiscard]] bool is_regular() const noexcept { return type == '0' || type == '\0' || type == '7'; }
 };
 
+/// Reads up to out.size() bytes at `offset` of an archive that is not a
+/// local file (an object in object storage); returns the count, fewer only
+/// where the archive ends. Throws naming the archive on failure.
+using tar_read_function = std::function<std::size_t(std::uint64_t offset, std::span<char> out)>;
+
 /// Sequential reader of one archive's member headers. Not thread-safe;
 /// move-only (owns a file descriptor).
 class tar_reader {
  public:
   /// Opens `path`; throws std::system_error naming it.
   explicit tar_reader(const std::filesystem::path& path);
+  /// An archive of `size` bytes named `name` (a URL) read through `read`,
+  /// in windows of `window` bytes: object storage wants few large ranged
+  /// GETs (8-16 MiB parts), not one per header.
+  tar_reader(std::string name, std::uint64_t size, tar_read_function read, std::size_t window);
   ~tar_reader();
   tar_reader(tar_reader&& other) noexcept;
   tar_reader& operator=(tar_reader&& other) noexcept;
@@ -73,6 +84,8 @@ class tar_reader {
   std::string_view window(std::uint64_t offset, std::size_t n);
 
   ringfeed::detail::unique_fd m_fd;
+  tar_read_function m_read;         // set: not a local file
+  std::size_t m_window = 32 * 1024;  // bytes per read-ahead window
   std::string m_path;
   std::uint64_t m_size = 0;
   std::uint64_t m_next = 0;  // offset of the next header
@@ -143,7 +156,6 @@ class tar_shard_writer {
 
  private:
   [[nodiscard]] std::filesystem::path final_path() const;
-  [[nodiscard]] std::filesystem::path tmp_path() const;
   void open_shard();
   void append(const tar_file& f);
   void flush();
@@ -152,7 +164,7 @@ class tar_shard_writer {
   std::filesystem::path m_dir;
   std::uint64_t m_limit;
   std::string m_prefix;
-  int m_fd = -1;
+  std::optional<ringfeed::detail::atomic_file> m_file;  // the open shard
   std::vector<char> m_buffer;                  // written at flush()
   std::vector<std::filesystem::path> m_done;   // finished shards, in order
   std::uint64_t m_shard_bytes = 0;

@@ -8,6 +8,12 @@
 // 1024×), at most `retries` times, and never when the retry could not start
 // before the deadline: the last error is thrown, naming the file.
 //
+// HTTP(S) and S3 use the same policy with full jitter (AWS's "exponential
+// back-off and jitter"): retry k waits a uniform draw in [0, backoff·2^k],
+// so clients throttled together (a 503 SlowDown storm) do not come back
+// together; their own transient set (5xx, resets, stalls) is classified by
+// the client, which asks may_retry_after() whether the wait still fits.
+//
 // Defaults: local storage has no deadline and no retries (an error there is
 // the answer); network storage (`nfs://`, kernel NFS and CIFS mounts) gets
 // network_deadline, 3 retries and 50 ms of first back-off. That is the one
@@ -55,6 +61,20 @@ struct retry_policy {
   /// Whether attempt `attempt` (0-based), which failed with `err` after
   /// `elapsed` since the operation began, is tried again.
   [[nodiscard]] bool may_retry(int err, unsigned attempt, std::chrono::steady_clock::duration elapsed) const noexcept;
+  /// Full jitter: a wait for retry number `attempt` + 1 drawn uniformly in
+  /// [0, delay(attempt)] from `unit` in [0, 1).
+  [[nodiscard]] std::chrono::milliseconds jittered_delay(unsigned attempt, double unit) const noexcept {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(delay(attempt).count()) * unit));
+  }
+  /// Whether attempt `attempt` (0-based) of an operation whose error is
+  /// `transient` (as its client classifies it), failed after `elapsed`, is
+  /// tried again after waiting `wait`: retries left, and the retry starts
+  /// before the deadline.
+  [[nodiscard]] bool may_retry_after(bool transient, unsigned attempt, std::chrono::steady_clock::duration elapsed,
+                                     std::chrono::milliseconds wait) const noexcept {
+    if (!transient || attempt >= retries) return false;
+    return deadline.count() == 0 || elapsed + wait < deadline;
+  }
   /// Whether `elapsed` is past the deadline (never without one).
   [[nodiscard]] bool expired(std::chrono::steady_clock::duration elapsed) const noexcept {
     return deadline.count() > 0 && elapsed >= deadline;

@@ -2,6 +2,9 @@
 // bench` and `ringfeed pack` read every sample through it, whatever holds it.
 //
 // source::open(location) picks the implementation from the location:
+//   https://host/path           objects over HTTP(S), unsigned (public or
+//                               presigned URLs): libcurl's multi interface
+//   s3://bucket/prefix          S3 or an S3-compatible store, SigV4-signed
 //   nfs://server/export/dir     libnfs, NFSv3 (nfs.hpp): no mount needed
 //   lmdb:///path/to/db, or a    LMDB, read-only and memory-mapped (lmdb.hpp)
 //     directory with data.mdb
@@ -9,8 +12,8 @@
 //                               (reader.hpp), buffered or O_DIRECT
 // and, with options.cache_dir on network storage, wraps it in the
 // read-through disk cache (cache.hpp), which owns its writer thread.
-// A new kind of storage (http(s)://, s3://) is one more implementation of
-// this class and one line in open(); nothing above it changes.
+// A new kind of storage is one more implementation of this class and one
+// line in open(); nothing above it changes.
 //
 // A source lists (for building a dataset index) and reads samples: a whole
 // file or a byte range of one (a member of a tar shard, an image inside an
@@ -33,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/io/aws_config.hpp>
 #include <ringfeed/io/buffer.hpp>
 #include <ringfeed/log.hpp>
 #include <ringfeed/io/reader.hpp>
@@ -70,6 +74,9 @@ struct source_options : read_options {
   std::uint64_t cache_bytes = 10ull << 30;
   /// Bytes queued for the cache's writer thread before stores are dropped.
   std::size_t cache_queue_bytes = std::size_t{64} << 20;
+  /// s3:// endpoint, region, credentials, addressing (aws_config.hpp); unset
+  /// fields come from the environment and profile as the AWS tools read them.
+  s3_options s3;
 };
 
 /// Counters, named alike for every storage; a consistent snapshot only
@@ -100,7 +107,7 @@ class source {
   source(const source&) = delete;
   source& operator=(const source&) = delete;
 
-  /// "file", "nfs" or "lmdb" (a cache keeps its source's).
+  /// "file", "nfs", "lmdb", "https" or "s3" (a cache keeps its source's).
   [[nodiscard]] virtual std::string_view scheme() const noexcept = 0;
   /// How it reads: "io_uring", "pread", "libnfs", "lmdb".
   [[nodiscard]] virtual std::string_view backend_name() const noexcept = 0;
@@ -126,6 +133,12 @@ class source {
 
   [[nodiscard]] virtual source_stats stats() const = 0;
 
+  /// The size in bytes of `file` (as read() names it), for storage that
+  /// cannot list it (an object named by URL: a HEAD request). Blocking; any
+  /// thread but the resume_on pool's. Throws std::system_error naming the
+  /// file; by default ENOTSUP (the storage lists its sizes instead).
+  [[nodiscard]] virtual std::uint64_t file_size(const std::string& file);
+
  protected:
   source(std::string location, storage_info storage, std::size_t depth)
       : m_location(std::move(location)), m_storage(std::move(storage)), m_depth(depth) {}
@@ -135,6 +148,10 @@ class source {
   storage_info m_storage;
   std::size_t m_depth;
 };
+
+/// Whether `location` names object storage: `s3://…`, `https://…` or
+/// `http://…` (the scheme in any case). Does not throw.
+[[nodiscard]] bool is_object_location(std::string_view location) noexcept;
 
 /// Whether `location` names an LMDB database: `lmdb://…`, or a directory
 /// holding `data.mdb`. Does not throw.

@@ -134,7 +134,7 @@ def _choice(name, value, choices):
 
 class Loader:
     """Batches of decoded, augmented images from `source` (an ImageFolder
-    directory, a .csv/.tsv manifest, tar shards, or nfs://server/export/dir).
+    directory, a .csv/.tsv manifest, tar shards, nfs://server/export/dir, s3://bucket/prefix/ or https:// objects).
 
     Iterating runs one epoch; the next `for` runs the next one (after a
     `break`, the next `for` starts the following epoch, as DataLoader does).
@@ -262,7 +262,7 @@ class Loader:
             raise
         except RuntimeError as e:
             message = str(e)
-            if not self._options["source"].startswith("nfs://") and not os.path.exists(self._options["source"]) \
+            if "://" not in self._options["source"] and not os.path.exists(self._options["source"]) \
                     and not any(c in self._options["source"] for c in "*?[{"):
                 raise FileNotFoundError(2, message, self._options["source"]) from None
             raise

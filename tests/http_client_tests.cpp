@@ -1,0 +1,197 @@
+// io::detail::http_client against a tiny HTTP server on 127.0.0.1 started by
+// each test: transient statuses retried with back-off until they clear, 4xx
+// not retried, the deadline bounding a storm, S3's error code and request id
+// in the message, and the client's destruction cancelling a request the
+// server never answers, promptly. (Faults mid-body, TLS and s3rver: the
+// end-to-end tests in tests/python/test_object_storage.py.)
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include <ringfeed/sync_wait.hpp>
+#include <ringfeed/thread_pool.hpp>
+
+#include "io/http_client.hpp"
+#include "tiny_http.hpp"
+
+using namespace ringfeed;
+using namespace ringfeed::io;
+using namespace ringfeed::io::detail;
+using ringfeed::test::tiny_http_server;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+http_options quick(unsigned retries, std::chrono::milliseconds deadline) {
+  http_options o;
+  o.retry = {deadline, retries, std::chrono::milliseconds{5}};
+  return o;
+}
+
+std::string slowdown_xml() {
+  return "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate."
+         "</Message><RequestId>REQ123</RequestId></Error>";
+}
+
+http_request get(std::string url) {
+  http_request r;
+  r.url = std::move(url);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a 503 SlowDown storm shorter than the retries is ridden out", "[http][retry]") {
+  std::atomic<int> calls{0};
+  tiny_http_server server([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    if (calls.fetch_add(1) < 3) return {503, slowdown_xml()};
+    return {200, "hello object"};
+  });
+  thread_pool pool(2);
+  http_client client(pool, quick(5, std::chrono::milliseconds{10000}));
+  read_buffer body;
+  const http_response r = sync_wait(client.fetch(get(server.url() + "/b/k"), body));
+  CHECK(r.status == 200);
+  CHECK(r.attempts == 4);
+  CHECK(std::string(reinterpret_cast<const char*>(body.data()), body.size()) == "hello object");
+  CHECK(client.stats().retries == 3);
+}
+
+TEST_CASE("404 and 403 are answers, not retried; the error names URL, status and code", "[http][retry]") {
+  const int status = GENERATE(404, 403);
+  std::atomic<int> calls{0};
+  tiny_http_server server([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    ++calls;
+    return {status, "<Error><Code>" + std::string(status == 404 ? "NoSuchKey" : "AccessDenied") +
+                        "</Code><Message>m</Message><RequestId>RID9</RequestId></Error>"};
+  });
+  thread_pool pool(2);
+  http_client client(pool, quick(5, std::chrono::milliseconds{10000}));
+  read_buffer body;
+  try {
+    (void)sync_wait(client.fetch(get(server.url() + "/b/missing.jpg"), body));
+    FAIL("no error");
+  } catch (const http_error& e) {
+    const std::string what = e.what();
+    CHECK(e.status() == status);
+    CHECK(e.code().value() == (status == 404 ? ENOENT : EACCES));
+    CHECK(what.find(server.url() + "/b/missing.jpg") != std::string::npos);
+    CHECK(what.find("HTTP " + std::to_string(status)) != std::string::npos);
+    CHECK(what.find(status == 404 ? "NoSuchKey" : "AccessDenied") != std::string::npos);
+    CHECK(what.find("RID9") != std::string::npos);
+    CHECK(what.find("1 attempt") != std::string::npos);
+  }
+  CHECK(calls.load() == 1);
+}
+
+TEST_CASE("a storm longer than the deadline fails with ETIMEDOUT inside it", "[http][retry]") {
+  tiny_http_server server(
+      [](const tiny_http_server::request&) -> tiny_http_server::response { return {503, slowdown_xml()}; });
+  thread_pool pool(2);
+  http_options o;
+  o.retry = {std::chrono::milliseconds{800}, 1000, std::chrono::milliseconds{20}};
+  http_client client(pool, o);
+  read_buffer body;
+  const auto start = steady::now();
+  try {
+    (void)sync_wait(client.fetch(get(server.url() + "/b/k"), body));
+    FAIL("no error");
+  } catch (const http_error& e) {
+    const std::string what = e.what();
+    CHECK(e.code().value() == ETIMEDOUT);
+    CHECK(what.find("SlowDown") != std::string::npos);
+    CHECK(what.find("REQ123") != std::string::npos);
+    CHECK(what.find("deadline of 800 ms passed") != std::string::npos);
+  }
+  const auto took = steady::now() - start;
+  CHECK(took < std::chrono::milliseconds{800 + 500});
+  CHECK(client.stats().timeouts == 1);
+}
+
+TEST_CASE("retries are signed afresh, each attempt", "[http][retry]") {
+  std::atomic<int> calls{0};
+  tiny_http_server server([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    if (calls.fetch_add(1) < 2) return {500, "<Error><Code>InternalError</Code></Error>"};
+    return {200, "ok"};
+  });
+  thread_pool pool(2);
+  http_client client(pool, quick(5, std::chrono::milliseconds{10000}));
+  std::atomic<int> signed_{0};
+  http_request r;
+  r.url = server.url() + "/b/k";
+  r.range = true;
+  r.offset = 0;
+  r.size = 2;
+  r.sign = [&](const std::string& method, const std::string&, const header_list& headers) {
+    CHECK(method == "GET");
+    bool has_range = false;
+    for (const auto& [k, v] : headers) has_range |= k == "range" && v == "bytes=0-1";
+    CHECK(has_range);
+    return header_list{{"x-attempt", std::to_string(signed_.fetch_add(1))}};
+  };
+  read_buffer body;
+  (void)sync_wait(client.fetch(std::move(r), body));
+  CHECK(signed_.load() == 3);
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 3);
+  for (std::size_t i = 0; i < reqs.size(); ++i) CHECK(reqs[i].headers.at("x-attempt") == std::to_string(i));
+}
+
+TEST_CASE("destroying the client cancels a request the server never answers", "[http][cancel]") {
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<bool> arrived{false};
+  tiny_http_server server([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    arrived = true;
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return release; });
+    return {200, "late"};
+  });
+  thread_pool pool(2);
+  auto client = std::make_unique<http_client>(pool, quick(3, std::chrono::milliseconds{60000}));
+  read_buffer body;
+  std::atomic<int> error{0};
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    try {
+      (void)sync_wait(client->fetch(get(server.url() + "/b/k"), body));
+    } catch (const http_error& e) {
+      error = e.code().value();
+    }
+    done = true;
+  });
+  while (!arrived) std::this_thread::yield();  // the request is in flight
+  const auto start = steady::now();
+  client.reset();
+  waiter.join();
+  const auto took = steady::now() - start;
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  CHECK(done.load());
+  CHECK(error.load() == ECANCELED);
+  CHECK(took < std::chrono::milliseconds{1500});
+}
+
+TEST_CASE("a server that ignores Range still gives exactly the bytes asked for", "[http][range]") {
+  tiny_http_server server(
+      [](const tiny_http_server::request&) -> tiny_http_server::response { return {200, "0123456789"}; });
+  thread_pool pool(2);
+  http_client client(pool, quick(0, std::chrono::milliseconds{10000}));
+  http_request r = get(server.url() + "/b/k");
+  r.range = true;
+  r.offset = 3;
+  r.size = 4;
+  read_buffer body;
+  const http_response resp = sync_wait(client.fetch(std::move(r), body));
+  CHECK(resp.bytes == 4);
+  CHECK(std::string(reinterpret_cast<const char*>(body.data()), body.size()) == "3456");
+}
