@@ -31,21 +31,21 @@ std::string invalid_argument_of(F&& f) {
 
 }  // namespace
 
-TEST_CASE("three dtype/layout combinations are supported, checked in one place", "[names]") {
+TEST_CASE("four dtype/layout combinations are supported, checked in one place", "[names]") {
   CHECK(output_spec::uint8_nhwc().supported());
+  CHECK(output_spec::uint8_nchw().supported());  // a transform list's PILToTensor
   CHECK(output_spec::float32_nchw().supported());
   CHECK(output_spec::float16_nchw().supported());
   CHECK(output_spec{} == output_spec::uint8_nhwc());
   CHECK(output_spec::float16_nchw().element_size() == 2);
   CHECK(output_spec::float32_nchw().normalized());
   CHECK_FALSE(output_spec::uint8_nhwc().normalized());
-  for (const output_spec bad : {output_spec{dtype::uint8, layout::nchw}, output_spec{dtype::float32, layout::nhwc},
-                                output_spec{dtype::float16, layout::nhwc}}) {
+  for (const output_spec bad : {output_spec{dtype::float32, layout::nhwc}, output_spec{dtype::float16, layout::nhwc}}) {
     CHECK_FALSE(bad.supported());
     const std::string what = invalid_argument_of([&] { bad.check(); });
     INFO(what);
     CHECK(what.find(to_string(bad)) != std::string::npos);
-    CHECK(what.find("uint8 NHWC, float32 NCHW and float16 NCHW") != std::string::npos);
+    CHECK(what.find("uint8 NHWC, uint8 NCHW, float32 NCHW and float16 NCHW") != std::string::npos);
     // Every user of the vocabulary refuses it the same way.
     CHECK(invalid_argument_of([&] { ringfeed::image::pipeline().set_output(bad); }) == what);
     std::uint8_t px[3] = {};
@@ -53,6 +53,14 @@ TEST_CASE("three dtype/layout combinations are supported, checked in one place",
     CHECK(invalid_argument_of([&] { ringfeed::cuda::convert_batch_cpu(px, 1, 1, 1, bad, nullptr, out); }) == what);
   }
   CHECK(to_string(output_spec::float16_nchw()) == "float16 NCHW");
+  // uint8 NCHW is what PILToTensor ends with; converting RGB bytes never makes it.
+  std::uint8_t px[3] = {};
+  std::uint8_t out[3] = {};
+  CHECK(invalid_argument_of([&] {
+          ringfeed::cuda::convert_batch_cpu(px, 1, 1, 1, output_spec::uint8_nchw(), nullptr, out);
+        }).find("PILToTensor") != std::string::npos);
+  CHECK(invalid_argument_of([&] { ringfeed::image::pipeline().set_output(output_spec::uint8_nchw()); })
+            .find("uint8 NCHW is the output of PILToTensor") != std::string::npos);
 }
 
 TEST_CASE("output names: float32, float16, uint8 with their one layout", "[names]") {

@@ -45,6 +45,9 @@ void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, out
                        const image::normalize_params* norm, void* dst) {
   if (h <= 0 || w <= 0) throw std::invalid_argument("convert_batch_cpu: empty image size");
   spec.check();
+  if (spec == output_spec::uint8_nchw())
+    throw std::invalid_argument("convert_batch_cpu: uint8 NCHW is PILToTensor's output (a transform list's), "
+                                "not a conversion of RGB bytes");
   const std::size_t pixels = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
   switch (spec.dtype) {
     case dtype::uint8:

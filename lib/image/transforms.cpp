@@ -121,6 +121,9 @@ void write_output(image_view src, bool flip, output_spec spec, const normalize_p
                   std::span<std::byte> dst) {
   if (src.channels != 3) throw std::invalid_argument("write_output: source must be RGB");
   spec.check();
+  if (spec == output_spec::uint8_nchw())
+    throw std::invalid_argument("write_output: uint8 NCHW is PILToTensor's output (a transform list's), "
+                                "not a conversion of RGB bytes");
   const output_shape shape{3, src.height, src.width, spec};
   if (dst.size() != shape.bytes())
     throw std::invalid_argument("write_output: destination is " + std::to_string(dst.size()) + " bytes, needs " +
