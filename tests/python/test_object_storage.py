@@ -24,12 +24,16 @@ from conftest import REPO, assert_same_batches, cli_path, epoch_batches, run_cli
 sys.path.insert(0, str(REPO / "tests" / "support"))
 object_store = pytest.importorskip("object_store", reason="tests/support/object_store.py (the servers harness)")
 
+# Module-scoped servers outlive the module's tests (the harness stops a
+# server after its lifetime, 120 s by default).
+LIFETIME_S = 1800
+
 KW = dict(batch_size=8, pipeline="val", shuffle=False, threads=2, on_error="fail", device="cpu")
 
 
 def _s3rver_or_skip(directory, buckets):
     try:
-        return object_store.S3rver(directory, buckets=buckets).start()
+        return object_store.S3rver(directory, buckets=buckets, lifetime_s=LIFETIME_S).start()
     except object_store.Unavailable as e:
         pytest.skip(f"s3rver not installed: {e}")
 
@@ -46,7 +50,7 @@ def shards(tmp_path_factory, train_dir) -> pathlib.Path:
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory, shards):
     root = shards.parent
-    with object_store.HttpsServer(root, tmp_path_factory.mktemp("tls")) as server:
+    with object_store.HttpsServer(root, tmp_path_factory.mktemp("tls"), lifetime_s=LIFETIME_S) as server:
         yield server
 
 
@@ -325,8 +329,15 @@ def test_https_cut_body_resumes_from_the_last_byte(trust, tls_server, shards, ki
     assert len(cut) == 1, log
     first, last = _range_of(cut[0])
     assert last - first + 1 > 700, "the fault must cut a body longer than what it lets through"
-    resumed = [e for e in log if not e.get("fault") and e.get("range") and _range_of(e) == (first + 700, last)]
-    assert resumed, f"no request resumed at byte {first + 700}: {log}"
+    # The retry asks for what was not received, up to the range's end: after
+    # a clean close or a stall, exactly the bytes after the 700 sent; after a
+    # reset, the kernel may drop what it had not handed over yet, so it
+    # starts somewhere in [first, first + 700] (never past a byte missing).
+    resumed = [e for e in log if not e.get("fault") and e.get("range")
+               and first <= _range_of(e)[0] <= first + 700 and _range_of(e)[1] == last]
+    assert resumed, f"no retry of bytes [{first}, {last}]: {log}"
+    if kind != "reset":  # (the loader may also read the range afresh for the next epoch)
+        assert any(_range_of(e)[0] == first + 700 for e in resumed), resumed
 
 
 def test_s3_shards_streamed_in_parts(s3_env, shards):
