@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <initializer_list>
 #include <mutex>
 #include <string>
@@ -141,6 +142,24 @@ int run_main(int argc, char** argv, Register register_all) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+}
+
+/// The loop of the per-op image benchmarks (geometry_bench, color_bench):
+/// `op(src, dst)` per iteration into one reused buffer; an op that throws
+/// marks the benchmark skipped with its message.
+template <class Src, class Buffer, class Op>
+void run_image_op(benchmark::State& state, const Src& src, Buffer& dst, const Op& op) {
+  try {
+    for (auto _ : state) {
+      op(src, dst);
+      benchmark::DoNotOptimize(dst.data());
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.SetItemsProcessed(state.iterations());
 }
 
 }  // namespace ringfeed::perf

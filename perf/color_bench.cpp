@@ -50,17 +50,7 @@ using op_fn = std::function<void(img::image_view, img::image_buffer&)>;
 void run(benchmark::State& state, img::size2 size, const op_fn& op) {
   const img::image_view src = photo().view().crop({0, 0, size.height, size.width});
   img::image_buffer dst;
-  try {
-    for (auto _ : state) {
-      op(src, dst);
-      benchmark::DoNotOptimize(dst.data());
-      benchmark::ClobberMemory();
-    }
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
-  state.SetItemsProcessed(state.iterations());
+  ringfeed::perf::run_image_op(state, src, dst, op);
 }
 
 void register_all() {

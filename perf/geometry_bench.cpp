@@ -50,17 +50,7 @@ using op_fn = std::function<void(img::image_view, img::image_buffer&)>;
 void run(benchmark::State& state, img::size2 size, const op_fn& op) {
   const img::image_buffer src = noise_image(size);
   img::image_buffer dst;
-  try {
-    for (auto _ : state) {
-      op(src.view(), dst);
-      benchmark::DoNotOptimize(dst.data());
-      benchmark::ClobberMemory();
-    }
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
-  state.SetItemsProcessed(state.iterations());
+  ringfeed::perf::run_image_op(state, src.view(), dst, op);
 }
 
 std::array<double, 2> centre(img::image_view s) { return {s.width * 0.5, s.height * 0.5}; }
