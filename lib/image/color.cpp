@@ -14,6 +14,8 @@
 //   0..255 (CLIP8).
 #include <ringfeed/image/color.hpp>
 
+#include "simd_clones.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -46,14 +48,10 @@ inline std::uint8_t luma(const std::uint8_t* p) {
   return static_cast<std::uint8_t>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
 }
 
-// Hot row loops get an AVX2 clone picked at load time (GCC target_clones,
-// an ifunc): the same integer / float operations, wider vectors (2× here
-// for the stride-3 luma loop).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define RINGFEED_ROW_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define RINGFEED_ROW_CLONES
-#endif
+// Hot row loops get an AVX2 clone picked at load time (simd_clones.hpp):
+// the same integer / float operations, wider vectors (2× here for the
+// stride-3 luma loop).
+#define RINGFEED_ROW_CLONES RINGFEED_AVX2_CLONES
 
 // out[x] = L of the RGB pixel x, for n pixels.
 RINGFEED_ROW_CLONES void luma_row(const std::uint8_t* in, std::uint8_t* out, int n) {

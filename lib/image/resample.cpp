@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "image/resample_detail.hpp"
+#include "image/simd_clones.hpp"
 
 namespace ringfeed::image {
 namespace {
@@ -177,14 +178,9 @@ inline std::uint8_t clip8(std::int32_t v) {
 //
 // Both passes are int32 multiply-adds (Pillow's precision needs 32 bits).
 // x86-64's baseline (SSE2) has no packed 32-bit multiply, so the passes are
-// also compiled for AVX2 and picked at load time (GCC function
-// multi-versioning); the integers are the same either way. Not under
-// ThreadSanitizer: the ifunc resolvers run before its runtime is up.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define RINGFEED_RESAMPLE_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define RINGFEED_RESAMPLE_CLONES
-#endif
+// also compiled for AVX2 and picked at load time (simd_clones.hpp); the
+// integers are the same either way.
+#define RINGFEED_RESAMPLE_CLONES RINGFEED_AVX2_CLONES
 
 // Vertical: output rows from rows of `src` (row 0 = logical row src_top),
 // each `bytes` wide. `acc` holds `bytes` accumulators.

@@ -1,0 +1,12 @@
+// Private to lib/image: RINGFEED_AVX2_CLONES marks a hot loop to be compiled
+// twice, for x86-64's baseline and for AVX2, the copy picked at load time
+// (GCC function multi-versioning, an ifunc); the arithmetic is the same in
+// both. Not under ThreadSanitizer: the ifunc resolvers run before its
+// runtime is up and crash the program at load.
+#pragma once
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define RINGFEED_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RINGFEED_AVX2_CLONES
+#endif
