@@ -117,9 +117,15 @@ template <class Uniform01>
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target_area = area * (range.scale[0] + (range.scale[1] - range.scale[0]) * uniform01());
     const double aspect = std::exp(log_r0 + (log_r1 - log_r0) * uniform01());
-    const int w = static_cast<int>(std::nearbyint(std::sqrt(target_area * aspect)));
-    const int h = static_cast<int>(std::nearbyint(std::sqrt(target_area / aspect)));
-    if (0 < w && w <= width && 0 < h && h <= height) {
+    // Rounded in double and compared before the cast: a scale or ratio of
+    // inf or 1e300 gives values no int holds (torchvision's int() would
+    // make a big int and fail the same size check).
+    const double wd = std::nearbyint(std::sqrt(target_area * aspect));
+    const double hd = std::nearbyint(std::sqrt(target_area / aspect));
+    if (!(0 < wd && wd <= width && 0 < hd && hd <= height)) continue;
+    const int w = static_cast<int>(wd);
+    const int h = static_cast<int>(hd);
+    {
       const int i = draw_int(height - h + 1);
       const int j = draw_int(width - w + 1);
       return {i, j, h, w};
