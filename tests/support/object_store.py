@@ -86,6 +86,18 @@ DEFAULT_LIFETIME_S = 600.0
 START_TIMEOUT_S = 30.0
 
 
+
+def _reply(handler, status: int, body: bytes, headers=()) -> None:
+    """A whole response from a BaseHTTPRequestHandler: status, headers,
+    Content-Length, and the body unless the request was a HEAD."""
+    handler.send_response(status)
+    for k, v in headers:
+        handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(body)
+
 class Unavailable(RuntimeError):
     """A server this machine cannot run (the message says what to install)."""
 
@@ -269,13 +281,7 @@ class _StaticHandler(_Quiet, http.server.BaseHTTPRequestHandler):
     root: pathlib.Path = pathlib.Path(".")
 
     def _send(self, status: int, body: bytes, headers=()) -> None:
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        _reply(self, status, body, headers)
 
     def do_HEAD(self) -> None:
         self.do_GET()
@@ -437,13 +443,7 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
         self._reply(status, body, [("Content-Type", "application/json")])
 
     def _reply(self, status: int, body: bytes, headers=()) -> None:
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        _reply(self, status, body, headers)
 
     # proxying -------------------------------------------------------------
     def _forward(self) -> tuple[int, list[tuple[str, str]], bytes]:
