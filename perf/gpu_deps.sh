@@ -34,13 +34,21 @@ gpu_deps_dev=(
   liburing-dev libjpeg62-turbo-dev libturbojpeg0-dev libspng-dev libwebp-dev libtiff-dev
   libnfs-dev liblmdb-dev libmsgpuck-dev nlohmann-json3-dev libcli11-dev catch2
   libdlpack-dev libbenchmark-dev libboost1.81-dev
+  libcurl4-openssl-dev libssl-dev libexpat1-dev
 )
 # The shared libraries behind them, and their dependencies beyond the base
-# set above; pkgconf for CMake's pkg_check_modules.
+# set above (libcurl's closure, `ldd libcurl.so.4` mapped by `dpkg -S`: the
+# GPU image need not have libcurl4 or Debian's libssl3); pkgconf for CMake's
+# pkg_check_modules.
 gpu_deps_runtime=(
   liburing2 libjpeg62-turbo libturbojpeg0 libspng0 libwebp7 libwebpdemux2 libwebpmux3
   libtiff6 libdeflate0 libjbig0 liblerc4 libnfs13 liblmdb0 libbenchmark1debian
   libpkgconf3 pkgconf-bin
+  libcurl4 libssl3 libexpat1
+  libbrotli1 libnghttp2-14 libidn2-0 libunistring2 libpsl5 librtmp1 libssh2-1
+  libgnutls30 libnettle8 libhogweed6 libgmp10 libp11-kit0 libffi8 libtasn1-6
+  libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
+  libldap-2.5-0 libsasl2-2
 )
 gpu_deps_base_libs=(libstdc++.so.6 libgcc_s.so.1 libz.so.1 libzstd.so.1 liblzma.so.5)
 
@@ -141,6 +149,11 @@ gpu_deps_prepare() {  # DIR [--python PY]...
     dpkg -x "$deb" "$dir/root"
     echo "deb: $(basename "$deb") $(stat -c %s "$deb") bytes" >>"$dir/MANIFEST.txt"
   done
+  # Packages not yet merged into /usr (libexpat1, libcom-err2, libkeyutils1)
+  # unpack to lib/: into usr/lib/ with the rest, where the RPATH looks.
+  if [ -d "$dir/root/lib" ]; then
+    cp -a "$dir/root/lib/." "$dir/root/usr/lib/" && rm -rf "$dir/root/lib"
+  fi
   local debs_bytes
   debs_bytes="$(du -sb "$dir/debs" | cut -f1)"
   rm -rf "$dir/debs"
@@ -169,7 +182,7 @@ EOF
   echo "downloaded: $debs_bytes bytes of .deb; DIR now: $total bytes" >>"$dir/MANIFEST.txt"
   gpu_deps_log "prepared $dir: $((total / 1024)) KiB ($((debs_bytes / 1024)) KiB of .deb downloaded); see $dir/MANIFEST.txt"
   # The check the GPU machine would fail at: every module resolves in DIR.
-  "$dir/bin/pkg-config" --cflags --libs liburing libjpeg libturbojpeg spng libwebp libwebpdemux libtiff-4 libnfs lmdb >/dev/null ||
+  "$dir/bin/pkg-config" --cflags --libs liburing libjpeg libturbojpeg spng libwebp libwebpdemux libtiff-4 libnfs lmdb libcurl openssl expat >/dev/null ||
     { gpu_deps_log "pkg-config cannot resolve the prefix's modules"; return 1; }
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args "..."]
+# perf/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args "..."] [--build-only]
 #
 # The proof, on this Debian 12 machine, that a folder made by
 # `perf/gpu_machine.sh --prepare DIR` is all a bare GPU machine needs: in a
@@ -20,7 +20,10 @@
 # and ctest on that build, less what needs services the GPU machine
 # lacks (labels nfs: a ganesha NFS server; flaky_fs_tests needs libfuse3,
 # not shipped, so it is not even built). Exit status: the build's or
-# ctest's. The build directory is build/gpu-deps.
+# ctest's. The build directory is build/gpu-deps. --build-only builds what
+# the GPU machine's steps build (--targets gpu: the CLI, the Python module,
+# the CUDA tests' targets) and stops there: the quick check of a new --prepare
+# before spending device time on it.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,10 +31,12 @@ dir="${1:?usage: perf/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args A
 shift
 out=""
 ctest_args="-LE nfs"
+build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift ;;
     --ctest-args) ctest_args="$2"; shift ;;
+    --build-only) build_only=1 ;;
     *) echo "gpu_hidden_selftest: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -44,7 +49,9 @@ log() { printf '[selftest-hidden] %s\n' "$*" | tee -a "$out/selftest.txt"; }
 if [ -z "${RINGFEED_HIDDEN_NS:-}" ]; then
   [ "$(id -u)" = 0 ] || { echo "gpu_hidden_selftest: needs root (a mount namespace and an overlay on /usr)" >&2; exit 1; }
   : >"$out/selftest.txt"
-  RINGFEED_HIDDEN_NS=1 exec unshare --mount --propagation private -- "$0" "$dir" --out "$out" --ctest-args "$ctest_args"
+  only=()
+  [ "$build_only" = 1 ] && only=(--build-only)
+  RINGFEED_HIDDEN_NS=1 exec unshare --mount --propagation private -- "$0" "$dir" --out "$out" --ctest-args "$ctest_args" "${only[@]}"
 fi
 
 # --- inside the namespace: hide the development packages ------------------------------------
@@ -88,6 +95,7 @@ gone=(/usr/include/boost/version.hpp /usr/include/jpeglib.h /usr/include/turbojp
       /usr/include/fuse3/fuse.h /usr/include/python3.11/Python.h
       /usr/lib/x86_64-linux-gnu/libjpeg.so /usr/lib/x86_64-linux-gnu/libtiff.so /usr/lib/x86_64-linux-gnu/liburing.so
       /usr/lib/x86_64-linux-gnu/pkgconfig/libtiff-4.pc /usr/lib/x86_64-linux-gnu/cmake/Boost-1.81.0/BoostConfig.cmake
+      /usr/include/x86_64-linux-gnu/curl/curl.h /usr/include/openssl/evp.h /usr/include/expat.h
       /usr/bin/pkg-config /usr/bin/pkgconf)
 for f in "${gone[@]}"; do
   if [ -e "$f" ]; then log "FAILED: $f is still visible"; exit 1; fi
@@ -98,14 +106,17 @@ log "checked: ${#gone[@]} sentinel files (Boost, libjpeg, liburing, libtiff, Cat
 # --- the build and its tests, against DIR alone ---------------------------------------------
 cd "$here" || exit 1
 rc=0
-RINGFEED_CUDA=OFF "$here/perf/gpu_machine.sh" --deps "$dir" --out "$out" --step build --targets all \
+targets=all
+[ "$build_only" = 1 ] && targets=gpu
+RINGFEED_CUDA=OFF "$here/perf/gpu_machine.sh" --deps "$dir" --out "$out" --step build --targets "$targets" \
   --step-limit 7200 --jobs "$(nproc)" || rc=$?
 if [ "$rc" != 0 ]; then log "the build against $dir FAILED (exit $rc): $out/build.log"; exit "$rc"; fi
 # ldd, inside the namespace: every library the build links comes from DIR.
 bad="$(ldd build/gpu-deps/bin/ringfeed build/gpu-deps/python/ringfeed/_ringfeed*.so |
-       grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb|deflate|jbig|Lerc' | grep -vF "$dir/" || true)"
+       grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb|deflate|jbig|Lerc|curl|crypto|expat' | grep -vF "$dir/" || true)"
 [ -z "$bad" ] || { log "FAILED: libraries from outside $dir: $bad"; exit 1; }
-log "ldd: ringfeed and _ringfeed load liburing, libjpeg, libturbojpeg, libspng, libwebp, libtiff, libnfs, liblmdb from $dir"
+log "ldd: ringfeed and _ringfeed load liburing, libjpeg, libturbojpeg, libspng, libwebp, libtiff, libnfs, liblmdb, libcurl, libcrypto from $dir"
+[ "$build_only" = 1 ] && exit 0
 # ctest's children (install_consumer configures a consumer project) find
 # pkg-config and the packages through the same environment as the build.
 # shellcheck source=perf/gpu_deps.sh
