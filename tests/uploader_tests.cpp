@@ -65,7 +65,9 @@ TEST_CASE("uploads equal the CPU conversion bit for bit, every format", "[cuda][
       CUDA_OK(cudaMemcpy(got.data(), up.output(n % 2), got.size(), cudaMemcpyDeviceToHost));
       ringfeed::cuda::convert_batch_cpu(host.p, n, h, w, format, &img::imagenet_normalize, want.data());
       REQUIRE(got == want);
-      CUDA_OK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(up.stream())));
+      // The host-free callback runs on the uploader's second stream, after
+      // the copy: the device-wide sync waits for it, the copy stream's not.
+      CUDA_OK(cudaDeviceSynchronize());
       REQUIRE(freed.load() == 1);  // the host-free callback ran once
     }
   }
