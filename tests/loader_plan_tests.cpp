@@ -9,6 +9,7 @@
 #include <ringfeed/thread_pool.hpp>
 
 #include "loader/loader_plan.hpp"
+#include "loader/loader_stream.hpp"
 
 using ringfeed::loader_options;
 using ringfeed::output_spec;
@@ -172,4 +173,21 @@ TEST_CASE("plan: stream_shards needs tar shards and one rank", "[plan]") {
   o.stream_shards = true;
   const sampler smp(ds.size(), o.sampler);
   CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("ringfeed pack"));
+}
+
+TEST_CASE("stream_shards reads ahead within an eighth of memory_budget", "[loader][stream]") {
+  using ringfeed::detail::stream_windows_in_flight;
+  const std::size_t mib = std::size_t{1} << 20;
+  // 2·k + 1 windows alive at most: k in flight, k queued, one being split.
+  for (std::size_t budget : {64 * mib, 256 * mib, 1024 * mib, 8192 * mib}) {
+    for (std::size_t read : {1 * mib, 4 * mib, 8 * mib, 64 * mib}) {
+      const std::size_t k = stream_windows_in_flight(budget, read);
+      INFO("budget " << budget / mib << " MiB, reads of " << read / mib << " MiB: " << k << " at once");
+      CHECK(k >= 1);
+      CHECK(k <= 4);
+      if (k > 1) CHECK((2 * k + 1) * read <= budget / 8);
+    }
+  }
+  CHECK(stream_windows_in_flight(std::size_t{1} << 30, 8 * mib) == 4);  // the defaults on object storage
+  CHECK(stream_windows_in_flight(64 * mib, 8 * mib) == 1);             // a small budget: one at a time
 }

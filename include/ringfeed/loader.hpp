@@ -130,7 +130,9 @@ struct loader_options {
   /// data::shard_stream_order). The order is a pure function of seed and
   /// epoch, so resume and any thread count give the same batches. Holds the
   /// encoded bytes of about shuffle_buffer + batch_size + 2·io_depth
-  /// samples. Not yet with world_size > 1.
+  /// samples, and reads up to 4 windows ahead, several at once (object
+  /// storage's latency), within memory_budget / 8 of window buffers. Not yet
+  /// with world_size > 1.
   bool stream_shards = false;
   std::size_t shuffle_buffer = 1000;
   std::size_t stream_read_size = std::size_t{4} << 20;

@@ -24,6 +24,7 @@
 
 #include <ringfeed/async_scope.hpp>
 #include <ringfeed/batch.hpp>
+#include <ringfeed/channel.hpp>
 #include <ringfeed/cuda/uploader.hpp>
 #include <ringfeed/io/source.hpp>
 #include <ringfeed/io/storage.hpp>
@@ -100,6 +101,10 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   task<> produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);
   task<> work(std::shared_ptr<run> r);
   task<> stream(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);
+  task<> read_windows(std::shared_ptr<run> r, std::shared_ptr<channel<stream_window>> out, std::uint64_t epoch,
+                      std::size_t first_batch);
+  [[nodiscard]] std::vector<stream_window> plan_windows(std::uint64_t epoch, std::size_t first_batch) const;
+  task<stream_window> read_window(stream_window w);
   task<> upload(std::shared_ptr<run> r);
   [[nodiscard]] data::stream_order stream_order_of(std::uint64_t epoch) const;
   [[nodiscard]] std::uint64_t stream_key(std::uint64_t epoch, std::size_t index) const noexcept {

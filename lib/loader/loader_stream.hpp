@@ -13,16 +13,19 @@
 // nullopt.
 #pragma once
 
+#include <algorithm>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include <ringfeed/executor.hpp>
+#include <ringfeed/io/buffer.hpp>
 
 namespace ringfeed::detail {
 
@@ -30,6 +33,31 @@ struct stream_item {
   std::vector<std::byte> bytes;
   std::exception_ptr error;  // the read of its window failed
 };
+
+/// One read of a tar shard: bytes [start, start + length) of shard `shard`,
+/// holding the needed samples `samples` (dataset indices, in file order).
+/// The window reader fills `buffer`/`bytes` (or `error`) and hands windows,
+/// in read order, to the streamer, which splits them into stream_items.
+struct stream_window {
+  std::uint64_t epoch = 0;
+  std::uint32_t shard = 0;
+  std::uint64_t start = 0;
+  std::size_t length = 0;
+  std::vector<std::size_t> samples;
+  io::read_buffer buffer;
+  std::span<const std::byte> bytes;
+  std::exception_ptr error;
+};
+
+/// Windows read at once by the window reader: memory_budget / 8 holds the
+/// 2·k + 1 windows alive at most (k being read, k queued, one split), k in
+/// [1, 4]. Four 8 MiB parts in flight cover object storage's first-byte
+/// latency; one window at a time left the decoders waiting on each read.
+[[nodiscard]] inline std::size_t stream_windows_in_flight(std::size_t memory_budget,
+                                                          std::size_t read_size) noexcept {
+  const std::size_t fit = memory_budget / 8 / std::max<std::size_t>(read_size, 1);
+  return std::clamp<std::size_t>((fit > 0 ? fit - 1 : 0) / 2, 1, 4);
+}
 
 class stream_store {
  public:

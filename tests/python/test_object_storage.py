@@ -340,6 +340,26 @@ def test_https_cut_body_resumes_from_the_last_byte(trust, tls_server, shards, ki
         assert any(_range_of(e)[0] == first + 700 for e in resumed), resumed
 
 
+def test_s3_streamed_parts_are_read_ahead(s3_env, shards):
+    # stream_shards reads the next parts while the decoders work on the
+    # last: with every part's first byte held back 0.5 s, later parts are
+    # asked for while earlier ones wait. (One part at a time, as before,
+    # never overlaps: each request waited for the answer before it.)
+    names = _shard_names(shards)
+    kw = dict(KW, stream_shards=True)
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        os.environ["AWS_ENDPOINT_URL"] = proxy.url
+        loader = ringfeed.Loader(f"s3://data/shards/{_brace(names)}", **kw)  # indexes the shards
+        proxy.clear()
+        proxy.add_fault("slow_first_byte", count=1000, path="shard-", method="GET", delay_s=0.5)
+        got = epoch_batches(loader)
+        parts = [e for e in proxy.log() if e["method"] == "GET" and "shard-" in e["path"]]
+    want = epoch_batches(ringfeed.Loader(str(shards / _brace(names)), **kw))
+    assert_same_batches(got, want, "read-ahead s3 shards")
+    assert len(parts) >= 2, parts
+    assert max(e["overlapping"] for e in parts) >= 1, f"one part at a time: {parts}"
+
+
 def test_s3_shards_streamed_in_parts(s3_env, shards):
     # stream_shards: each shard read front to back in ranged GETs of 8 MiB
     # parts (one per shard here), not one request per sample.

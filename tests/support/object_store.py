@@ -397,6 +397,7 @@ class _ProxyState:
         self.faults: list[dict] = []
         self.log: list[dict] = []
         self.counter = 0
+        self.delaying = 0  # requests now in a slow_first_byte delay
         self.stopping = threading.Event()
 
     def take_fault(self, method: str, path: str) -> Optional[dict]:
@@ -473,6 +474,10 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
         kind = fault["kind"] if fault else None
         entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"), "fault": kind}
         with st.lock:
+            # Others held in their first-byte delay as this one arrives: a
+            # client that waits for each answer before the next request
+            # always sees 0 (the delay ends before the answer is sent).
+            entry["overlapping"] = st.delaying
             st.log.append(entry)
         rid = fault["request_id"] if fault else ""
         if kind in ("status", "slowdown", "internal_error", "forbidden"):
@@ -491,7 +496,13 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
             self._reply(status, body, [("Content-Type", ctype), ("x-amz-request-id", rid)])
             return
         if kind == "slow_first_byte":
-            st.stopping.wait(float(fault.get("delay_s", 1.0)))
+            with st.lock:
+                st.delaying += 1
+            try:
+                st.stopping.wait(float(fault.get("delay_s", 1.0)))
+            finally:
+                with st.lock:
+                    st.delaying -= 1
         status, headers, data = self._forward()
         if_match = self.headers.get("If-Match")
         etag = next((v for k, v in headers if k.lower() == "etag"), None)
