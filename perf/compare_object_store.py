@@ -13,7 +13,10 @@ same sample byte ranges (one tar member each) are fetched by
   3. boto3 (Debian's python3-boto3) get_object(Range=…) from a pool of D
      threads;
 and the train pipeline (`ringfeed bench --pipeline train`) reads the shards
-over s3:// and from local disk. Reported: samples/s, MB/s and ratios.
+over s3:// and from local disk, one request per sample and with --stream
+(each shard front to back in 8 MiB parts, four at once). Reported:
+samples/s, MB/s and ratios. s3rver runs on the same cores as the loader:
+its CPU time is taken from decoding, which a real S3 endpoint does not do.
 RINGFEED_BIN names the binary (default build/default/bin/ringfeed).
 """
 from __future__ import annotations
@@ -47,8 +50,8 @@ def run(*args, env=None) -> str:
     return proc.stdout
 
 
-def bench(source: str, pipeline: str, depth: int, env) -> dict:
-    out = run(ringfeed_bin(), "bench", source, "--pipeline", pipeline, "--io-depth", depth, "--json", env=env)
+def bench(source: str, pipeline: str, depth: int, env, *extra) -> dict:
+    out = run(ringfeed_bin(), "bench", source, "--pipeline", pipeline, "--io-depth", depth, "--json", *extra, env=env)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -119,8 +122,12 @@ def main() -> int:
             secs = timed(fetch_boto, ranges, args.depth)
             rows["boto3, thread pool"] = (len(ranges), secs, total_bytes)
 
+            local = str(work / "shards" / pattern.removeprefix("shards/"))
             train_s3 = bench(f"s3://data/{pattern}", "train", args.depth, env)
-            train_local = bench(str(work / "shards" / pattern.removeprefix("shards/")), "train", args.depth, env)
+            train_local = bench(local, "train", args.depth, env)
+            # --stream: each shard read front to back in 8 MiB parts, 4 at once.
+            stream_s3 = bench(f"s3://data/{pattern}", "train", args.depth, env, "--stream")
+            stream_local = bench(local, "train", args.depth, env, "--stream")
 
         base = rows["ringfeed s3:// (libcurl multi)"]
         base_rate = base[0] / base[1]
@@ -142,6 +149,13 @@ def main() -> int:
                            "local_images_per_s": train_local["images_per_s"], "ratio": ratio,
                            "s3_bottleneck": train_s3.get("bottleneck"),
                            "local_bottleneck": train_local.get("bottleneck")}
+        ratio_stream = stream_s3["images_per_s"] / stream_local["images_per_s"]
+        print(f"train pipeline, --stream: s3:// {stream_s3['images_per_s']:.0f} img/s, local disk "
+              f"{stream_local['images_per_s']:.0f} img/s: ratio {ratio_stream:.2f}; s3:// --stream vs local "
+              f"random access {stream_s3['images_per_s'] / train_local['images_per_s']:.2f}")
+        result["train_stream"] = {"s3_images_per_s": stream_s3["images_per_s"],
+                                  "local_images_per_s": stream_local["images_per_s"], "ratio": ratio_stream,
+                                  "s3_vs_local_random_access": stream_s3["images_per_s"] / train_local["images_per_s"]}
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
         return 0
