@@ -144,6 +144,10 @@ struct loader_options {
   /// is checked against the size the listing gave. Entries are written by
   /// a thread of their own, off the decode threads. Empty: no cache.
   std::string cache_dir;
+  /// s3:// only: endpoint, region, profile, explicit credentials, anonymous,
+  /// addressing and CA file (io/aws_config.hpp). Unset fields come from the
+  /// environment and the AWS files, as the AWS tools take them.
+  io::s3_options s3;
   /// Bytes the cache may hold on disk; least recently used samples go first.
   std::uint64_t cache_bytes = std::uint64_t{10} << 30;
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the

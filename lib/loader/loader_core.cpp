@@ -113,6 +113,7 @@ io::source_options loader_core::source_options() {
   so.retry.deadline = m_opt.io_deadline;
   so.retry.retries = m_opt.io_retries;
   so.log = [this](std::string_view line) { log(line); };
+  so.s3 = m_opt.s3;
   if (!m_opt.cache_dir.empty()) {
     if (m_opt.stream_shards) {
       log("cache_dir '" + escape_bytes(m_opt.cache_dir) + "' not used: stream_shards reads whole shards sequentially");

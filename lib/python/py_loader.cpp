@@ -13,6 +13,27 @@ namespace py = pybind11;
 
 namespace ringfeed::python {
 
+namespace {
+
+// Loader(s3={...}), keys and types checked by loader.py's _s3_options.
+io::s3_options s3_options_from(const py::dict& d) {
+  io::s3_options s;
+  const auto text = [&](const char* key) {
+    return d.contains(key) && !d[key].is_none() ? d[key].cast<std::string>() : std::string();
+  };
+  s.endpoint = text("endpoint");
+  s.region = text("region");
+  s.profile = text("profile");
+  s.ca_bundle = text("ca_bundle");
+  if (d.contains("anonymous")) s.anonymous = d["anonymous"].cast<bool>();
+  if (d.contains("path_style") && !d["path_style"].is_none()) s.path_style = d["path_style"].cast<bool>();
+  if (!text("access_key_id").empty())
+    s.credentials = io::aws_credentials{text("access_key_id"), text("secret_access_key"), text("session_token"), {}};
+  return s;
+}
+
+}  // namespace
+
 loader_options loader_options_from(const py::dict& d) {
   // Checked and converted in ringfeed/loader.py: here only translated.
   loader_options o;
@@ -44,6 +65,7 @@ loader_options loader_options_from(const py::dict& d) {
   o.cache_dir = d["cache_dir"].cast<std::string>();
   if (!d["cache_bytes"].is_none()) o.cache_bytes = d["cache_bytes"].cast<std::uint64_t>();
   o.stream_shards = d["stream_shards"].cast<bool>();
+  if (!d["s3"].is_none()) o.s3 = s3_options_from(d["s3"].cast<py::dict>());  // checked by loader.py
   o.device = d["device"].cast<int>();
   o.device_buffers = d["device_buffers"].cast<std::size_t>();
   o.dataset.include_hidden = d["include_hidden"].cast<bool>();

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -262,6 +263,41 @@ def test_s3_anonymous(s3_env, monkeypatch):
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     monkeypatch.setenv("AWS_NO_SIGN_REQUEST", "true")
     assert ringfeed.Loader("s3://data/train/", **KW).dataset_size == 200
+
+
+def test_s3_options_given_to_the_loader(s3_env, monkeypatch, tmp_path, train_dir):
+    # Loader(s3=...): what the environment would say, given in code instead.
+    for var in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(var)
+    secret = s3_env.secret_access_key
+    with pytest.raises(Exception):  # nothing says where the server is, nor who asks
+        ringfeed.Loader("s3://data/train/", **KW)
+    given = dict(endpoint=s3_env.endpoint, region=s3_env.region, access_key_id=s3_env.access_key_id,
+                 secret_access_key=secret, path_style=True)
+    loader = ringfeed.Loader("s3://data/train/", s3=given, **KW)
+    assert_same_batches(epoch_batches(loader), epoch_batches(ringfeed.Loader(train_dir, **KW)), "s3= options")
+    assert secret not in repr(loader) and secret not in str(loader.stats())
+    # A profile named in code; anonymous requests for a public bucket.
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[train]\naws_access_key_id = {s3_env.access_key_id}\naws_secret_access_key = {secret}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    by_profile = dict(endpoint=s3_env.endpoint, region=s3_env.region, profile="train")
+    assert ringfeed.Loader("s3://data/train/", s3=by_profile, **KW).dataset_size == 200
+    anonymous = dict(endpoint=s3_env.endpoint, anonymous=True)
+    assert ringfeed.Loader("s3://data/train/", s3=anonymous, **KW).dataset_size == 200
+
+
+@pytest.mark.parametrize("s3, message", [
+    ("http://127.0.0.1:1", "s3 must be a dict"),
+    ({"endpiont": "http://x"}, "s3 has no option 'endpiont'"),
+    ({"region": 3}, "s3['region'] must be a str"),
+    ({"anonymous": "yes"}, "s3['anonymous'] must be True or False"),
+    ({"access_key_id": "AKID"}, "access_key_id and secret_access_key together"),
+    ({"anonymous": True, "access_key_id": "A", "secret_access_key": "S"}, "anonymous=True signs nothing"),
+])
+def test_s3_options_checked(s3, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ringfeed.Loader("s3://data/val/", s3=s3, **KW)
 
 
 def test_s3_cache_serves_the_second_epoch(s3_env, monkeypatch, tmp_path, train_dir):

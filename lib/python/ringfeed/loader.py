@@ -126,6 +126,37 @@ def _int_option(name, value, minimum=0):
     return value
 
 
+_S3_TEXT = ("endpoint", "region", "profile", "ca_bundle", "access_key_id", "secret_access_key", "session_token")
+_S3_FLAGS = ("anonymous", "path_style")
+
+
+def _s3_options(s3):
+    """Loader(s3=...): a dict of the keys below, checked here; None when unset."""
+    if s3 is None:
+        return None
+    if not isinstance(s3, dict):
+        raise ValueError(f"s3 must be a dict of {', '.join(_S3_TEXT + _S3_FLAGS)}, not {type(s3).__name__}")
+    out = {}
+    for key, value in s3.items():
+        if key in _S3_TEXT:
+            if value is not None and not isinstance(value, (str, os.PathLike)):
+                raise ValueError(f"s3[{key!r}] must be a str, not {type(value).__name__}")
+            out[key] = os.fspath(value) if value is not None else None
+        elif key in _S3_FLAGS:
+            if not isinstance(value, bool) and not (key == "path_style" and value is None):
+                raise ValueError(f"s3[{key!r}] must be True or False, not {value!r}")
+            out[key] = value
+        else:
+            raise ValueError(f"s3 has no option {key!r}: it takes {', '.join(_S3_TEXT + _S3_FLAGS)}")
+    if bool(out.get("access_key_id")) != bool(out.get("secret_access_key")):
+        raise ValueError("s3: give access_key_id and secret_access_key together")
+    if out.get("session_token") and not out.get("access_key_id"):
+        raise ValueError("s3: session_token needs access_key_id and secret_access_key")
+    if out.get("anonymous") and out.get("access_key_id"):
+        raise ValueError("s3: anonymous=True signs nothing: leave out access_key_id and secret_access_key")
+    return out
+
+
 def _choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, not {value!r}")
@@ -151,6 +182,13 @@ class Loader:
     Files whose header declares more than `max_pixels` pixels (default
     Pillow's limit) are refused before memory is allocated: skipped or
     failed as `on_error` says.
+
+    s3:// sources are configured as the AWS tools are (AWS_ENDPOINT_URL,
+    AWS_REGION, AWS_PROFILE and ~/.aws, the credential chain); `s3=` takes
+    what should not come from there, first in each chain: a dict of
+    endpoint, region, profile, ca_bundle, access_key_id, secret_access_key,
+    session_token (str) and anonymous, path_style (bool). It never appears
+    in repr() or stats().
     """
 
     def __init__(self, source, batch_size=256, pipeline=None, size=None, exact=False,
@@ -158,7 +196,7 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS):
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -233,6 +271,7 @@ class Loader:
             cache_bytes = _int_option("cache_bytes", cache_bytes, 1)
         if cache_dir is not None:
             cache_dir = os.fspath(cache_dir)
+        s3 = _s3_options(s3)
 
         self._options = dict(
             source=source, pipeline=pipeline, size=size, exact=exact, output=output, transform=spec,
@@ -241,7 +280,7 @@ class Loader:
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
-            include_hidden=include_hidden, max_pixels=max_pixels, resume=None)
+            include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, resume=None)
         self._device = device_index
         self._lock = threading.Lock()
         self._core = None
