@@ -411,3 +411,35 @@ def test_s3_shards_streamed_in_parts(s3_env, shards):
     # per shard for the epoch: a few requests per shard, not one per sample.
     samples = sum(len(b[1]) for b in want)
     assert len(gets) <= 4 * len(names) < samples, (len(gets), len(names), samples)
+
+
+def test_cli_ctrl_c_during_a_stalled_s3_read(s3_env, shards):
+    # `ringfeed bench s3://…` blocked on a body that stalls (the proxy holds
+    # it 60 s, past the low-speed limit of 10 s): SIGINT ends it within the
+    # CLI's grace period (10 s), exit status 130, saying so; never a hang.
+    import signal
+    import time
+    names = _shard_names(shards)
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)
+        proxy.add_fault("stall", count=1000, path="shard-", method="GET", after_bytes=100, delay_s=60)
+        proc = subprocess.Popen([cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while not any(e.get("fault") == "stall" for e in proxy.log()):  # polling, with a deadline
+                assert proc.poll() is None, f"exited ({proc.returncode}) before a read stalled: {proc.stderr.read()}"
+                assert time.monotonic() < deadline, "no read reached the stall within 30 s"
+                time.sleep(0.02)
+            signalled = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            took = time.monotonic() - signalled
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "SIGINT" in err, err
+    assert took < 12, f"{took:.1f} s from SIGINT to exit: {err}"
