@@ -443,3 +443,24 @@ def test_cli_ctrl_c_during_a_stalled_s3_read(s3_env, shards):
     assert proc.returncode == 130, (proc.returncode, err)
     assert "SIGINT" in err, err
     assert took < 12, f"{took:.1f} s from SIGINT to exit: {err}"
+
+
+def test_https_over_http2(monkeypatch, tmp_path, shards):
+    # HTTP/2 where the server offers it: every request of an epoch over
+    # https:// shards comes in as HTTP/2 (ALPN; the server would also take
+    # HTTP/1.1 and logs which), and the batches equal the local shards'.
+    import h2_server
+    names = _shard_names(shards)
+    try:
+        server = h2_server.Http2Server(shards.parent, tmp_path / "tls").start()
+    except object_store.Unavailable as e:
+        pytest.skip(str(e))
+    try:
+        monkeypatch.setenv("CURL_CA_BUNDLE", server.ca_file)
+        got = epoch_batches(ringfeed.Loader(f"{server.url}/shards/{_brace(names)}", **KW))
+        log = server.log()
+    finally:
+        server.stop()
+    assert_same_batches(got, epoch_batches(ringfeed.Loader(str(shards / _brace(names)), **KW)), "https:// over h2")
+    reads = [e for e in log if "shard-" in e["path"]]
+    assert reads and {e["version"] for e in reads} == {"2.0"}, log
