@@ -317,6 +317,18 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def finish_request(self, request, client_address):
+        # TLS handshakes here, in the connection's own thread: done in
+        # accept() (do_handshake_on_connect), one slow or abandoned client
+        # held up every other connection, and reads timed out with 0 bytes.
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(30)
+            try:
+                request.do_handshake()
+            except (OSError, ssl.SSLError):
+                return
+        super().finish_request(request, client_address)
+
 
 class _ThreadedServer:
     """An HTTP(S) server on 127.0.0.1:0 in a background thread, stopped after ``lifetime_s``."""
@@ -337,7 +349,7 @@ class _ThreadedServer:
         if self._tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(*self._tls)
-            server.socket = ctx.wrap_socket(server.socket, server_side=True)
+            server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
         self._server = server
         self.port = server.server_address[1]
         self.url = f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
