@@ -61,6 +61,7 @@ struct bench_options {
   std::size_t io_depth = 0;  // 0: the storage probe's recommendation
   int epochs = 1;
   std::string io = "auto";
+  io::s3_options s3;
   std::size_t memory_mb = 1024;
   std::uint64_t seed = 0;
   std::string on_error = "skip";
@@ -212,6 +213,7 @@ int run_bench(bench_options opt) {
   so.kind = io::parse_backend(opt.io);
   so.depth = opt.io_depth;
   so.direct = opt.direct;
+  so.s3 = opt.s3;
   const std::unique_ptr<io::source> src = io::source::open(opt.source, pool, so);
   opt.io_depth = src->depth();
   const bool skip = parse_error_policy(opt.on_error) == error_policy::skip;
@@ -327,6 +329,7 @@ int run_loader_bench(const bench_options& opt) {
   o.threads = opt.threads;
   o.io_depth = opt.io_depth;
   o.io = io::parse_backend(opt.io);
+  o.s3 = opt.s3;
   o.memory_budget = opt.memory_mb << 20;
   o.device = opt.device;
   o.on_error = parse_error_policy(opt.on_error);
@@ -531,6 +534,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--io-depth", opt->io_depth, "files in flight at once (0: what `ringfeed probe` recommends)");
   cmd->add_option("--epochs", opt->epochs, "passes over the dataset");
   add_io_option(cmd, opt->io);
+  add_s3_options(cmd, opt->s3);
   cmd->add_flag("--direct", opt->direct,
                 "O_DIRECT reads: bypass the page cache (buffered where the file system refuses it)");
   cmd->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")

@@ -37,6 +37,7 @@ struct export_options {
   std::uint64_t epoch = 0;
   std::size_t threads = 0;
   std::string io = "auto";
+  io::s3_options s3;
   std::string on_error = "fail";
 };
 
@@ -88,6 +89,7 @@ int run_export(const export_options& opt) {
   o.device = -1;
   o.threads = opt.threads;
   o.io = io::parse_backend(opt.io);
+  o.s3 = opt.s3;
   o.batch_size = 32;
   o.on_error = parse_error_policy(opt.on_error);
   o.resume = loader_state{opt.seed, opt.epoch, 0, 0, 1};
@@ -153,6 +155,7 @@ void register_export(CLI::App& app) {
   cmd->add_option("--epoch", opt->epoch, "which epoch's order and augmentation");
   cmd->add_option("--threads", opt->threads, "decode threads (0 = one per core)");
   add_io_option(cmd, opt->io);
+  add_s3_options(cmd, opt->s3);
   cmd->add_option("--on-error", opt->on_error,
                   "fail (default): stop at the first file that cannot be read or decoded, naming it; skip: leave "
                   "it out and list it with the reason in OUT/skipped.tsv")

@@ -66,6 +66,7 @@ struct pack_options {
   std::size_t threads = 0;
   std::size_t io_depth = 0;
   std::string io = "auto";
+  io::s3_options s3;
 };
 
 std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
@@ -296,6 +297,7 @@ int run_pack(const pack_options& opt) {
   io::source_options so;
   so.kind = io::parse_backend(opt.io);
   so.depth = opt.io_depth;
+  so.s3 = opt.s3;
   std::unique_ptr<io::source> src;
   data::dataset ds;
   try {
@@ -408,6 +410,7 @@ void register_pack(CLI::App& app) {
   cmd->add_option("--threads", opt->threads, "threads reads complete on (0 = one per core)");
   cmd->add_option("--io-depth", opt->io_depth, "samples read at once (0: what the storage recommends)");
   add_io_option(cmd, opt->io);
+  add_s3_options(cmd, opt->s3);
   cmd->callback([opt] {
     const int rc = run_pack(*opt);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -82,6 +82,13 @@ CLI::Validator accepted_by(Parse parse) {
 /// io_uring, else pread threads with one log line saying why).
 CLI::Option* add_io_option(CLI::App* cmd, std::string& target);
 
+/// `--s3-endpoint`, `--s3-region`, `--s3-profile`, `--s3-ca-bundle`,
+/// `--s3-anonymous`, `--s3-path-style` on `cmd`, into `target`: what the
+/// AWS environment would say, first in each chain. Credentials are not
+/// options (a command line is visible to every user): environment, profile
+/// files or the instance's chain give them.
+void add_s3_options(CLI::App* cmd, io::s3_options& target);
+
 /// `--max-pixels N` on `cmd` (default image::default_max_pixels, Pillow's).
 CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target);
 

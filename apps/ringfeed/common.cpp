@@ -50,6 +50,18 @@ CLI::Option* add_io_option(CLI::App* cmd, std::string& target) {
       ->check(accepted_by(io::parse_backend));
 }
 
+void add_s3_options(CLI::App* cmd, io::s3_options& target) {
+  const char* group = "s3:// (else from AWS_* variables and ~/.aws, as the AWS tools)";
+  cmd->add_option("--s3-endpoint", target.endpoint, "endpoint URL, e.g. http://127.0.0.1:9000 (MinIO)")->group(group);
+  cmd->add_option("--s3-region", target.region, "region (signing)")->group(group);
+  cmd->add_option("--s3-profile", target.profile, "profile of ~/.aws/credentials and ~/.aws/config")->group(group);
+  cmd->add_option("--s3-ca-bundle", target.ca_bundle, "CA certificates for TLS (PEM file)")->group(group);
+  cmd->add_flag("--s3-anonymous", target.anonymous, "unsigned requests (public buckets)")->group(group);
+  cmd->add_flag_callback("--s3-path-style", [&target] { target.path_style = true; },
+                         "path-style addressing (endpoint/bucket/key), forced")
+      ->group(group);
+}
+
 CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {
   return cmd
       ->add_option("--max-pixels", target,

@@ -464,3 +464,23 @@ def test_https_over_http2(monkeypatch, tmp_path, shards):
     assert_same_batches(got, epoch_batches(ringfeed.Loader(str(shards / _brace(names)), **KW)), "https:// over h2")
     reads = [e for e in log if "shard-" in e["path"]]
     assert reads and {e["version"] for e in reads} == {"2.0"}, log
+
+
+def test_cli_s3_options(s3_env, monkeypatch, tmp_path, train_dir):
+    # ringfeed bench/pack --s3-endpoint/--s3-region/--s3-path-style: what the
+    # environment would say, given on the command line (credentials stay in
+    # the environment: a command line is visible to every user).
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.delenv("AWS_REGION")
+    given = ["--s3-endpoint", s3_env.endpoint, "--s3-region", s3_env.region, "--s3-path-style"]
+    import json
+    out = run_cli("bench", "s3://data/train/", "--pipeline", "none", "--json", *given).stdout
+    assert json.loads(out.strip().splitlines()[-1])["images"] == 200, out
+    run_cli("pack", "s3://data/train/", tmp_path / "remote", "--shard-mb", "1", *given)
+    run_cli("pack", train_dir, tmp_path / "local", "--shard-mb", "1")
+    for p in sorted((tmp_path / "local").iterdir()):
+        assert (tmp_path / "remote" / p.name).read_bytes() == p.read_bytes(), p.name
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    out = run_cli("bench", "s3://data/train/", "--pipeline", "none", "--json", "--s3-anonymous", *given).stdout
+    assert json.loads(out.strip().splitlines()[-1])["images"] == 200, out
