@@ -398,8 +398,9 @@ def s3_error_xml(code: str, message: str, request_id: str) -> bytes:
 
 
 class _ProxyState:
-    def __init__(self, upstream: str, ca_file: Optional[str], enforce_if_match: bool):
+    def __init__(self, upstream: str, ca_file: Optional[str], enforce_if_match: bool, token_check=None):
         self.enforce_if_match = enforce_if_match
+        self.token_check = token_check  # x-amz-security-token (or None) -> None, or why S3 would refuse it
         u = urllib.parse.urlsplit(upstream)
         self.upstream_tls = u.scheme == "https"
         self.upstream_host = u.hostname or "127.0.0.1"
@@ -492,6 +493,17 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
             entry["overlapping"] = st.delaying
             st.log.append(entry)
         rid = fault["request_id"] if fault else ""
+        token = self.headers.get("x-amz-security-token")
+        entry["token"] = token
+        refused = st.token_check(token) if st.token_check else None
+        if refused:  # S3's answer to a request signed with expired credentials
+            n = int(self.headers.get("Content-Length") or 0)
+            if n:
+                self.rfile.read(n)
+            entry["status"] = 400
+            self._reply(400, s3_error_xml("ExpiredToken", refused, "ringfeed-proxy-token"),
+                        [("Content-Type", "application/xml")])
+            return
         if kind in ("status", "slowdown", "internal_error", "forbidden"):
             n = int(self.headers.get("Content-Length") or 0)
             if n:
@@ -563,12 +575,15 @@ class FaultProxy(_ThreadedServer):
 
     With ``enforce_if_match`` (default) a GET or HEAD whose If-Match does not
     name the upstream answer's ETag gets S3's 412 PreconditionFailed: s3rver
-    itself ignores If-Match, so tests of a replaced object go through a proxy."""
+    itself ignores If-Match, so tests of a replaced object go through a proxy.
+    ``token_check(token)`` (the request's x-amz-security-token, or None)
+    returning a reason answers S3's 400 ExpiredToken with it: s3rver checks
+    no credentials at all."""
 
     def __init__(self, upstream: str, tls: Optional[tuple[str, str]] = None, upstream_ca_file: Optional[str] = None,
-                 lifetime_s: float = DEFAULT_LIFETIME_S, enforce_if_match: bool = True):
+                 lifetime_s: float = DEFAULT_LIFETIME_S, enforce_if_match: bool = True, token_check=None):
         self.upstream = upstream
-        self.state = _ProxyState(upstream, upstream_ca_file, enforce_if_match)
+        self.state = _ProxyState(upstream, upstream_ca_file, enforce_if_match, token_check)
         handler = type("ProxyHandler", (_ProxyHandler,), {"state": self.state})
         super().__init__(handler, tls=tls, lifetime_s=lifetime_s)
 
