@@ -55,6 +55,15 @@ def bench(source: str, pipeline: str, depth: int, env, *extra) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def train_row(title: str, s3: dict, local: dict) -> dict:
+    """Prints and returns one train comparison: s3:// vs local disk."""
+    ratio = s3["images_per_s"] / local["images_per_s"]
+    print(f"\n{title}: s3:// {s3['images_per_s']:.0f} img/s, local disk {local['images_per_s']:.0f} img/s: "
+          f"ratio {ratio:.2f} (bottleneck s3: {s3.get('bottleneck')}, local: {local.get('bottleneck')})")
+    return {"s3_images_per_s": s3["images_per_s"], "local_images_per_s": local["images_per_s"], "ratio": ratio,
+            "s3_bottleneck": s3.get("bottleneck"), "local_bottleneck": local.get("bottleneck")}
+
+
 def member_ranges(shards: list[pathlib.Path]) -> list[tuple[str, int, int]]:
     """(shard name, first byte, size) of every image member, in order."""
     out = []
@@ -141,21 +150,10 @@ def main() -> int:
             print(f"| {name} | {n} | {secs:.2f} | {rate:.0f} | {nbytes / secs / 1e6:.1f} | {rate / base_rate:.2f} |")
             result["rows"][name] = {"samples": n, "seconds": secs, "samples_per_s": rate,
                                     "mb_per_s": nbytes / secs / 1e6}
-        ratio = train_s3["images_per_s"] / train_local["images_per_s"]
-        print(f"\ntrain pipeline: s3:// {train_s3['images_per_s']:.0f} img/s, local disk "
-              f"{train_local['images_per_s']:.0f} img/s: ratio {ratio:.2f} "
-              f"(bottleneck s3: {train_s3.get('bottleneck')}, local: {train_local.get('bottleneck')})")
-        result["train"] = {"s3_images_per_s": train_s3["images_per_s"],
-                           "local_images_per_s": train_local["images_per_s"], "ratio": ratio,
-                           "s3_bottleneck": train_s3.get("bottleneck"),
-                           "local_bottleneck": train_local.get("bottleneck")}
-        ratio_stream = stream_s3["images_per_s"] / stream_local["images_per_s"]
-        print(f"train pipeline, --stream: s3:// {stream_s3['images_per_s']:.0f} img/s, local disk "
-              f"{stream_local['images_per_s']:.0f} img/s: ratio {ratio_stream:.2f}; s3:// --stream vs local "
-              f"random access {stream_s3['images_per_s'] / train_local['images_per_s']:.2f}")
-        result["train_stream"] = {"s3_images_per_s": stream_s3["images_per_s"],
-                                  "local_images_per_s": stream_local["images_per_s"], "ratio": ratio_stream,
-                                  "s3_vs_local_random_access": stream_s3["images_per_s"] / train_local["images_per_s"]}
+        result["train"] = train_row("train pipeline", train_s3, train_local)
+        result["train_stream"] = train_row("train pipeline, --stream", stream_s3, stream_local)
+        result["train_stream"]["s3_vs_local_random_access"] = stream_s3["images_per_s"] / train_local["images_per_s"]
+        print(f"s3:// --stream vs local random access: {result['train_stream']['s3_vs_local_random_access']:.2f}")
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
         return 0
