@@ -485,17 +485,19 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
         st = self.state
         fault = st.take_fault(self.command, self.path)
         kind = fault["kind"] if fault else None
+        token = self.headers.get("x-amz-security-token")
+        refused = st.token_check(token) if st.token_check else None
         entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"), "fault": kind}
         with st.lock:
             # Others held in their first-byte delay as this one arrives: a
             # client that waits for each answer before the next request
             # always sees 0 (the delay ends before the answer is sent).
             entry["overlapping"] = st.delaying
+            if kind == "slow_first_byte" and not refused:
+                st.delaying += 1  # counted from the moment it is logged; ended after the delay
+            entry["token"] = token
             st.log.append(entry)
         rid = fault["request_id"] if fault else ""
-        token = self.headers.get("x-amz-security-token")
-        entry["token"] = token
-        refused = st.token_check(token) if st.token_check else None
         if refused:  # S3's answer to a request signed with expired credentials
             n = int(self.headers.get("Content-Length") or 0)
             if n:
@@ -520,8 +522,6 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
             self._reply(status, body, [("Content-Type", ctype), ("x-amz-request-id", rid)])
             return
         if kind == "slow_first_byte":
-            with st.lock:
-                st.delaying += 1
             try:
                 st.stopping.wait(float(fault.get("delay_s", 1.0)))
             finally:

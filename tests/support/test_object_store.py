@@ -184,7 +184,33 @@ def test_proxy_passes_requests_through(proxy):
     r = proxy_get(proxy, headers={"Range": "bytes=0-9"})
     assert r.status == 206 and r.read() == bytes(range(10))
     assert proxy.log() == [{"method": "GET", "path": "/shards/shard-000000.tar", "range": "bytes=0-9",
-                            "fault": None, "status": 206}]
+                            "fault": None, "overlapping": 0, "token": None, "status": 206}]
+
+
+def test_proxy_token_check_answers_expired_token(www):
+    refuse = {"stale": "The provided token has expired"}
+    with store.FaultProxy(www.url, upstream_ca_file=www.ca_file, lifetime_s=120, token_check=refuse.get) as p:
+        r = proxy_get(p, headers={"x-amz-security-token": "stale"})
+        body = r.read().decode()
+        assert r.status == 400 and "<Code>ExpiredToken</Code>" in body, body
+        assert proxy_get(p, headers={"x-amz-security-token": "fresh"}).status == 200
+        assert [(e["token"], e["status"]) for e in p.log()] == [("stale", 400), ("fresh", 200)]
+
+
+def test_proxy_counts_requests_overlapping_a_delay(proxy):
+    # Two requests, the second sent while the first waits out its delay.
+    import threading
+    proxy.add_fault("slow_first_byte", count=1, delay_s=1.0)
+    first = threading.Thread(target=lambda: proxy_get(proxy).read())
+    first.start()
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while not proxy.log():  # polling until the first request is in its delay, with a deadline
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    proxy_get(proxy).read()
+    first.join()
+    log = proxy.log()
+    assert [e["overlapping"] for e in log] == [0, 1], log
 
 
 def test_proxy_503_storm_then_recovery(proxy):
