@@ -29,7 +29,10 @@ object_store = pytest.importorskip("object_store", reason="tests/support/object_
 # server after its lifetime, 120 s by default).
 LIFETIME_S = 1800
 
-KW = dict(batch_size=8, pipeline="val", shuffle=False, threads=2, on_error="fail", device="cpu")
+# io_depth 8: the servers are Python threads in this process (one GIL, 2 cores);
+# 64 requests at once (the network default) queued some behind the others
+# past the client's 10 s per attempt when the machine was busy.
+KW = dict(batch_size=8, pipeline="val", shuffle=False, threads=2, on_error="fail", device="cpu", io_depth=8)
 
 
 def _s3rver_or_skip(directory, buckets):

@@ -316,6 +316,11 @@ class _StaticHandler(_Quiet, http.server.BaseHTTPRequestHandler):
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a client opening many
+    # connections at once (libcurl, one per request in flight) overflowed
+    # it while the accept thread waited for the GIL, and the dropped SYNs
+    # were retried by the kernel after 1, 3, 7 s: reads timed out with 0 bytes.
+    request_queue_size = 256
 
     def finish_request(self, request, client_address):
         # TLS handshakes here, in the connection's own thread: done in
