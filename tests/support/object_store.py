@@ -564,13 +564,7 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
                 self.connection.close()
             self.close_connection = True
             return
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        self._reply(status, data, headers)
 
     do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _handle
 
