@@ -101,8 +101,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   task<> produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);
   task<> work(std::shared_ptr<run> r);
   task<> stream(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);
-  task<> read_windows(std::shared_ptr<run> r, std::shared_ptr<channel<stream_window>> out, std::uint64_t epoch,
-                      std::size_t first_batch);
+  task<> read_windows(std::shared_ptr<run> r, std::shared_ptr<channel<stream_window>> out, std::size_t at_once,
+                      std::uint64_t epoch, std::size_t first_batch);
   [[nodiscard]] std::vector<stream_window> plan_windows(std::uint64_t epoch, std::size_t first_batch) const;
   task<stream_window> read_window(stream_window w);
   task<> upload(std::shared_ptr<run> r);

@@ -74,9 +74,8 @@ task<stream_window> loader_core::read_window(stream_window w) {
 
 // The run is held (unnamed, still in the frame): its scope outlives this task.
 task<> loader_core::read_windows(std::shared_ptr<run> /*r*/, std::shared_ptr<channel<stream_window>> out,
-                                 std::uint64_t epoch, std::size_t first_batch) {
+                                 std::size_t at_once, std::uint64_t epoch, std::size_t first_batch) {
   co_await m_pool->schedule();
-  const std::size_t at_once = stream_windows_in_flight(m_opt.memory_budget, m_opt.stream_read_size);
   for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
     std::vector<stream_window> windows = plan_windows(e, first_batch);
     for (std::size_t k = 0; k < windows.size(); k += at_once) {
@@ -100,7 +99,7 @@ task<> loader_core::stream(std::shared_ptr<run> r, std::uint64_t epoch, std::siz
     channel<stream_window>& c;
     ~closer() { c.close(); }
   } close_on_exit{*windows};
-  r->scope.spawn(read_windows(r, windows, epoch, first_batch));
+  r->scope.spawn(read_windows(r, windows, at_once, epoch, first_batch));
   while (std::optional<stream_window> w = co_await windows->receive()) {
     for (const std::size_t i : w->samples) {
       if (!co_await r->store.room()) co_return;
