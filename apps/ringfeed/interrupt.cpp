@@ -35,7 +35,8 @@ const char* name_of(int sig) noexcept { return sig == SIGINT ? "SIGINT" : sig ==
 [[noreturn]] void exit_now(int sig, const char* line, int length) {
   // Nothing to do if the write fails: the process ends either way. (A
   // cast to void does not quiet -Wunused-result on newer GCCs.)
-  if (length > 0 && ::write(STDERR_FILENO, line, static_cast<std::size_t>(length)) < 0) ::_exit(128 + sig);
+  if (length > 0 && ::write(STDERR_FILENO, line, static_cast<std::size_t>(length)) < 0) {
+  }
   ::_exit(128 + sig);
 }
 

@@ -125,11 +125,9 @@ template <class Uniform01>
     if (!(0 < wd && wd <= width && 0 < hd && hd <= height)) continue;
     const int w = static_cast<int>(wd);
     const int h = static_cast<int>(hd);
-    {
-      const int i = draw_int(height - h + 1);
-      const int j = draw_int(width - w + 1);
-      return {i, j, h, w};
-    }
+    const int i = draw_int(height - h + 1);
+    const int j = draw_int(width - w + 1);
+    return {i, j, h, w};
   }
   const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
   const double min_ratio = range.ratio[0] < range.ratio[1] ? range.ratio[0] : range.ratio[1];
