@@ -1,8 +1,8 @@
 // io::detail::http_client against a tiny HTTP server on 127.0.0.1 started by
 // each test: transient statuses retried with back-off until they clear, 4xx
 // not retried, the deadline bounding a storm, S3's error code and request id
-// in the message, and the client's destruction cancelling a request the
-// server never answers, promptly. (Faults mid-body, TLS and s3rver: the
+// in the message, and the client's destruction (or cancel_outstanding())
+// cancelling a request the server never answers, promptly. (Faults mid-body, TLS and s3rver: the
 // end-to-end tests in tests/python/test_object_storage.py.)
 #include <catch2/catch.hpp>
 
@@ -179,6 +179,50 @@ TEST_CASE("destroying the client cancels a request the server never answers", "[
   CHECK(done.load());
   CHECK(error.load() == ECANCELED);
   CHECK(took < std::chrono::milliseconds{1500});
+}
+
+TEST_CASE("cancel_outstanding ends a request in flight; later requests proceed", "[http][cancel]") {
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<bool> arrived{false};
+  tiny_http_server silent([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    arrived = true;
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return release; });
+    return {200, "late"};
+  });
+  tiny_http_server answering(
+      [](const tiny_http_server::request&) -> tiny_http_server::response { return {200, "on time"}; });
+  thread_pool pool(2);
+  http_client client(pool, quick(3, std::chrono::milliseconds{60000}));
+  read_buffer stalled_body;
+  std::atomic<int> error{0};
+  std::string message;
+  std::thread waiter([&] {
+    try {
+      (void)sync_wait(client.fetch(get(silent.url() + "/b/k"), stalled_body));
+    } catch (const http_error& e) {
+      error = e.code().value();
+      message = e.what();
+    }
+  });
+  while (!arrived) std::this_thread::yield();  // the request is in flight
+  client.cancel_outstanding();
+  waiter.join();  // without the cancel: until the server's 30 s are up
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  CHECK(error.load() == ECANCELED);
+  CHECK(message.find(silent.url() + "/b/k") != std::string::npos);
+  CHECK(message.find("cancelled") != std::string::npos);
+  // The client goes on: a request made after the cancel is answered.
+  read_buffer body;
+  const http_response resp = sync_wait(client.fetch(get(answering.url() + "/b/k"), body));
+  CHECK(resp.status == 200);
+  CHECK(std::string(reinterpret_cast<const char*>(body.data()), body.size()) == "on time");
 }
 
 TEST_CASE("a server that ignores Range still gives exactly the bytes asked for", "[http][range]") {

@@ -101,6 +101,7 @@ struct transfer {
   work_item item;
   steady::time_point started;
   steady::time_point deadline_at;  // time_point::max() without a deadline
+  std::uint64_t generation = 0;    // the client's cancel generation at submit
 
   // Result.
   int error = 0;
@@ -158,10 +159,19 @@ struct http_client::core {
         t.message = "GET " + t.request.url + ": cancelled (the source is closing)";
         return false;
       }
+      t.generation = generation;
       incoming.push_back(&t);
     }
     curl_multi_wakeup(multi);  // thread-safe by libcurl's contract
     return true;
+  }
+  /// Fails every operation submitted before now with ECANCELED.
+  void cancel_outstanding() {
+    {
+      std::lock_guard lock(mutex);
+      cancel_below = ++generation;
+    }
+    curl_multi_wakeup(multi);
   }
 
   // --- I/O thread ----------------------------------------------------------
@@ -170,6 +180,9 @@ struct http_client::core {
   void finish_attempt(transfer& t, CURLcode rc);
   void fail(transfer& t, int err, std::string reason, bool transient);
   void complete(transfer& t);
+  /// Fails what is queued, waiting to retry or in flight and was submitted
+  /// before generation `below` (all of it: ~0) with ECANCELED.
+  void cancel(std::uint64_t below, const char* why);
   CURL* take_easy() {
     if (idle.empty()) return curl_easy_init();
     CURL* e = idle.back();
@@ -195,8 +208,11 @@ struct http_client::core {
   std::mutex mutex;
   std::vector<transfer*> incoming;  // guarded by mutex
   bool stopping = false;            // guarded by mutex
+  std::uint64_t generation = 0;     // guarded by mutex; cancel_outstanding() moves it on
+  std::uint64_t cancel_below = 0;   // guarded by mutex; operations older than it are cancelled
 
   // I/O thread only.
+  std::uint64_t cancelled_below = 0;  // cancel_below as last carried out
   std::vector<CURL*> idle;
   std::unordered_set<transfer*> active;
   std::multimap<steady::time_point, transfer*> backoff;  // retries waiting for their time
@@ -433,6 +449,24 @@ void http_client::core::fail(transfer& t, int err, std::string reason, bool tran
   complete(t);
 }
 
+void http_client::core::cancel(std::uint64_t below, const char* why) {
+  for (auto it = backoff.begin(); it != backoff.end();)
+    it = it->second->generation < below ? backoff.erase(it) : std::next(it);
+  std::vector<transfer*> doomed;
+  for (transfer* t : active)
+    if (t->generation < below) doomed.push_back(t);
+  for (transfer* t : doomed) {
+    if (t->easy != nullptr) {
+      curl_multi_remove_handle(multi, t->easy);
+      idle.push_back(t->easy);
+      t->easy = nullptr;
+    }
+    t->error = ECANCELED;
+    t->message = describe(*t) + ": cancelled (" + why + ")";
+    complete(*t);
+  }
+}
+
 void http_client::core::complete(transfer& t) {
   active.erase(&t);
   curl_slist_free_all(t.headers);
@@ -448,32 +482,24 @@ void http_client::core::run() {
   for (;;) {
     std::vector<transfer*> fresh;
     bool stop = false;
+    std::uint64_t below = 0;
     {
       std::lock_guard lock(mutex);
       fresh.swap(incoming);
       stop = stopping;
+      below = cancel_below;
     }
+    for (transfer* t : fresh) active.insert(t);
     if (stop) {
-      for (transfer* t : fresh) active.insert(t);
-      for (auto& [when, t] : backoff) active.insert(t);
-      backoff.clear();
-      std::vector<transfer*> all(active.begin(), active.end());
-      for (transfer* t : all) {
-        if (t->easy != nullptr) {
-          curl_multi_remove_handle(multi, t->easy);
-          idle.push_back(t->easy);
-          t->easy = nullptr;
-        }
-        t->error = ECANCELED;
-        t->message = describe(*t) + ": cancelled (the source is closing)";
-        complete(*t);
-      }
+      cancel(~std::uint64_t{0}, "the source is closing");
       return;
     }
-    for (transfer* t : fresh) {
-      active.insert(t);
-      start_attempt(*t);
+    if (below != cancelled_below) {
+      cancelled_below = below;
+      cancel(below, "the reads were stopped");
     }
+    for (transfer* t : fresh)
+      if (active.contains(t)) start_attempt(*t);
     const auto now = steady::now();
     while (!backoff.empty() && backoff.begin()->first <= now) {
       transfer* t = backoff.begin()->second;
@@ -556,5 +582,7 @@ http_stats http_client::stats() const {
 }
 
 const http_options& http_client::options() const noexcept { return m_core->options; }
+
+void http_client::cancel_outstanding() { m_core->cancel_outstanding(); }
 
 }  // namespace ringfeed::io::detail

@@ -138,6 +138,13 @@ class http_client {
   /// await; the coroutine resumes on the executor.
   [[nodiscard]] task<http_response> fetch(http_request request, read_buffer& body);
 
+  /// Fails every operation fetched before this call (queued, waiting to
+  /// retry or in flight) with ECANCELED on the I/O thread, within one poll
+  /// interval, without waiting for a server; later fetches proceed. A
+  /// loader stopping a run calls it so that it does not wait out a stalled
+  /// server's timeouts.
+  void cancel_outstanding();
+
   [[nodiscard]] http_stats stats() const;
   [[nodiscard]] const http_options& options() const noexcept;
 

@@ -202,6 +202,9 @@ void loader_core::stop_run() {
   const std::shared_ptr<run> r = m_memory->detach();
   if (!r) return;
   r->stop();
+  // Reads in flight end now: a stalled server would hold the join for its
+  // timeouts (and a server in this process, stopping with us, forever).
+  if (m_src) m_src->cancel_reads();
   sync_wait(r->scope.join());
   m_memory->reclaim();
 }

@@ -183,7 +183,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
       } catch (const run_stopped&) {
         // The run is being torn down: nothing to report.
       } catch (...) {
-        failure = std::current_exception();
+        // A read that failed because the run stopped (cancelled) is no
+        // sample's failure: only one of a run still going is reported.
+        if (!r->skips(s)) failure = std::current_exception();
       }
       if (failure) fail_sample(s, index, failure);
     }

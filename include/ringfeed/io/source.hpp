@@ -133,6 +133,14 @@ class source {
 
   [[nodiscard]] virtual source_stats stats() const = 0;
 
+  /// Ends the reads now queued or in flight at once, failing them with
+  /// ECANCELED, without waiting for the storage to answer; reads started
+  /// after the call proceed. For shutdown: a loader stopping a run calls it
+  /// so that a stalled server does not hold it for its timeouts. Any
+  /// thread. By default nothing: local reads end by themselves, and the
+  /// ring's deadline bounds NFS.
+  virtual void cancel_reads() noexcept {}
+
   /// The size in bytes of `file` (as read() names it), for storage that
   /// cannot list it (an object named by URL: a HEAD request). Blocking; any
   /// thread but the resume_on pool's. Throws std::system_error naming the
