@@ -92,6 +92,33 @@ def test_tensors_outlive_the_loader(train_dir, how):
     assert_same_batches(kept, copies, f"batches after {how} and another loader's epoch")
 
 
+@pytest.mark.parametrize("iterated", ["never", "one epoch", "left early"])
+def test_a_dropped_loader_is_freed_at_once(train_dir, iterated):
+    # The last reference gone, the loader closes then, on this thread: not
+    # whenever the garbage collector runs, in whatever thread that is (a
+    # loader in a cycle with its iterator held threads and pinned memory,
+    # and once stopped in a server thread its own reads were waiting on).
+    import weakref
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        loader = ringfeed.Loader(train_dir, **KW)
+        if iterated == "one epoch":
+            epoch_batches(loader)
+        elif iterated == "left early":
+            for _ in loader:
+                break
+            it = iter(loader)
+            next(it)
+            del it
+        alive = weakref.ref(loader)
+        del loader
+        assert alive() is None, f"a loader {iterated} iterated outlived its last reference"
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_stats_after_an_epoch(train_dir):
     for io in ("auto", "pread"):
         loader = ringfeed.Loader(train_dir, batch_size=32, size=64, threads=2, io=io)

@@ -287,7 +287,12 @@ class Loader:
         self._core = self._open(None)  # indexes the source and checks the options; no thread yet
         self._epoch = 0          # the epoch the next (or current) iteration runs
         self._want_epoch = None  # set_epoch() or a restart after `break`, applied by the next __iter__
-        self._iterating = None   # the live iterator, if an epoch is under way
+        # The live iterator is the one holding _iter_token; _iter_open: its
+        # epoch is under way. No reference to it: a loader and its iterator
+        # in a cycle lived (threads, pinned memory) until the garbage collector
+        # ran, and then closed in whichever thread that was.
+        self._iter_token = 0
+        self._iter_open = False
         self._warned_copies = False
 
     def _open(self, resume):
@@ -312,19 +317,19 @@ class Loader:
 
     def __iter__(self):
         core = self._live()
-        if self._iterating is not None and not self._iterating._finished:
+        if self._iter_open:
             # The previous `for` was left early: start the following epoch, as DataLoader does.
             if self._want_epoch is None:
                 self._want_epoch = self._epoch + 1
-            self._iterating._finished = True
         if self._want_epoch is not None:
             state = core.state()
             if state["epoch"] != self._want_epoch or state["next_batch"] != 0:
                 core.set_epoch(self._want_epoch)
             self._want_epoch = None
         self._epoch = core.state()["epoch"]
-        self._iterating = _EpochIterator(self)
-        return self._iterating
+        self._iter_token += 1
+        self._iter_open = True
+        return _EpochIterator(self, self._iter_token)
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (DistributedSampler.set_epoch):
@@ -365,7 +370,8 @@ class Loader:
         old.close()
         self._epoch = resume["epoch"]
         self._want_epoch = None
-        self._iterating = None
+        self._iter_token += 1
+        self._iter_open = False
 
     def stats(self):
         """The loader's counters: the fields of `ringfeed bench --json`
@@ -437,19 +443,21 @@ class Loader:
 
 
 class _EpochIterator:
-    def __init__(self, loader):
+    def __init__(self, loader, token):
         self._loader = loader
+        self._token = token
         self._finished = False
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        if self._finished or self._loader._iterating is not self:
+        if self._finished or self._loader._iter_token != self._token:
             raise StopIteration
         batch = self._loader._next_batch()
         if batch is None:
             self._finished = True
+            self._loader._iter_open = False
             self._loader._epoch += 1
             raise StopIteration
         return batch
