@@ -107,6 +107,12 @@ int parse_int(std::string_view v, int min, int max) {
   return x;
 }
 
+// The explicit credentials, made on the first of their keys.
+ringfeed::io::aws_credentials& credentials_of(rf_options& o) {
+  if (!o.base.s3.credentials) o.base.s3.credentials.emplace();
+  return *o.base.s3.credentials;
+}
+
 bool parse_bool(std::string_view v) {
   for (const char* t : {"1", "true", "yes", "on"})
     if (v == t) return true;
@@ -170,6 +176,22 @@ const option_key option_keys[] = {
     {"stream_shards", [](rf_options& o, std::string_view v) { o.base.stream_shards = parse_bool(v); }},
     {"device",
      [](rf_options& o, std::string_view v) { o.base.device = parse_int(v, -1, std::numeric_limits<int>::max()); }},
+    // s3:// (io/aws_config.hpp): first in each chain, before the environment.
+    {"s3_endpoint", [](rf_options& o, std::string_view v) { o.base.s3.endpoint = v; }},
+    {"s3_region", [](rf_options& o, std::string_view v) { o.base.s3.region = v; }},
+    {"s3_profile", [](rf_options& o, std::string_view v) { o.base.s3.profile = v; }},
+    {"s3_ca_bundle", [](rf_options& o, std::string_view v) { o.base.s3.ca_bundle = v; }},
+    {"s3_anonymous", [](rf_options& o, std::string_view v) { o.base.s3.anonymous = parse_bool(v); }},
+    {"s3_path_style",
+     [](rf_options& o, std::string_view v) {
+       if (v == "auto")
+         o.base.s3.path_style.reset();
+       else
+         o.base.s3.path_style = parse_bool(v);
+     }},
+    {"s3_access_key_id", [](rf_options& o, std::string_view v) { credentials_of(o).access_key_id = v; }},
+    {"s3_secret_access_key", [](rf_options& o, std::string_view v) { credentials_of(o).secret_access_key = v; }},
+    {"s3_session_token", [](rf_options& o, std::string_view v) { credentials_of(o).session_token = v; }},
 };
 
 // The loader's options: the preset (ringfeed::apply_preset, shared with the
@@ -189,6 +211,9 @@ ringfeed::loader_options resolve(const rf_options& o) {
     }
   }
   if (o.shuffle) out.sampler.shuffle = *o.shuffle;
+  if (const auto& c = out.s3.credentials; c && (c->access_key_id.empty() || c->secret_access_key.empty()))
+    throw std::invalid_argument(
+        "s3_access_key_id and s3_secret_access_key are given together (s3_session_token with them)");
   return out;
 }
 

@@ -97,7 +97,7 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *
  *  key            value                                         default
  *  source         ImageFolder dir, manifest .csv/.tsv, tar      (required)
- *                 shards or nfs://server/export/path
+ *                 shards, nfs://, s3:// or https:// locations
  *  pipeline       train: RandomResizedCrop(size) + flip,        train
  *                 shuffled; val: Resize(size*256/224) +
  *                 CenterCrop(size), in dataset order
@@ -134,6 +134,19 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  cache_bytes    bytes that cache may hold                     10737418240
  *  stream_shards  read tar shards front to back                 false
  *  device         CUDA device, -1: host batches                 -1
+ *
+ *  s3:// sources (each first in its chain, before the AWS variables and
+ *  profile files; "" leaves it to them):
+ *  s3_endpoint    e.g. http://127.0.0.1:9000 (path-style)       ""
+ *  s3_region                                                    ""
+ *  s3_profile     a profile of ~/.aws/credentials and config    ""
+ *  s3_ca_bundle   PEM file of trusted CAs                       ""
+ *  s3_anonymous   unsigned requests (public buckets)            false
+ *  s3_path_style  true | false | auto (path-style for custom    auto
+ *                 endpoints, virtual-host on AWS)
+ *  s3_access_key_id, s3_secret_access_key   given together     ""
+ *  s3_session_token  with them, for temporary credentials       ""
+ *  A secret is never part of an error message or of the stats.
  */
 int rf_options_set(rf_options* options, const char* key, const char* value) RF_NOEXCEPT;
 
