@@ -10,8 +10,9 @@
 // in flight, on io_uring or pread threads, buffered or with `--direct`, from
 // libnfs for nfs://, from the memory map for LMDB.
 //
-// SIGINT and SIGTERM stop either between two batches (or reads), join the
-// threads and exit 130 or 143 with one line on stderr and no summary.
+// SIGINT and SIGTERM stop either between two batches (or reads), or while
+// waiting for one (its reads cancelled: a stalled server holds nothing up),
+// join the threads and exit 130 or 143 with one line on stderr and no summary.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -379,11 +380,10 @@ int run_loader_bench(const bench_options& opt) {
   for (int e = 0; e < opt.epochs && !stopped; ++e) {
     const auto t0 = std::chrono::steady_clock::now();
     std::size_t in_epoch = 0;
-    for (batch& b : l.epoch(static_cast<std::uint64_t>(e))) {
-      if (interrupt.requested()) {
-        stopped = true;
-        break;
-      }
+    if (l.state().epoch != static_cast<std::uint64_t>(e)) l.set_epoch(static_cast<std::uint64_t>(e));
+    // A signal ends the wait for a batch at once (a read stalled on a server).
+    while (std::optional<batch> got = next_unless_interrupted(l, interrupt)) {
+      const batch& b = *got;
       if (batches_seen < warmup) {
         const auto now = std::chrono::steady_clock::now();
         if (!first_at) first_at = now;
@@ -395,6 +395,7 @@ int run_loader_bench(const bench_options& opt) {
       // A stand-in for the training step: the consumer is busy, not waiting.
       if (opt.step_ms > 0) std::this_thread::sleep_for(step);
     }
+    stopped = interrupt.requested();
     images += in_epoch;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     epoch_rates.push_back(secs > 0 ? static_cast<double>(in_epoch) / secs : 0.0);

@@ -99,7 +99,10 @@ int run_export(const export_options& opt) {
   std::optional<loader> l(std::in_place, o);
   std::size_t position = 0;
   bool stopped = false;  // by a signal, before the end
-  for (batch& b : l->epoch(opt.epoch)) {
+  if (l->state().epoch != opt.epoch) l->set_epoch(opt.epoch);
+  // A signal ends the wait for a batch at once (a read stalled on a server).
+  while (std::optional<batch> got = next_unless_interrupted(*l, interrupt)) {
+    const batch& b = *got;
     const auto& v = b.images();
     const std::int64_t h = v.shape[1], w = v.shape[2];
     const auto* base = static_cast<const std::uint8_t*>(v.data);
@@ -115,6 +118,7 @@ int run_export(const export_options& opt) {
     }
     if (stopped || (opt.count != 0 && position == opt.count)) break;
   }
+  stopped = stopped || interrupt.requested();
   const loader_stats st = l->stats();
   l.reset();  // stops the pipeline and joins its threads
 

@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <system_error>
 
 namespace ringfeed::cli {
@@ -104,6 +107,47 @@ void interrupt_watch::watch() {
     deadline = std::chrono::steady_clock::now() + m_grace;
     m_signal.store(sig, std::memory_order_relaxed);
   }
+}
+
+namespace {
+
+// A next() in flight: the waiting command and the loader's completion share it.
+struct pending_next {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;                // guarded by mutex
+  std::exception_ptr error;         // guarded by mutex
+  std::optional<batch> result;      // guarded by mutex
+};
+
+class next_done final : public next_completion {
+ public:
+  explicit next_done(std::shared_ptr<pending_next> p) : m_p(std::move(p)) {}
+  void complete(std::exception_ptr error, std::optional<batch> result) override {
+    std::lock_guard lock(m_p->mutex);
+    m_p->error = std::move(error);
+    m_p->result = std::move(result);
+    m_p->done = true;
+    m_p->done_cv.notify_all();
+  }
+
+ private:
+  std::shared_ptr<pending_next> m_p;
+};
+
+}  // namespace
+
+std::optional<batch> next_unless_interrupted(loader& l, const interrupt_watch& interrupt) {
+  if (interrupt.requested()) return std::nullopt;
+  auto p = std::make_shared<pending_next>();
+  l.start_next(std::make_unique<next_done>(p));
+  std::unique_lock lock(p->mutex);
+  // The signal arrives on the watcher's thread, which does not know this
+  // wait: the flag is looked at every 50 ms, a delay no one at a terminal sees.
+  while (!p->done_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return p->done; }))
+    if (interrupt.requested()) return std::nullopt;
+  if (p->error) std::rethrow_exception(p->error);
+  return std::move(p->result);
 }
 
 }  // namespace ringfeed::cli

@@ -22,7 +22,10 @@
 #include <string>
 #include <thread>
 
+#include <optional>
+
 #include <ringfeed/detail/unique_fd.hpp>
+#include <ringfeed/loader.hpp>
 
 namespace ringfeed::cli {
 
@@ -59,5 +62,13 @@ class interrupt_watch {
   sigset_t m_old_mask{};  // the caller's, restored by the destructor
   std::thread m_thread;
 };
+
+/// The next batch of `l`'s current epoch; std::nullopt at its end, or as
+/// soon as `interrupt` is requested, even while the batch is still being
+/// read or decoded (a stalled server, a huge image). An interrupted next()
+/// is left pending: destroying the loader completes it, cancelling its
+/// reads, so the command winds down at once instead of after the grace.
+/// Throws what next() throws.
+[[nodiscard]] std::optional<batch> next_unless_interrupted(loader& l, const interrupt_watch& interrupt);
 
 }  // namespace ringfeed::cli

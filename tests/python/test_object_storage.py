@@ -416,36 +416,68 @@ def test_s3_shards_streamed_in_parts(s3_env, shards):
     assert len(gets) <= 4 * len(names) < samples, (len(gets), len(names), samples)
 
 
-def test_cli_ctrl_c_during_a_stalled_s3_read(s3_env, shards):
-    # `ringfeed bench s3://…` blocked on a body that stalls (the proxy holds
-    # it 60 s, past the low-speed limit of 10 s): SIGINT ends it within the
-    # CLI's grace period (10 s), exit status 130, saying so; never a hang.
+def _sigint_during_stall(proxy, args, env, armed) -> tuple[int, str, float]:
+    """Runs `ringfeed bench ARGS`; once `armed(log)` holds, makes every
+    shard GET stall (100 bytes, then nothing for 60 s, past the low-speed
+    limit), waits for a stalled read, sends SIGINT: (status, stderr, seconds
+    from SIGINT to exit)."""
     import signal
     import time
+    proc = subprocess.Popen([cli_path(), "bench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        stalled = False
+        while not any(e.get("fault") == "stall" for e in proxy.log()):  # polling, with a deadline
+            assert proc.poll() is None, f"exited ({proc.returncode}) before a read stalled: {proc.stderr.read()}"
+            assert time.monotonic() < deadline, "no read reached the stall within 60 s"
+            if not stalled and armed(proxy.log()):
+                proxy.add_fault("stall", count=100000, path="shard-", method="GET", after_bytes=100, delay_s=60)
+                stalled = True
+            time.sleep(0.02)
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        return proc.returncode, err, time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cli_ctrl_c_while_indexing_stalls(s3_env, shards):
+    # SIGINT while the loader is still being opened (the shards' headers
+    # read to index them) and that read stalls: the CLI's grace period
+    # (10 s) bounds it, exit status 130, saying so; never a hang.
     names = _shard_names(shards)
     with object_store.FaultProxy(s3_env.endpoint) as proxy:
         env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)
-        proxy.add_fault("stall", count=1000, path="shard-", method="GET", after_bytes=100, delay_s=60)
-        proc = subprocess.Popen([cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        try:
-            deadline = time.monotonic() + 30
-            while not any(e.get("fault") == "stall" for e in proxy.log()):  # polling, with a deadline
-                assert proc.poll() is None, f"exited ({proc.returncode}) before a read stalled: {proc.stderr.read()}"
-                assert time.monotonic() < deadline, "no read reached the stall within 30 s"
-                time.sleep(0.02)
-            signalled = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=30)
-            took = time.monotonic() - signalled
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        status, err, took = _sigint_during_stall(
+            proxy, [f"s3://data/shards/{_brace(names)}", "--pipeline", "val"], env, armed=lambda log: True)
     print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
-    assert proc.returncode == 130, (proc.returncode, err)
+    assert status == 130, (status, err)
     assert "SIGINT" in err, err
     assert took < 12, f"{took:.1f} s from SIGINT to exit: {err}"
+
+
+def test_cli_ctrl_c_during_a_stalled_read_stops_at_once(s3_env, shards):
+    # SIGINT while a batch waits on a read that stalls mid-run: the wait
+    # ends, the reads in flight are cancelled, the command stops cleanly
+    # ("interrupted by SIGINT after N images", 130) at once, well inside
+    # the grace period it needed before.
+    names = _shard_names(shards)
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)
+        # Indexing takes a size probe and one read per shard; armed after
+        # twice that many GETs, the stall hits the run's sample reads.
+        status, err, took = _sigint_during_stall(
+            proxy, [f"s3://data/shards/{_brace(names)}", "--pipeline", "val", "--epochs", "1000"], env,
+            armed=lambda log: sum(e["method"] == "GET" for e in log) > 4 * len(names))
+    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    assert status == 130, (status, err)
+    assert "interrupted by SIGINT" in err, err
+    assert "exiting now" not in err, f"stopped by the grace period, not by the interrupt: {err}"
+    assert took < 5, f"{took:.1f} s from SIGINT to exit: {err}"
 
 
 def test_https_over_http2(monkeypatch, tmp_path, shards):
