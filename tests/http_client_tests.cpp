@@ -11,8 +11,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stop_token>
 #include <string>
+#include <thread>
 
+#include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/thread_pool.hpp>
 
@@ -223,6 +226,50 @@ TEST_CASE("cancel_outstanding ends a request in flight; later requests proceed",
   const http_response resp = sync_wait(client.fetch(get(answering.url() + "/b/k"), body));
   CHECK(resp.status == 200);
   CHECK(std::string(reinterpret_cast<const char*>(body.data()), body.size()) == "on time");
+}
+
+TEST_CASE("a stop ends a loader's open stalled on its server, naming the source", "[http][cancel][loader]") {
+  // The shard's first read never gets an answer (the server holds it 30 s):
+  // without loader_options::stop the constructor waits out the deadline.
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> requests{0};
+  std::atomic<bool> answered{false};
+  tiny_http_server silent([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    ++requests;
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return release; });
+    answered = true;
+    return {503, "late"};
+  });
+  ringfeed::loader_options o;
+  o.source = silent.url() + "/shards/shard-000000.tar";
+  o.device = -1;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  std::string message;
+  int error = 0;
+  std::thread opener([&] {
+    try {
+      ringfeed::loader l(o);
+    } catch (const std::system_error& e) {
+      error = e.code().value();
+      message = e.what();
+    }
+  });
+  while (requests.load() == 0) std::this_thread::yield();  // the open waits on the server
+  stop.request_stop();
+  opener.join();  // at once; without the stop, not before the 30 s deadline
+  CHECK_FALSE(answered.load());  // the open ended while the server still held its read
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  CHECK(error == ECANCELED);
+  CHECK(message.find("interrupted") != std::string::npos);
+  CHECK(message.find(o.source) != std::string::npos);
 }
 
 TEST_CASE("a server that ignores Range still gives exactly the bytes asked for", "[http][range]") {

@@ -154,9 +154,9 @@ struct http_client::core {
   bool submit(transfer& t) {
     {
       std::lock_guard lock(mutex);
-      if (stopping) {
+      if (stopping || refusing) {
         t.error = ECANCELED;
-        t.message = "GET " + t.request.url + ": cancelled (the source is closing)";
+        t.message = describe(t) + (stopping ? ": cancelled (the source is closing)" : ": cancelled (the reads were stopped)");
         return false;
       }
       t.generation = generation;
@@ -165,11 +165,13 @@ struct http_client::core {
     curl_multi_wakeup(multi);  // thread-safe by libcurl's contract
     return true;
   }
-  /// Fails every operation submitted before now with ECANCELED.
-  void cancel_outstanding() {
+  /// Fails every operation submitted before now with ECANCELED; with
+  /// `and_later`, every later one too, at submit.
+  void cancel_outstanding(bool and_later) {
     {
       std::lock_guard lock(mutex);
       cancel_below = ++generation;
+      refusing = refusing || and_later;
     }
     curl_multi_wakeup(multi);
   }
@@ -210,6 +212,7 @@ struct http_client::core {
   bool stopping = false;            // guarded by mutex
   std::uint64_t generation = 0;     // guarded by mutex; cancel_outstanding() moves it on
   std::uint64_t cancel_below = 0;   // guarded by mutex; operations older than it are cancelled
+  bool refusing = false;            // guarded by mutex; cancel_outstanding(true): new ones fail too
 
   // I/O thread only.
   std::uint64_t cancelled_below = 0;  // cancel_below as last carried out
@@ -583,6 +586,6 @@ http_stats http_client::stats() const {
 
 const http_options& http_client::options() const noexcept { return m_core->options; }
 
-void http_client::cancel_outstanding() { m_core->cancel_outstanding(); }
+void http_client::cancel_outstanding(bool and_later) { m_core->cancel_outstanding(and_later); }
 
 }  // namespace ringfeed::io::detail

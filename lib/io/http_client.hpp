@@ -140,10 +140,11 @@ class http_client {
 
   /// Fails every operation fetched before this call (queued, waiting to
   /// retry or in flight) with ECANCELED on the I/O thread, within one poll
-  /// interval, without waiting for a server; later fetches proceed. A
-  /// loader stopping a run calls it so that it does not wait out a stalled
+  /// interval, without waiting for a server; later fetches proceed, unless
+  /// `and_later`: then they fail at once with ECANCELED too. A loader
+  /// stopping a run calls it so that it does not wait out a stalled
   /// server's timeouts.
-  void cancel_outstanding();
+  void cancel_outstanding(bool and_later = false);
 
   [[nodiscard]] http_stats stats() const;
   [[nodiscard]] const http_options& options() const noexcept;

@@ -3,6 +3,9 @@
 #include "loader_core.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <stop_token>
+#include <system_error>
 #include <stdexcept>
 #include <utility>
 
@@ -37,7 +40,18 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     m_pool = std::make_unique<thread_pool>(m_opt.threads);
     m_src = io::source::open(m_opt.source, *m_pool, source_options());
     m_listed_by_source = true;
-    m_ds = data::open_dataset(*m_src, m_opt.dataset);
+    {
+      // A stop ends the listing and indexing now: its reads fail (ECANCELED).
+      std::stop_callback on_stop(m_opt.stop, [this] { m_src->cancel_reads(true); });
+      try {
+        m_ds = data::open_dataset(*m_src, m_opt.dataset);
+      } catch (...) {
+        if (!m_opt.stop.stop_requested()) throw;
+      }
+    }
+    if (m_opt.stop.stop_requested())
+      throw std::system_error(ECANCELED, std::generic_category(),
+                              "loader: opening '" + escape_bytes(m_opt.source) + "' was interrupted");
     m_where = m_src->storage();
     m_opt.io_depth = m_src->depth();
   } else {

@@ -138,8 +138,9 @@ class source {
   /// after the call proceed. For shutdown: a loader stopping a run calls it
   /// so that a stalled server does not hold it for its timeouts. Any
   /// thread. By default nothing: local reads end by themselves, and the
-  /// ring's deadline bounds NFS.
-  virtual void cancel_reads() noexcept {}
+  /// ring's deadline bounds NFS. `and_later`: reads started after the call
+  /// fail at once with ECANCELED too (the source is being given up).
+  virtual void cancel_reads(bool and_later = false) noexcept { static_cast<void>(and_later); }
 
   /// The size in bytes of `file` (as read() names it), for storage that
   /// cannot list it (an object named by URL: a HEAD request). Blocking; any
