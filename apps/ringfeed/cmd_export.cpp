@@ -96,7 +96,17 @@ int run_export(const export_options& opt) {
   o.sampler.rank = 0;
   o.sampler.world_size = 1;
 
-  std::optional<loader> l(std::in_place, o);
+  o.stop = interrupt.stop_token();  // a signal while the source is opened ends that too
+  std::optional<loader> l;
+  try {
+    l.emplace(o);
+  } catch (const std::exception&) {
+    if (!interrupt.requested()) throw;
+    write_marker(opt, "interrupted by " + interrupt.signal_name() + " while opening the source; nothing exported.");
+    std::fprintf(stderr, "ringfeed export: interrupted by %s while opening %s\n", interrupt.signal_name().c_str(),
+                 escape_bytes(opt.source).c_str());
+    return interrupt.exit_status();
+  }
   std::size_t position = 0;
   bool stopped = false;  // by a signal, before the end
   if (l->state().epoch != opt.epoch) l->set_epoch(opt.epoch);

@@ -106,6 +106,7 @@ void interrupt_watch::watch() {
     }
     deadline = std::chrono::steady_clock::now() + m_grace;
     m_signal.store(sig, std::memory_order_relaxed);
+    m_stop.request_stop();
   }
 }
 

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include <optional>
+#include <stop_token>
 
 #include <ringfeed/detail/unique_fd.hpp>
 #include <ringfeed/loader.hpp>
@@ -51,6 +52,9 @@ class interrupt_watch {
   [[nodiscard]] int exit_status() const noexcept { return 128 + signal(); }
   /// "SIGINT" or "SIGTERM".
   [[nodiscard]] std::string signal_name() const;
+  /// Stopped by the first signal: for loader_options::stop, so that a
+  /// loader still opening a network source gives up at once.
+  [[nodiscard]] std::stop_token stop_token() const noexcept { return m_stop.get_token(); }
 
  private:
   void watch();
@@ -59,6 +63,7 @@ class interrupt_watch {
   detail::unique_fd m_signals;  // signalfd for SIGINT and SIGTERM
   detail::unique_fd m_wake;     // eventfd: the destructor ends watch()
   std::atomic<int> m_signal{0};
+  std::stop_source m_stop;
   sigset_t m_old_mask{};  // the caller's, restored by the destructor
   std::thread m_thread;
 };

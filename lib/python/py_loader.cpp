@@ -2,10 +2,17 @@
 #include "py_loader.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include <ringfeed/io/nfs.hpp>
+#include <ringfeed/io/source.hpp>
 
 #include "tensor.hpp"
 
@@ -164,15 +171,68 @@ void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>&
   }
 }
 
+// The loader, opened with the GIL released. A network source may stall on
+// its server while it is listed or indexed: it is opened on a helper thread
+// while this one looks for Ctrl-C every 50 ms; KeyboardInterrupt stops the
+// open (its reads cancelled, loader_options::stop) before it is raised.
+std::unique_ptr<loader> open_interruptibly(loader_options options) {
+  if (!io::is_object_location(options.source) && !io::nfs_url::is_nfs(options.source)) {
+    py::gil_scoped_release nogil;  // indexing a large source takes a while
+    return std::make_unique<loader>(std::move(options));
+  }
+  struct outcome {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;              // guarded by mutex
+    std::unique_ptr<loader> made;   // guarded by mutex
+    std::exception_ptr error;       // guarded by mutex
+  };
+  auto out = std::make_shared<outcome>();
+  std::stop_source stop;
+  options.stop = stop.get_token();
+  std::thread opener([out, o = std::move(options)]() mutable {
+    std::unique_ptr<loader> made;
+    std::exception_ptr error;
+    try {
+      made = std::make_unique<loader>(std::move(o));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(out->mutex);
+    out->made = std::move(made);
+    out->error = error;
+    out->done = true;
+    out->done_cv.notify_all();
+  });
+  for (;;) {
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock lock(out->mutex);
+      if (out->done_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return out->done; })) break;
+    }
+    if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt is set (it stays set across the wait)
+      stop.request_stop();
+      {
+        py::gil_scoped_release nogil;
+        opener.join();
+        std::lock_guard lock(out->mutex);
+        out->made.reset();  // opened just before the stop: closed here, without the GIL
+      }
+      throw py::error_already_set();
+    }
+  }
+  py::gil_scoped_release nogil;
+  opener.join();
+  if (out->error) std::rethrow_exception(out->error);
+  return std::move(out->made);
+}
+
 }  // namespace
 
 py_loader::py_loader(loader_options options) : m_generation(fork_generation()) {
   options.start_eagerly = false;  // threads start with the first batch asked for
   const std::size_t device_buffers = options.device_buffers;
-  {
-    py::gil_scoped_release nogil;  // indexing a large source takes a while
-    m_loader = std::make_unique<loader>(std::move(options));
-  }
+  m_loader = open_interruptibly(std::move(options));
   m_buffers = m_loader->uses_device() ? device_buffers : m_loader->stats().prefetch_batches + 1;
   m_position = m_loader->state();
 }

@@ -416,15 +416,14 @@ def test_s3_shards_streamed_in_parts(s3_env, shards):
     assert len(gets) <= 4 * len(names) < samples, (len(gets), len(names), samples)
 
 
-def _sigint_during_stall(proxy, args, env, armed) -> tuple[int, str, float]:
-    """Runs `ringfeed bench ARGS`; once `armed(log)` holds, makes every
+def _sigint_during_stall(proxy, command, env, armed) -> tuple[int, str, float]:
+    """Runs `command`; once `armed(log)` holds, makes every
     shard GET stall (100 bytes, then nothing for 60 s, past the low-speed
     limit), waits for a stalled read, sends SIGINT: (status, stderr, seconds
     from SIGINT to exit)."""
     import signal
     import time
-    proc = subprocess.Popen([cli_path(), "bench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 60
         stalled = False
@@ -447,17 +446,19 @@ def _sigint_during_stall(proxy, args, env, armed) -> tuple[int, str, float]:
 
 def test_cli_ctrl_c_while_indexing_stalls(s3_env, shards):
     # SIGINT while the loader is still being opened (the shards' headers
-    # read to index them) and that read stalls: the CLI's grace period
-    # (10 s) bounds it, exit status 130, saying so; never a hang.
+    # read to index them) and that read stalls: the open is stopped (its
+    # reads cancelled), exit status 130, saying so, at once: not the grace
+    # period's forced exit (10 s), which it needed before.
     names = _shard_names(shards)
     with object_store.FaultProxy(s3_env.endpoint) as proxy:
         env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)
         status, err, took = _sigint_during_stall(
-            proxy, [f"s3://data/shards/{_brace(names)}", "--pipeline", "val"], env, armed=lambda log: True)
+            proxy, [cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val"], env,
+            armed=lambda log: True)
     print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
     assert status == 130, (status, err)
-    assert "SIGINT" in err, err
-    assert took < 12, f"{took:.1f} s from SIGINT to exit: {err}"
+    assert "interrupted by SIGINT while opening" in err, err
+    assert took < 5, f"{took:.1f} s from SIGINT to exit: {err}"
 
 
 def test_cli_ctrl_c_during_a_stalled_read_stops_at_once(s3_env, shards):
@@ -471,13 +472,36 @@ def test_cli_ctrl_c_during_a_stalled_read_stops_at_once(s3_env, shards):
         # Indexing takes a size probe and one read per shard; armed after
         # twice that many GETs, the stall hits the run's sample reads.
         status, err, took = _sigint_during_stall(
-            proxy, [f"s3://data/shards/{_brace(names)}", "--pipeline", "val", "--epochs", "1000"], env,
+            proxy, [cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val", "--epochs", "1000"],
+            env,
             armed=lambda log: sum(e["method"] == "GET" for e in log) > 4 * len(names))
     print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
     assert status == 130, (status, err)
     assert "interrupted by SIGINT" in err, err
     assert "exiting now" not in err, f"stopped by the grace period, not by the interrupt: {err}"
     assert took < 5, f"{took:.1f} s from SIGINT to exit: {err}"
+
+
+def test_python_ctrl_c_while_opening_a_stalled_source(s3_env, shards):
+    # KeyboardInterrupt while ringfeed.Loader(...) is still indexing shards
+    # whose reads stall: raised at once (the open's reads cancelled), not
+    # after the 30 s deadline of each read.
+    from conftest import child_env
+    names = _shard_names(shards)
+    code = ("import sys, ringfeed\n"
+            "try:\n"
+            "    ringfeed.Loader(sys.argv[1], batch_size=8, device='cpu')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('KeyboardInterrupt', file=sys.stderr)\n"
+            "    sys.exit(3)\n")
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        env = child_env(AWS_ENDPOINT_URL=proxy.url)
+        status, err, took = _sigint_during_stall(
+            proxy, [sys.executable, "-c", code, f"s3://data/shards/{_brace(names)}"], env, armed=lambda log: True)
+    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    assert status == 3, (status, err)
+    assert "KeyboardInterrupt" in err, err
+    assert took < 5, f"{took:.1f} s from SIGINT to KeyboardInterrupt: {err}"
 
 
 def test_https_over_http2(monkeypatch, tmp_path, shards):
