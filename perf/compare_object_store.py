@@ -15,8 +15,15 @@ same sample byte ranges (one tar member each) are fetched by
 and the train pipeline (`ringfeed bench --pipeline train`) reads the shards
 over s3:// and from local disk, one request per sample and with --stream
 (each shard front to back in 8 MiB parts, four at once). Reported:
-samples/s, MB/s and ratios. s3rver runs on the same cores as the loader:
-its CPU time is taken from decoding, which a real S3 endpoint does not do.
+samples/s, MB/s and ratios.
+
+s3rver is a Node process on this machine; a real S3 endpoint takes no CPU
+from the loader. So by default (--server-cpus 1) s3rver runs on the last
+CPU and every reader, ringfeed and the baselines alike, on the others
+(ringfeed with --threads set to their number): the train rows then compare
+the same decode cores reading over s3:// and from local disk.
+--server-cpus 0 shares every core (the earlier, pessimistic setup).
+--repeat R runs each train row R times, interleaved, and keeps the medians.
 RINGFEED_BIN names the binary (default build/default/bin/ringfeed).
 """
 from __future__ import annotations
@@ -55,13 +62,29 @@ def bench(source: str, pipeline: str, depth: int, env, *extra) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def median_bench(runs: list[dict]) -> dict:
+    """The run with the median images/s, with every run's rate kept."""
+    ordered = sorted(runs, key=lambda r: r["images_per_s"])
+    return dict(ordered[len(ordered) // 2], runs_images_per_s=[r["images_per_s"] for r in runs])
+
+
+def split_cpus(server_cpus: int) -> tuple[set[int], set[int]]:
+    """(the server's CPUs, the readers' CPUs): the last `server_cpus` of
+    this process's, and the rest; both all of them when 0 (or too few)."""
+    mine = sorted(os.sched_getaffinity(0))
+    if server_cpus <= 0 or server_cpus >= len(mine):
+        return set(mine), set(mine)
+    return set(mine[-server_cpus:]), set(mine[:-server_cpus])
+
+
 def train_row(title: str, s3: dict, local: dict) -> dict:
     """Prints and returns one train comparison: s3:// vs local disk."""
     ratio = s3["images_per_s"] / local["images_per_s"]
     print(f"\n{title}: s3:// {s3['images_per_s']:.0f} img/s, local disk {local['images_per_s']:.0f} img/s: "
           f"ratio {ratio:.2f} (bottleneck s3: {s3.get('bottleneck')}, local: {local.get('bottleneck')})")
     return {"s3_images_per_s": s3["images_per_s"], "local_images_per_s": local["images_per_s"], "ratio": ratio,
-            "s3_bottleneck": s3.get("bottleneck"), "local_bottleneck": local.get("bottleneck")}
+            "s3_bottleneck": s3.get("bottleneck"), "local_bottleneck": local.get("bottleneck"),
+            "s3_runs": s3.get("runs_images_per_s"), "local_runs": local.get("runs_images_per_s")}
 
 
 def member_ranges(shards: list[pathlib.Path]) -> list[tuple[str, int, int]]:
@@ -89,8 +112,12 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=32)
     ap.add_argument("--shard-mb", type=int, default=16)
     ap.add_argument("--curl-ranges", type=int, default=400, help="ranges the curl-process baseline fetches")
+    ap.add_argument("--server-cpus", type=int, default=1, help="CPUs kept for s3rver alone (0: shared)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each train row (medians)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    server_cpus, reader_cpus = split_cpus(args.server_cpus)
+    threads = ["--threads", len(reader_cpus)]
     work = pathlib.Path(tempfile.mkdtemp(prefix="rf-objstore-perf-"))
     try:
         run(ringfeed_bin(), "gen", work / "data", "--images", args.images, "--classes", 10, "--seed", 3)
@@ -98,7 +125,11 @@ def main() -> int:
         shards = sorted((work / "shards").glob("*.tar"))
         ranges = member_ranges(shards)
         total_bytes = sum(r[2] for r in ranges)
-        with object_store.S3rver(work / "s3", buckets=["data"]) as s3:
+        # s3rver and its threads inherit the affinity this process has when it starts them.
+        os.sched_setaffinity(0, server_cpus)
+        s3 = object_store.S3rver(work / "s3", buckets=["data"]).start()
+        os.sched_setaffinity(0, reader_cpus)  # the readers from here on: ringfeed, curl, boto3
+        with s3:
             s3.populate("data", work / "shards", prefix="shards/")
             env = dict(os.environ, AWS_ENDPOINT_URL=s3.endpoint, AWS_REGION=s3.region,
                        AWS_ACCESS_KEY_ID=s3.access_key_id, AWS_SECRET_ACCESS_KEY=s3.secret_access_key,
@@ -107,7 +138,7 @@ def main() -> int:
             pattern = f"shards/shard-{{{first}..{last}}}.tar"
             rows = {}
 
-            r = bench(f"s3://data/{pattern}", "none", args.depth, env)
+            r = bench(f"s3://data/{pattern}", "none", args.depth, env, *threads)
             rows["ringfeed s3:// (libcurl multi)"] = (r["images"], r["seconds"], r["bytes"])
 
             curl = shutil.which("curl")
@@ -132,19 +163,24 @@ def main() -> int:
             rows["boto3, thread pool"] = (len(ranges), secs, total_bytes)
 
             local = str(work / "shards" / pattern.removeprefix("shards/"))
-            train_s3 = bench(f"s3://data/{pattern}", "train", args.depth, env)
-            train_local = bench(local, "train", args.depth, env)
-            # --stream: each shard read front to back in 8 MiB parts, 4 at once.
-            stream_s3 = bench(f"s3://data/{pattern}", "train", args.depth, env, "--stream")
-            stream_local = bench(local, "train", args.depth, env, "--stream")
+            runs: dict[str, list[dict]] = {"s3": [], "local": [], "stream_s3": [], "stream_local": []}
+            for _ in range(max(1, args.repeat)):  # interleaved: drift in the machine hits all four alike
+                runs["s3"].append(bench(f"s3://data/{pattern}", "train", args.depth, env, *threads))
+                runs["local"].append(bench(local, "train", args.depth, env, *threads))
+                # --stream: each shard read front to back in 8 MiB parts, up to 4 at once.
+                runs["stream_s3"].append(bench(f"s3://data/{pattern}", "train", args.depth, env, *threads, "--stream"))
+                runs["stream_local"].append(bench(local, "train", args.depth, env, *threads, "--stream"))
+            train_s3, train_local, stream_s3, stream_local = (median_bench(runs[k]) for k in runs)
 
         base = rows["ringfeed s3:// (libcurl multi)"]
         base_rate = base[0] / base[1]
         print(f"\nloopback, s3rver, {len(shards)} shards, {len(ranges)} samples, "
-              f"{total_bytes / 1e6:.1f} MB, depth {args.depth}, {os.cpu_count()} cores\n")
+              f"{total_bytes / 1e6:.1f} MB, depth {args.depth}, {os.cpu_count()} cores; "
+              f"s3rver on CPUs {sorted(server_cpus)}, readers on {sorted(reader_cpus)}\n")
         print("| reader | samples | seconds | samples/s | MB/s | vs ringfeed |")
         print("|---|---:|---:|---:|---:|---:|")
-        result = {"depth": args.depth, "samples": len(ranges), "bytes": total_bytes, "rows": {}}
+        result = {"depth": args.depth, "samples": len(ranges), "bytes": total_bytes, "rows": {},
+                  "server_cpus": sorted(server_cpus), "reader_cpus": sorted(reader_cpus), "repeat": args.repeat}
         for name, (n, secs, nbytes) in rows.items():
             rate = n / secs
             print(f"| {name} | {n} | {secs:.2f} | {rate:.0f} | {nbytes / secs / 1e6:.1f} | {rate / base_rate:.2f} |")
