@@ -47,6 +47,42 @@ http_request get(std::string url) {
   return r;
 }
 
+/// A server that holds every request it gets (up to 30 s, or until
+/// release()), then answers `status`: a server that stalls.
+class holding_server {
+ public:
+  explicit holding_server(int status)
+      : m_server([this, status](const tiny_http_server::request&) -> tiny_http_server::response {
+          arrived = true;
+          std::unique_lock lock(m_mutex);
+          m_cv.wait_for(lock, std::chrono::seconds{30}, [&] { return m_release; });
+          answered = true;
+          return {status, "late"};
+        }) {}
+  ~holding_server() { release(); }
+  void release() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_release = true;
+    }
+    m_cv.notify_all();
+  }
+  [[nodiscard]] std::string url() const { return m_server.url(); }
+  /// Busy-waits (yielding) for the first request: it is in flight then.
+  void wait_for_request() const {
+    while (!arrived.load()) std::this_thread::yield();
+  }
+
+  std::atomic<bool> arrived{false};   ///< a request came in
+  std::atomic<bool> answered{false};  ///< the handler answered one
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_release = false;  // guarded by m_mutex
+  tiny_http_server m_server;  // last: stopped first, while the members it uses live
+};
+
 }  // namespace
 
 TEST_CASE("a 503 SlowDown storm shorter than the retries is ridden out", "[http][retry]") {
@@ -146,16 +182,7 @@ TEST_CASE("retries are signed afresh, each attempt", "[http][retry]") {
 }
 
 TEST_CASE("destroying the client cancels a request the server never answers", "[http][cancel]") {
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false;
-  std::atomic<bool> arrived{false};
-  tiny_http_server server([&](const tiny_http_server::request&) -> tiny_http_server::response {
-    arrived = true;
-    std::unique_lock lock(m);
-    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return release; });
-    return {200, "late"};
-  });
+  holding_server server(200);
   thread_pool pool(2);
   auto client = std::make_unique<http_client>(pool, quick(3, std::chrono::milliseconds{60000}));
   read_buffer body;
@@ -169,32 +196,19 @@ TEST_CASE("destroying the client cancels a request the server never answers", "[
     }
     done = true;
   });
-  while (!arrived) std::this_thread::yield();  // the request is in flight
+  server.wait_for_request();
   const auto start = steady::now();
   client.reset();
   waiter.join();
   const auto took = steady::now() - start;
-  {
-    std::lock_guard lock(m);
-    release = true;
-  }
-  cv.notify_all();
+  server.release();
   CHECK(done.load());
   CHECK(error.load() == ECANCELED);
   CHECK(took < std::chrono::milliseconds{1500});
 }
 
 TEST_CASE("cancel_outstanding ends a request in flight; later requests proceed", "[http][cancel]") {
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false;
-  std::atomic<bool> arrived{false};
-  tiny_http_server silent([&](const tiny_http_server::request&) -> tiny_http_server::response {
-    arrived = true;
-    std::unique_lock lock(m);
-    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return release; });
-    return {200, "late"};
-  });
+  holding_server silent(200);
   tiny_http_server answering(
       [](const tiny_http_server::request&) -> tiny_http_server::response { return {200, "on time"}; });
   thread_pool pool(2);
@@ -210,14 +224,10 @@ TEST_CASE("cancel_outstanding ends a request in flight; later requests proceed",
       message = e.what();
     }
   });
-  while (!arrived) std::this_thread::yield();  // the request is in flight
+  silent.wait_for_request();
   client.cancel_outstanding();
   waiter.join();  // without the cancel: until the server's 30 s are up
-  {
-    std::lock_guard lock(m);
-    release = true;
-  }
-  cv.notify_all();
+  silent.release();
   CHECK(error.load() == ECANCELED);
   CHECK(message.find(silent.url() + "/b/k") != std::string::npos);
   CHECK(message.find("cancelled") != std::string::npos);
@@ -231,18 +241,7 @@ TEST_CASE("cancel_outstanding ends a request in flight; later requests proceed",
 TEST_CASE("a stop ends a loader's open stalled on its server, naming the source", "[http][cancel][loader]") {
   // The shard's first read never gets an answer (the server holds it 30 s):
   // without loader_options::stop the constructor waits out the deadline.
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false;
-  std::atomic<int> requests{0};
-  std::atomic<bool> answered{false};
-  tiny_http_server silent([&](const tiny_http_server::request&) -> tiny_http_server::response {
-    ++requests;
-    std::unique_lock lock(m);
-    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return release; });
-    answered = true;
-    return {503, "late"};
-  });
+  holding_server silent(503);
   ringfeed::loader_options o;
   o.source = silent.url() + "/shards/shard-000000.tar";
   o.device = -1;
@@ -258,15 +257,11 @@ TEST_CASE("a stop ends a loader's open stalled on its server, naming the source"
       message = e.what();
     }
   });
-  while (requests.load() == 0) std::this_thread::yield();  // the open waits on the server
+  silent.wait_for_request();  // the open waits on the server
   stop.request_stop();
   opener.join();  // at once; without the stop, not before the 30 s deadline
-  CHECK_FALSE(answered.load());  // the open ended while the server still held its read
-  {
-    std::lock_guard lock(m);
-    release = true;
-  }
-  cv.notify_all();
+  CHECK_FALSE(silent.answered.load());  // the open ended while the server still held its read
+  silent.release();
   CHECK(error == ECANCELED);
   CHECK(message.find("interrupted") != std::string::npos);
   CHECK(message.find(o.source) != std::string::npos);

@@ -344,16 +344,8 @@ int run_loader_bench(const bench_options& opt) {
   // dataset or indexing its shards, the storage probe) and filling the
   // pipeline up to the first batch; the rest is its steady state.
   const auto opened_at = std::chrono::steady_clock::now();
-  o.stop = interrupt.stop_token();  // a signal while the source is opened ends that too
   std::optional<loader> held;
-  try {
-    held.emplace(o);
-  } catch (const std::exception&) {
-    if (!interrupt.requested()) throw;
-    std::fprintf(stderr, "ringfeed bench: interrupted by %s while opening %s\n", interrupt.signal_name().c_str(),
-                 escape_bytes(opt.source).c_str());
-    return interrupt.exit_status();
-  }
+  if (!open_unless_interrupted(held, o, interrupt, "bench")) return interrupt.exit_status();
   loader& l = *held;
   const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_at).count();
   const std::size_t per_epoch = l.dataset().size();

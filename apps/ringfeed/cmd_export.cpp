@@ -96,15 +96,9 @@ int run_export(const export_options& opt) {
   o.sampler.rank = 0;
   o.sampler.world_size = 1;
 
-  o.stop = interrupt.stop_token();  // a signal while the source is opened ends that too
   std::optional<loader> l;
-  try {
-    l.emplace(o);
-  } catch (const std::exception&) {
-    if (!interrupt.requested()) throw;
+  if (!open_unless_interrupted(l, o, interrupt, "export")) {
     write_marker(opt, "interrupted by " + interrupt.signal_name() + " while opening the source; nothing exported.");
-    std::fprintf(stderr, "ringfeed export: interrupted by %s while opening %s\n", interrupt.signal_name().c_str(),
-                 escape_bytes(opt.source).c_str());
     return interrupt.exit_status();
   }
   std::size_t position = 0;

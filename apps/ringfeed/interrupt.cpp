@@ -15,6 +15,8 @@
 #include <mutex>
 #include <system_error>
 
+#include <ringfeed/text.hpp>
+
 namespace ringfeed::cli {
 namespace {
 
@@ -137,6 +139,21 @@ class next_done final : public next_completion {
 };
 
 }  // namespace
+
+bool open_unless_interrupted(std::optional<loader>& out, loader_options o, const interrupt_watch& interrupt,
+                             const char* command) {
+  o.stop = interrupt.stop_token();
+  const std::string source = o.source;
+  try {
+    out.emplace(std::move(o));
+    return true;
+  } catch (const std::exception&) {
+    if (!interrupt.requested()) throw;
+  }
+  std::fprintf(stderr, "ringfeed %s: interrupted by %s while opening %s\n", command, interrupt.signal_name().c_str(),
+               escape_bytes(source).c_str());
+  return false;
+}
 
 std::optional<batch> next_unless_interrupted(loader& l, const interrupt_watch& interrupt) {
   if (interrupt.requested()) return std::nullopt;

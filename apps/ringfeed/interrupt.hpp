@@ -68,6 +68,13 @@ class interrupt_watch {
   std::thread m_thread;
 };
 
+/// Opens the loader into `out` with `interrupt`'s stop token, so that a
+/// signal ends an open still listing or indexing a network source. False
+/// (after one line on stderr, "ringfeed COMMAND: interrupted by SIGINT while
+/// opening SOURCE") when a signal ended it; throws what the loader throws.
+[[nodiscard]] bool open_unless_interrupted(std::optional<loader>& out, loader_options o,
+                                           const interrupt_watch& interrupt, const char* command);
+
 /// The next batch of `l`'s current epoch; std::nullopt at its end, or as
 /// soon as `interrupt` is requested, even while the batch is still being
 /// read or decoded (a stalled server, a huge image). An interrupted next()
