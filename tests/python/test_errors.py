@@ -45,6 +45,23 @@ def test_bad_option_is_value_error_naming_it(val_dir, options, name):
     assert name in str(info.value), f"{options}: the message does not name {name!r}: {info.value}"
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("seed", -1, "seed must be an int >= 0, not -1"),
+    ("size", 0, "size must be an int >= 1, not 0"),
+    ("max_pixels", 1.5, "max_pixels must be an int >= 1, not 1.5"),
+    ("pipeline", "foo", "pipeline must be one of"),
+])
+def test_loader_and_decode_word_a_bad_option_alike(val_dir, option, value, message):
+    # One check behind every front end: the same argument gets the same words.
+    from pathlib import Path
+    data = next(p for p in sorted(Path(val_dir).rglob("*")) if p.is_file()).read_bytes()
+    for call in (lambda: ringfeed.Loader(val_dir, batch_size=BS, **{option: value}),
+                 lambda: ringfeed.decode(data, **{"pipeline": "val", option: value})):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert message in str(info.value), str(info.value)
+
+
 def test_bad_set_epoch(val_dir):
     loader = ringfeed.Loader(val_dir, batch_size=BS)
     with pytest.raises(ValueError, match="epoch"):

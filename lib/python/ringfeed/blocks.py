@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from . import _ringfeed
+from ._checks import choice, int_arg
 from .loader import _from_dlpack
 
 __all__ = ["read_files", "decode", "ImageFolder"]
@@ -47,15 +48,11 @@ def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0,
             raise ValueError("give either transform= or pipeline=, not both")
         from .transforms import to_spec
         spec = to_spec(transform)
-    if pipeline not in (None, "train", "val"):
-        raise ValueError(f'pipeline must be None, "train" or "val", not {pipeline!r}')
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise ValueError(f"size must be a positive int, not {size!r}")
+    choice("pipeline", pipeline, (None, "train", "val"))
+    int_arg("size", size, 1)
     for option, value in (("seed", seed), ("epoch", epoch), ("index", index)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{option} must be a non-negative int, not {value!r}")
-    if not isinstance(max_pixels, int) or isinstance(max_pixels, bool) or max_pixels < 1:
-        raise ValueError(f"max_pixels must be a positive int, not {max_pixels!r}")
+        int_arg(option, value)
+    int_arg("max_pixels", max_pixels, 1)
     capsule = _ringfeed._decode(data, pipeline or "", size, bool(exact), seed, epoch, index, str(name),
                                 max_pixels, spec)
     return _from_dlpack(capsule)

@@ -12,6 +12,7 @@ import warnings
 from typing import Any, NamedTuple
 
 from . import _ringfeed
+from ._checks import choice, flag, int_arg
 
 __all__ = ["Loader", "Batch"]
 
@@ -120,12 +121,6 @@ def _device_index(device):
     raise ValueError(f"device must be None, 'cuda', 'cuda:N', an int or a torch.device, not {device!r}")
 
 
-def _int_option(name, value, minimum=0):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
-    return value
-
-
 _S3_TEXT = ("endpoint", "region", "profile", "ca_bundle", "access_key_id", "secret_access_key", "session_token")
 _S3_FLAGS = ("anonymous", "path_style")
 
@@ -143,8 +138,8 @@ def _s3_options(s3):
                 raise ValueError(f"s3[{key!r}] must be a str, not {type(value).__name__}")
             out[key] = os.fspath(value) if value is not None else None
         elif key in _S3_FLAGS:
-            if not isinstance(value, bool) and not (key == "path_style" and value is None):
-                raise ValueError(f"s3[{key!r}] must be True or False, not {value!r}")
+            if not (key == "path_style" and value is None):
+                flag(f"s3[{key!r}]", value)
             out[key] = value
         else:
             raise ValueError(f"s3 has no option {key!r}: it takes {', '.join(_S3_TEXT + _S3_FLAGS)}")
@@ -155,12 +150,6 @@ def _s3_options(s3):
     if out.get("anonymous") and out.get("access_key_id"):
         raise ValueError("s3: anonymous=True signs nothing: leave out access_key_id and secret_access_key")
     return out
-
-
-def _choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, not {value!r}")
-    return value
 
 
 class Loader:
@@ -200,7 +189,7 @@ class Loader:
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
-            raise ValueError(f"source must be a non-empty path or nfs:// URL, not {source!r}")
+            raise ValueError(f"source must be a non-empty path or URL (nfs://, s3://, https://), not {source!r}")
         spec, shape = "", None
         if transform is not None:
             if pipeline is not None or size is not None:
@@ -223,26 +212,25 @@ class Loader:
         pipeline = "train" if pipeline is None else pipeline
         size = 224 if size is None else size
         output = "float32" if output is None else output
-        _choice("pipeline", pipeline, ("train", "val"))
-        _choice("output", output, tuple(_OUTPUTS))
-        _choice("on_error", on_error, ("skip", "fail"))
-        _choice("io", io, ("auto", "uring", "pread"))
-        batch_size = _int_option("batch_size", batch_size, 1)
-        size = _int_option("size", size, 1)
-        seed = _int_option("seed", seed)
-        threads = _int_option("threads", threads)
-        io_depth = _int_option("io_depth", io_depth)
-        prefetch_batches = _int_option("prefetch_batches", prefetch_batches)
-        device_buffers = _int_option("device_buffers", device_buffers, 1)
-        max_pixels = _int_option("max_pixels", max_pixels, 1)
+        choice("pipeline", pipeline, ("train", "val"))
+        choice("output", output, tuple(_OUTPUTS))
+        choice("on_error", on_error, ("skip", "fail"))
+        choice("io", io, ("auto", "uring", "pread"))
+        batch_size = int_arg("batch_size", batch_size, 1)
+        size = int_arg("size", size, 1)
+        seed = int_arg("seed", seed)
+        threads = int_arg("threads", threads)
+        io_depth = int_arg("io_depth", io_depth)
+        prefetch_batches = int_arg("prefetch_batches", prefetch_batches)
+        device_buffers = int_arg("device_buffers", device_buffers, 1)
+        max_pixels = int_arg("max_pixels", max_pixels, 1)
         if shuffle is None:
             # a recipe with a random op is a training one: shuffled, as "train" is
             shuffle = pipeline == "train" if not spec else random
         for name, value in (("shuffle", shuffle), ("exact", exact), ("drop_last", drop_last),
                             ("direct", direct), ("stream_shards", stream_shards),
                             ("include_hidden", include_hidden)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be True or False, not {value!r}")
+            flag(name, value)
         device_index = _device_index(device)
         # torch makes the batches' tensors: imported here rather than inside
         # the first next(), which would otherwise spend a second or two in it.
@@ -254,8 +242,8 @@ class Loader:
             env_rank, env_world = _env_rank_world()
             rank = env_rank if rank is None else rank
             world_size = env_world if world_size is None else world_size
-        world_size = _int_option("world_size", world_size, 1)
-        rank = _int_option("rank", rank)
+        world_size = int_arg("world_size", world_size, 1)
+        rank = int_arg("rank", rank)
         if rank >= world_size:
             raise ValueError(f"rank must be below world_size: rank {rank}, world_size {world_size}")
 
@@ -266,9 +254,9 @@ class Loader:
         slab_bytes = batch_size * sample_bytes
         if memory_budget is None:
             memory_budget = max(1 << 30, 4 * slab_bytes)  # nothing to tune: room for prefetch whatever the batch
-        memory_budget = _int_option("memory_budget", memory_budget, 1)
+        memory_budget = int_arg("memory_budget", memory_budget, 1)
         if cache_bytes is not None:
-            cache_bytes = _int_option("cache_bytes", cache_bytes, 1)
+            cache_bytes = int_arg("cache_bytes", cache_bytes, 1)
         if cache_dir is not None:
             cache_dir = os.fspath(cache_dir)
         s3 = _s3_options(s3)
@@ -334,7 +322,7 @@ class Loader:
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (DistributedSampler.set_epoch):
         its shuffle and random crops. Takes effect at the next `for`."""
-        self._want_epoch = _int_option("epoch", epoch)
+        self._want_epoch = int_arg("epoch", epoch)
         self._epoch = self._want_epoch
 
     @property
