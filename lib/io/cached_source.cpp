@@ -34,6 +34,7 @@ class cached_source final : public source {
   std::string_view backend_name() const noexcept override { return m_inner->backend_name(); }
   std::vector<source_entry> list(const std::string& dir) override { return m_inner->list(dir); }
   void cancel_reads(bool and_later = false) noexcept override { m_inner->cancel_reads(and_later); }
+  void resume_reads() noexcept override { m_inner->resume_reads(); }
   std::uint64_t file_size(const std::string& file) override { return m_inner->file_size(file); }
 
   task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) override {

@@ -586,6 +586,11 @@ http_stats http_client::stats() const {
 
 const http_options& http_client::options() const noexcept { return m_core->options; }
 
-void http_client::cancel_outstanding(bool and_later) { m_core->cancel_outstanding(and_later); }
+void http_client::cancel_outstanding(bool and_later) noexcept { m_core->cancel_outstanding(and_later); }
+
+void http_client::resume() noexcept {
+  std::lock_guard lock(m_core->mutex);
+  m_core->refusing = false;
+}
 
 }  // namespace ringfeed::io::detail

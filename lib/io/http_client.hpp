@@ -144,7 +144,9 @@ class http_client {
   /// `and_later`: then they fail at once with ECANCELED too. A loader
   /// stopping a run calls it so that it does not wait out a stalled
   /// server's timeouts.
-  void cancel_outstanding(bool and_later = false);
+  void cancel_outstanding(bool and_later = false) noexcept;
+  /// Ends cancel_outstanding(true): fetches from now on proceed.
+  void resume() noexcept;
 
   [[nodiscard]] http_stats stats() const;
   [[nodiscard]] const http_options& options() const noexcept;

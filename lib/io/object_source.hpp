@@ -48,6 +48,7 @@ class object_source : public source {
   task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) override;
   source_stats stats() const override;
   void cancel_reads(bool and_later = false) noexcept override { m_client->cancel_outstanding(and_later); }
+  void resume_reads() noexcept override { m_client->resume(); }
   /// A GET of its first byte (signed as reads are): the size from
   /// Content-Range; pins the object's ETag.
   std::uint64_t file_size(const std::string& file) override;

@@ -216,10 +216,13 @@ void loader_core::stop_run() {
   const std::shared_ptr<run> r = m_memory->detach();
   if (!r) return;
   r->stop();
-  // Reads in flight end now: a stalled server would hold the join for its
-  // timeouts (and a server in this process, stopping with us, forever).
-  if (m_src) m_src->cancel_reads();
+  // Reads in flight end now, and any the run still starts (a worker past
+  // its check, the stream's reader): a stalled server would hold the join
+  // for its timeouts (and a server in this process, stopping with us,
+  // forever). The next run reads again.
+  if (m_src) m_src->cancel_reads(true);
   sync_wait(r->scope.join());
+  if (m_src) m_src->resume_reads();
   m_memory->reclaim();
 }
 

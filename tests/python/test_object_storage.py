@@ -504,6 +504,50 @@ def test_python_ctrl_c_while_opening_a_stalled_source(s3_env, shards):
     assert took < 5, f"{took:.1f} s from SIGINT to KeyboardInterrupt: {err}"
 
 
+def test_closing_a_streaming_loader_stalled_on_its_server_is_prompt(s3_env, shards):
+    # stream_shards: a batch waits on parts that stall; after Ctrl-C,
+    # close() must not wait out the stall: the reads in flight are
+    # cancelled, and so are those the stream's read-ahead starts after the
+    # cancel (before, it went on to the next parts, which stalled again).
+    import signal
+    import time
+    from conftest import child_env
+    names = _shard_names(shards)
+    code = ("import sys, time, ringfeed\n"
+            "l = ringfeed.Loader(sys.argv[1], batch_size=8, pipeline='val', threads=2, device='cpu',\n"
+            "                    stream_shards=True, io_depth=8)\n"
+            "print('opened', flush=True)\n"
+            "try:\n"
+            "    next(iter(l))\n"
+            "    print('not stalled', flush=True)\n"
+            "except KeyboardInterrupt:\n"
+            "    t = time.monotonic()\n"
+            "    l.close()\n"
+            "    print(f'closed in {time.monotonic() - t:.3f} s', flush=True)\n")
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        proc = subprocess.Popen([sys.executable, "-c", code, f"s3://data/shards/{_brace(names)}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=child_env(AWS_ENDPOINT_URL=proxy.url))
+        try:
+            assert proc.stdout.readline().strip() == "opened", proc.stderr.read()
+            proxy.add_fault("stall", count=100000, path="shard-", method="GET", after_bytes=100, delay_s=60)
+            deadline = time.monotonic() + 30
+            while not any(e.get("fault") == "stall" for e in proxy.log()):  # polling, with a deadline
+                assert proc.poll() is None, f"exited ({proc.returncode}) before a read stalled: {proc.stderr.read()}"
+                assert time.monotonic() < deadline, "no read reached the stall within 30 s"
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    print(out, err)
+    closed = [line for line in out.splitlines() if line.startswith("closed in")]
+    assert closed, (out, err)
+    assert float(closed[0].split()[2]) < 5, f"close() took {closed[0]}: it waited for the stalled server"
+
+
 def test_https_over_http2(monkeypatch, tmp_path, shards):
     # HTTP/2 where the server offers it: every request of an epoch over
     # https:// shards comes in as HTTP/2 (ALPN; the server would also take

@@ -139,8 +139,10 @@ class source {
   /// so that a stalled server does not hold it for its timeouts. Any
   /// thread. By default nothing: local reads end by themselves, and the
   /// ring's deadline bounds NFS. `and_later`: reads started after the call
-  /// fail at once with ECANCELED too (the source is being given up).
+  /// fail at once with ECANCELED too, until resume_reads().
   virtual void cancel_reads(bool and_later = false) noexcept { static_cast<void>(and_later); }
+  /// Ends cancel_reads(true): reads started from now on proceed.
+  virtual void resume_reads() noexcept {}
 
   /// The size in bytes of `file` (as read() names it), for storage that
   /// cannot list it (an object named by URL: a HEAD request). Blocking; any
