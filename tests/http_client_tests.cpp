@@ -129,6 +129,8 @@ TEST_CASE("404 and 403 are answers, not retried; the error names URL, status and
 }
 
 TEST_CASE("a storm longer than the deadline fails with ETIMEDOUT inside it", "[http][retry]") {
+  // Whether the last attempt got its 503 or timed out at the deadline (a
+  // busy machine), the message names S3's last answer and request id.
   tiny_http_server server(
       [](const tiny_http_server::request&) -> tiny_http_server::response { return {503, slowdown_xml()}; });
   thread_pool pool(2);
@@ -150,6 +152,40 @@ TEST_CASE("a storm longer than the deadline fails with ETIMEDOUT inside it", "[h
   const auto took = steady::now() - start;
   CHECK(took < std::chrono::milliseconds{800 + 500});
   CHECK(client.stats().timeouts == 1);
+}
+
+TEST_CASE("an attempt timed out after a SlowDown names that answer", "[http][retry]") {
+  // The first attempt gets 503 SlowDown; the next one no answer until the
+  // deadline: the error still says what the server last said, and its id.
+  std::atomic<int> calls{0};
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  tiny_http_server server([&](const tiny_http_server::request&) -> tiny_http_server::response {
+    if (calls++ == 0) return {503, slowdown_xml()};
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds{30}, [&] { return done; });
+    return {200, "late"};
+  });
+  thread_pool pool(2);
+  http_client client(pool, quick(5, std::chrono::milliseconds{800}));
+  read_buffer body;
+  std::string what;
+  int error = 0;
+  try {
+    (void)sync_wait(client.fetch(get(server.url() + "/b/k"), body));
+  } catch (const http_error& e) {
+    what = e.what();
+    error = e.code().value();
+  }
+  {
+    std::lock_guard lock(m);
+    done = true;
+  }
+  cv.notify_all();
+  CHECK(error == ETIMEDOUT);
+  CHECK(what.find("the last answer: HTTP 503 SlowDown") != std::string::npos);
+  CHECK(what.find("REQ123") != std::string::npos);
 }
 
 TEST_CASE("retries are signed afresh, each attempt", "[http][retry]") {

@@ -119,6 +119,7 @@ struct transfer {
   long status = 0;                // of the current attempt's final response
   std::string error_body;
   std::string last_reason;        // why the last attempt failed
+  std::string last_answer;        // the last HTTP error answer ("HTTP 503 SlowDown: ..."), kept across attempts
   char errbuf[CURL_ERROR_SIZE] = {};
   std::string url;                // the attempt's URL (kept alive for curl)
 
@@ -412,6 +413,7 @@ void http_client::core::finish_attempt(transfer& t, CURLcode rc) {
     if (!t.s3_code.empty()) reason += " " + t.s3_code;
     if (!info->message.empty()) reason += ": " + info->message;
   }
+  t.last_answer = reason;
   if (s == 412) {
     fail(t, ESTALE,
          reason + " (the object no longer has ETag " + t.request.if_match +
@@ -442,6 +444,9 @@ void http_client::core::fail(transfer& t, int err, std::string reason, bool tran
   }
   t.error = err;
   std::string m = describe(t) + ": " + reason;
+  // An attempt that got no answer (a timeout, a reset) after ones that did:
+  // the server's last word (S3's code, a SlowDown) still says what went on.
+  if (!t.last_answer.empty() && !reason.starts_with("HTTP ")) m += " (the last answer: " + t.last_answer + ")";
   if (!t.response.request_id.empty()) m += " (request id " + t.response.request_id + ")";
   m += "; " + std::to_string(t.response.attempts) + (t.response.attempts == 1 ? " attempt" : " attempts");
   if (past_deadline)
