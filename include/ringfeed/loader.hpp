@@ -175,12 +175,13 @@ struct loader_options {
   /// client, whose threads start in the constructor.
   bool start_eagerly = true;
 
-  /// Ends the constructor early: a stop requested while it opens an
-  /// nfs://, s3:// or http(s):// source (listing, indexing shards) cancels
-  /// the reads in flight and refuses later ones, and the constructor throws
+  /// Ends the constructor early: a stop requested while it opens an s3://
+  /// or http(s):// source (listing, indexing shards) cancels the reads in
+  /// flight and refuses later ones, and the constructor throws
   /// std::system_error(ECANCELED) naming the source, instead of waiting for
-  /// a stalled server's deadline. For an interruptible open (Ctrl-C in
-  /// Python). No effect once the loader is made.
+  /// a stalled server's deadline (an nfs:// open still ends by the NFS
+  /// deadline). For an interruptible open (Ctrl-C in Python). No effect
+  /// once the loader is made.
   std::stop_token stop;
 
     /// Where to continue from (from state()); unset: epoch 0, batch 0.

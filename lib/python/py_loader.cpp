@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include <ringfeed/io/nfs.hpp>
 #include <ringfeed/io/source.hpp>
 
 #include "tensor.hpp"
@@ -171,12 +170,12 @@ void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>&
   }
 }
 
-// The loader, opened with the GIL released. A network source may stall on
+// The loader, opened with the GIL released. An object store may stall on
 // its server while it is listed or indexed: it is opened on a helper thread
 // while this one looks for Ctrl-C every 50 ms; KeyboardInterrupt stops the
 // open (its reads cancelled, loader_options::stop) before it is raised.
 std::unique_ptr<loader> open_interruptibly(loader_options options) {
-  if (!io::is_object_location(options.source) && !io::nfs_url::is_nfs(options.source)) {
+  if (!io::is_object_location(options.source)) {
     py::gil_scoped_release nogil;  // indexing a large source takes a while
     return std::make_unique<loader>(std::move(options));
   }
