@@ -211,6 +211,10 @@ ringfeed::loader_options resolve(const rf_options& o) {
     }
   }
   if (o.shuffle) out.sampler.shuffle = *o.shuffle;
+  // "" leaves a key to the AWS chain: credentials only when one is given.
+  if (const auto& c = out.s3.credentials;
+      c && c->access_key_id.empty() && c->secret_access_key.empty() && c->session_token.empty())
+    out.s3.credentials.reset();
   if (const auto& c = out.s3.credentials; c && (c->access_key_id.empty() || c->secret_access_key.empty()))
     throw std::invalid_argument(
         "s3_access_key_id and s3_secret_access_key are given together (s3_session_token with them)");
