@@ -416,15 +416,26 @@ def test_s3_shards_streamed_in_parts(s3_env, shards):
     assert len(gets) <= 4 * len(names) < samples, (len(gets), len(names), samples)
 
 
-def _sigint_during_stall(proxy, command, env, armed) -> tuple[int, str, float]:
-    """Runs `command`; once `armed(log)` holds, makes every
+def _sigint_during_stall(s3_env, command, armed=lambda log: True, ready=None):
+    """Runs `command` against s3rver through a fault proxy; once it printed
+    the line `ready` (if given) and `armed(proxy log)` holds, makes every
     shard GET stall (100 bytes, then nothing for 60 s, past the low-speed
     limit), waits for a stalled read, sends SIGINT: (status, stderr, seconds
-    from SIGINT to exit)."""
+    from SIGINT to exit, stdout)."""
+    from conftest import child_env
+    with object_store.FaultProxy(s3_env.endpoint) as proxy:
+        status, err, took, out = _interrupt(proxy, command, child_env(AWS_ENDPOINT_URL=proxy.url), armed, ready)
+    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    return status, err, took, out
+
+
+def _interrupt(proxy, command, env, armed, ready):
     import signal
     import time
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
+        if ready is not None:
+            assert proc.stdout.readline().strip() == ready, proc.stderr.read()
         deadline = time.monotonic() + 60
         stalled = False
         while not any(e.get("fault") == "stall" for e in proxy.log()):  # polling, with a deadline
@@ -436,8 +447,8 @@ def _sigint_during_stall(proxy, command, env, armed) -> tuple[int, str, float]:
             time.sleep(0.02)
         signalled = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        return proc.returncode, err, time.monotonic() - signalled
+        out, err = proc.communicate(timeout=60)
+        return proc.returncode, err, time.monotonic() - signalled, out
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -450,12 +461,8 @@ def test_cli_ctrl_c_while_indexing_stalls(s3_env, shards):
     # reads cancelled), exit status 130, saying so, at once: not the grace
     # period's forced exit (10 s), which it needed before.
     names = _shard_names(shards)
-    with object_store.FaultProxy(s3_env.endpoint) as proxy:
-        env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)
-        status, err, took = _sigint_during_stall(
-            proxy, [cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val"], env,
-            armed=lambda log: True)
-    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    status, err, took, _ = _sigint_during_stall(
+        s3_env, [cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val"])
     assert status == 130, (status, err)
     assert "interrupted by SIGINT while opening" in err, err
     assert took < 5, f"{took:.1f} s from SIGINT to exit: {err}"
@@ -467,15 +474,11 @@ def test_cli_ctrl_c_during_a_stalled_read_stops_at_once(s3_env, shards):
     # ("interrupted by SIGINT after N images", 130) at once, well inside
     # the grace period it needed before.
     names = _shard_names(shards)
-    with object_store.FaultProxy(s3_env.endpoint) as proxy:
-        env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)
-        # Indexing takes a size probe and one read per shard; armed after
-        # twice that many GETs, the stall hits the run's sample reads.
-        status, err, took = _sigint_during_stall(
-            proxy, [cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val", "--epochs", "1000"],
-            env,
-            armed=lambda log: sum(e["method"] == "GET" for e in log) > 4 * len(names))
-    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    # Indexing takes a size probe and one read per shard; armed after
+    # twice that many GETs, the stall hits the run's sample reads.
+    status, err, took, _ = _sigint_during_stall(
+        s3_env, [cli_path(), "bench", f"s3://data/shards/{_brace(names)}", "--pipeline", "val", "--epochs", "1000"],
+        armed=lambda log: sum(e["method"] == "GET" for e in log) > 4 * len(names))
     assert status == 130, (status, err)
     assert "interrupted by SIGINT" in err, err
     assert "exiting now" not in err, f"stopped by the grace period, not by the interrupt: {err}"
@@ -486,7 +489,6 @@ def test_python_ctrl_c_while_opening_a_stalled_source(s3_env, shards):
     # KeyboardInterrupt while ringfeed.Loader(...) is still indexing shards
     # whose reads stall: raised at once (the open's reads cancelled), not
     # after the 30 s deadline of each read.
-    from conftest import child_env
     names = _shard_names(shards)
     code = ("import sys, ringfeed\n"
             "try:\n"
@@ -494,11 +496,7 @@ def test_python_ctrl_c_while_opening_a_stalled_source(s3_env, shards):
             "except KeyboardInterrupt:\n"
             "    print('KeyboardInterrupt', file=sys.stderr)\n"
             "    sys.exit(3)\n")
-    with object_store.FaultProxy(s3_env.endpoint) as proxy:
-        env = child_env(AWS_ENDPOINT_URL=proxy.url)
-        status, err, took = _sigint_during_stall(
-            proxy, [sys.executable, "-c", code, f"s3://data/shards/{_brace(names)}"], env, armed=lambda log: True)
-    print(f"SIGINT to exit: {took:.2f} s; stderr: {err.strip()}")
+    status, err, took, _ = _sigint_during_stall(s3_env, [sys.executable, "-c", code, f"s3://data/shards/{_brace(names)}"])
     assert status == 3, (status, err)
     assert "KeyboardInterrupt" in err, err
     assert took < 5, f"{took:.1f} s from SIGINT to KeyboardInterrupt: {err}"
@@ -509,9 +507,6 @@ def test_closing_a_streaming_loader_stalled_on_its_server_is_prompt(s3_env, shar
     # close() must not wait out the stall: the reads in flight are
     # cancelled, and so are those the stream's read-ahead starts after the
     # cancel (before, it went on to the next parts, which stalled again).
-    import signal
-    import time
-    from conftest import child_env
     names = _shard_names(shards)
     code = ("import sys, time, ringfeed\n"
             "l = ringfeed.Loader(sys.argv[1], batch_size=8, pipeline='val', threads=2, device='cpu',\n"
@@ -524,24 +519,8 @@ def test_closing_a_streaming_loader_stalled_on_its_server_is_prompt(s3_env, shar
             "    t = time.monotonic()\n"
             "    l.close()\n"
             "    print(f'closed in {time.monotonic() - t:.3f} s', flush=True)\n")
-    with object_store.FaultProxy(s3_env.endpoint) as proxy:
-        proc = subprocess.Popen([sys.executable, "-c", code, f"s3://data/shards/{_brace(names)}"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=child_env(AWS_ENDPOINT_URL=proxy.url))
-        try:
-            assert proc.stdout.readline().strip() == "opened", proc.stderr.read()
-            proxy.add_fault("stall", count=100000, path="shard-", method="GET", after_bytes=100, delay_s=60)
-            deadline = time.monotonic() + 30
-            while not any(e.get("fault") == "stall" for e in proxy.log()):  # polling, with a deadline
-                assert proc.poll() is None, f"exited ({proc.returncode}) before a read stalled: {proc.stderr.read()}"
-                assert time.monotonic() < deadline, "no read reached the stall within 30 s"
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    _, err, _, out = _sigint_during_stall(s3_env, [sys.executable, "-c", code, f"s3://data/shards/{_brace(names)}"],
+                                          ready="opened")
     print(out, err)
     closed = [line for line in out.splitlines() if line.startswith("closed in")]
     assert closed, (out, err)
