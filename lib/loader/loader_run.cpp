@@ -263,11 +263,14 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       // its batch (make_batch): a delivery dropped when the run stops
       // leaves it to reclaim(), like every buffer nobody holds.
       m_memory->lend(s);
+      // Read before enqueue: once the copy is queued its host-free callback
+      // may give the slab back, and the producer refill it, at any moment.
+      const std::size_t count = s.count;
       const auto t0 = clock::now();
       std::exception_ptr failed;
       try {
         m_uploader->enqueue(
-            i, reinterpret_cast<const std::uint8_t*>(s.images), s.count,
+            i, reinterpret_cast<const std::uint8_t*>(s.images), count,
             [](void* ctx) {  // CUDA's callback thread: no CUDA calls here
               auto* done = static_cast<slab*>(ctx);
               done->pool->give_back(done);
@@ -288,8 +291,8 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
         break;
       }
       m_upload_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
-      m_upload_items.fetch_add(s.count, std::memory_order_relaxed);
-      m_upload_bytes.fetch_add(s.count * m_plan.sample_bytes, std::memory_order_relaxed);
+      m_upload_items.fetch_add(count, std::memory_order_relaxed);
+      m_upload_bytes.fetch_add(count * m_plan.sample_bytes, std::memory_order_relaxed);
       d->device_buffer = *b;
     }
     if (!co_await r->out.send(std::move(*d))) break;
