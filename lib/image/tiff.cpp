@@ -306,6 +306,14 @@ void read_plane(TIFF* tif, memory_file& f, std::string_view name, const layout& 
     if (px_bits % 8 != 0 || row_bytes * 8 != px_bits * l.width) fail(name, f, "tiles of sub-byte samples");
     const std::size_t px = px_bits / 8;
     if (static_cast<std::uint64_t>(tile_row) != static_cast<std::uint64_t>(tw) * px) fail(name, f, "bad tile row size");
+    // Tiles are padded to multiples of 16 and a few hundred pixels a side,
+    // so one may be larger than a small image, but not larger than both the
+    // plane and 64 MiB: a header declaring such a tile (a 186-byte file
+    // asked for 11 GB) is refused before anything is allocated.
+    constexpr std::uint64_t max_tile_bytes = std::uint64_t{64} << 20;
+    if (static_cast<std::uint64_t>(tile_size) >
+        std::max<std::uint64_t>(static_cast<std::uint64_t>(row_bytes) * l.height, max_tile_bytes))
+      fail(name, f, "a tile of " + std::to_string(tw) + "x" + std::to_string(th) + " is larger than the image");
     std::vector<std::uint8_t> tile(static_cast<std::size_t>(tile_size));
     for (std::uint32_t y = 0; y < l.height; y += th) {
       for (std::uint32_t x = 0; x < l.width; x += tw) {
