@@ -36,6 +36,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
+#include "loader_fixtures.hpp"
 #include "no_io_uring.hpp"
 #include "test_support.hpp"
 
@@ -46,21 +47,9 @@ using ringfeed::batch;
 using ringfeed::loader;
 using ringfeed::loader_options;
 
+using namespace ringfeed::test;  // the fixtures
+
 namespace {
-
-const char* const photo_names[] = {"astronaut.jpg", "brick_gray.jpg", "chelsea.jpg",  "coffee.jpg",
-                                   "coffee_portrait.jpg", "grace_hopper.jpg", "hubble.jpg", "rocket.jpg"};
-
-// An ImageFolder of `classes` × 8 photos (copies of the test photos).
-fs::path make_folder(const fs::path& root, int classes) {
-  const fs::path src = ringfeed::test::image_data::dir() / "photos";
-  for (int c = 0; c < classes; ++c) {
-    const fs::path dir = root / ("class" + std::to_string(c));
-    fs::create_directories(dir);
-    for (const char* name : photo_names) fs::copy_file(src / name, dir / name);
-  }
-  return root;
-}
 
 // `shards` WebDataset tar shards of 8 photos each (key.jpg + key.cls, label
 // = shard number), written with GNU tar in name order.
@@ -81,41 +70,6 @@ fs::path make_shards(const fs::path& root, int shards) {
     REQUIRE(std::system(cmd.c_str()) == 0);
   }
   return root / "shards";
-}
-
-loader_options base_options(const fs::path& source) {
-  loader_options o;
-  o.source = source.string();
-  o.dataset.use_cache = false;
-  o.pipeline = img::pipeline::train(32, img::pipeline_mode::fast);
-  o.output = output_spec::uint8_nhwc();
-  o.batch_size = 5;
-  o.threads = 2;
-  o.io_depth = 8;
-  o.device = -1;
-  o.sampler.seed = 7;
-  o.log = [](std::string_view) {};
-  return o;
-}
-
-struct delivered {
-  std::uint64_t epoch;
-  std::size_t number;
-  std::vector<std::size_t> indices;
-  std::vector<std::int64_t> labels;
-  std::vector<std::uint8_t> pixels;
-};
-
-delivered copy_of(const batch& b) {
-  const auto* p = static_cast<const std::uint8_t*>(b.images().data);
-  return {b.epoch(), b.number(), {b.indices().begin(), b.indices().end()}, {b.labels().begin(), b.labels().end()},
-          {p, p + b.images().bytes()}};
-}
-
-std::vector<delivered> drain_epoch(loader& l) {
-  std::vector<delivered> out;
-  while (auto b = ringfeed::sync_wait(l.next())) out.push_back(copy_of(*b));
-  return out;
 }
 
 long rss_kib(const char* field) {

@@ -34,6 +34,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <ringfeed/batch.hpp>
 #include <ringfeed/data/dataset.hpp>
@@ -87,6 +88,11 @@ struct loader_options {
   /// directory holding data.mdb. Every source is read through io::source.
   std::string source;
   data::dataset_options dataset{};
+  /// The samples themselves (data::listed_samples: torchvision's
+  /// `dataset.samples`), read from local storage; `source` is then where
+  /// they live (the dataset's root), which names them in messages and
+  /// decides the read path. Unset: the samples are listed from `source`.
+  std::optional<data::dataset> samples;
   /// The transforms. Its output size must be fixed (end with a crop or an
   /// exact resize). The loader sets its output: uint8 NHWC when batches go
   /// to a device (the device converts to `output`), else `output`.
@@ -256,8 +262,22 @@ class loader {
   class epoch_range;
   [[nodiscard]] epoch_range epoch(std::uint64_t e);
 
-  /// Drops what was prefetched and continues at batch 0 of epoch `e`.
+  /// Drops what was prefetched and continues at batch 0 of epoch `e`, in
+  /// the sampler's order (ending a set_order()).
   void set_epoch(std::uint64_t e);
+
+  /// Drops what was prefetched and delivers epoch `e` in the caller's order
+  /// (a torch sampler's indices): dataset indices, repeats allowed, batched
+  /// by batch_size from batch `first_batch` (drop_last drops a short last
+  /// batch), then the end of the epoch. The order is this rank's own: the
+  /// sampler's rank and shuffle do not apply. Random transforms are keyed
+  /// by (seed, e, position in the order), so a repeated index is augmented
+  /// anew each time. Nothing is read ahead past
+  /// the epoch; next() after its end throws std::logic_error until the next
+  /// set_order() or set_epoch(). Throws std::out_of_range for an index not
+  /// below dataset().size() or a first_batch past the end, and
+  /// std::invalid_argument with stream_shards (whose order is the stream's).
+  void set_order(std::uint64_t e, std::vector<std::size_t> indices, std::size_t first_batch = 0);
 
   /// Position of the next batch next() delivers.
   [[nodiscard]] loader_state state() const;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <stdexcept>
 
 #include "data/data_detail.hpp"
 
@@ -174,3 +175,26 @@ dataset_contents manifest_text_contents(std::string_view text, const std::string
 }
 
 }  // namespace ringfeed::data::detail
+
+namespace ringfeed::data {
+
+dataset listed_samples(std::string source, const std::vector<std::string>& paths, std::vector<std::int64_t> labels) {
+  if (paths.size() != labels.size())
+    throw std::invalid_argument("listed samples '" + escape_bytes(source) + "': " + std::to_string(paths.size()) +
+                                " paths but " + std::to_string(labels.size()) + " labels");
+  if (paths.empty()) throw std::invalid_argument("listed samples '" + escape_bytes(source) + "': the list is empty");
+  detail::dataset_contents c;
+  c.kind = dataset_kind::manifest;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    if (path.empty() || path.find('\0') != std::string::npos)
+      throw std::invalid_argument("listed samples '" + escape_bytes(source) + "': sample " + std::to_string(i) +
+                                  (path.empty() ? " has an empty path" : " has a path with a NUL byte"));
+    c.names.push_back(path);
+  }
+  c.labels = std::move(labels);
+  c.source = std::move(source);
+  return dataset(std::move(c));
+}
+
+}  // namespace ringfeed::data

@@ -28,6 +28,9 @@ loader::epoch_range loader::epoch(std::uint64_t e) {
 }
 
 void loader::set_epoch(std::uint64_t e) { m_core->set_epoch(e); }
+void loader::set_order(std::uint64_t e, std::vector<std::size_t> indices, std::size_t first_batch) {
+  m_core->set_order(e, std::move(indices), first_batch);
+}
 
 void loader::epoch_range::advance() {
   m_current.reset();  // give the previous batch back first

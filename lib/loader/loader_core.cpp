@@ -54,6 +54,12 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
                               "loader: opening '" + escape_bytes(m_opt.source) + "' was interrupted");
     m_where = m_src->storage();
     m_opt.io_depth = m_src->depth();
+  } else if (m_opt.samples) {
+    if (m_opt.stream_shards)
+      throw std::invalid_argument("loader: stream_shards reads tar shards, and a list of samples has none");
+    m_ds = std::move(*m_opt.samples);
+    m_opt.samples.reset();
+    m_where = io::probe_source(m_opt.source);
   } else {
     m_ds = data::open_dataset(m_opt.source, m_opt.dataset);
     // What the storage is decides the read path (network file systems get
@@ -206,6 +212,7 @@ void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
                                  m_memory->device_buffers(), stream_capacity);
   m_memory->attach(r);
   if (m_started == clock::time_point{}) m_started = clock::now();
+  r->order = m_order;
   r->scope.spawn(produce(r, epoch, first_batch));
   for (std::size_t i = 0; i < m_plan.workers; ++i) r->scope.spawn(work(r));
   if (m_opt.stream_shards) r->scope.spawn(stream(r, epoch, first_batch));
@@ -231,6 +238,9 @@ void loader_core::stop_run() {
 task<std::optional<batch>> loader_core::next() {
   if (const std::exception_ptr lost = device_lost()) std::rethrow_exception(lost);
   if (m_sticky_error) std::rethrow_exception(m_sticky_error);
+  if (m_order && m_pos_epoch != m_order_epoch)  // its run ended with its epoch: nothing would come
+    throw std::logic_error("loader: epoch " + std::to_string(m_pos_epoch) + " has no order (set_order() gave one for epoch " +
+                           std::to_string(m_order_epoch) + "): call set_order() or set_epoch() first");
   std::shared_ptr<run> r = m_memory->current();
   if (!r) {
     start_run(m_pos_epoch, m_pos_batch);
@@ -275,9 +285,30 @@ void loader_core::start_next(std::unique_ptr<next_completion> completion) {
   }(*this, std::move(completion)));
 }
 
+void loader_core::set_order(std::uint64_t e, std::vector<std::size_t> indices, std::size_t first_batch) {
+  if (m_opt.stream_shards)
+    throw std::invalid_argument("loader: set_order() does not apply with stream_shards (the stream decides the order)");
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    if (indices[i] >= m_ds.size())
+      throw std::out_of_range("loader: set_order(): index " + std::to_string(indices[i]) + " (at position " +
+                              std::to_string(i) + ") is not below the dataset's size " + std::to_string(m_ds.size()));
+  const data::epoch_plan plan(e, indices, m_opt.batch_size, m_opt.drop_last);
+  if (first_batch > plan.num_batches())
+    throw std::out_of_range("loader: set_order(): first_batch " + std::to_string(first_batch) + " is past the " +
+                            std::to_string(plan.num_batches()) + " batches of the order");
+  stop_run();
+  m_sticky_error = nullptr;
+  m_order = std::make_shared<const std::vector<std::size_t>>(std::move(indices));
+  m_order_epoch = e;
+  m_pos_epoch = e;
+  m_pos_batch = first_batch;
+  if (!device_lost()) start_run(e, first_batch);
+}
+
 void loader_core::set_epoch(std::uint64_t e) {
   stop_run();
   m_sticky_error = nullptr;
+  m_order.reset();
   m_pos_epoch = e;
   m_pos_batch = 0;
   if (!device_lost()) start_run(e, 0);  // a lost device stays lost: next() says so

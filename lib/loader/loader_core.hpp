@@ -71,6 +71,7 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   /// next(), completed through `done` (asio.hpp, Python).
   void start_next(std::unique_ptr<next_completion> done);
   void set_epoch(std::uint64_t e);
+  void set_order(std::uint64_t e, std::vector<std::size_t> indices, std::size_t first_batch);
   [[nodiscard]] std::uint64_t epoch() const noexcept { return m_pos_epoch; }
   [[nodiscard]] loader_state state() const;
   [[nodiscard]] loader_stats stats() const;
@@ -142,6 +143,10 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::uint64_t m_pos_epoch = 0;
   std::size_t m_pos_batch = 0;
   std::exception_ptr m_sticky_error;  // until set_epoch
+  // set_order(): the order of epoch m_order_epoch, whose run ends with it;
+  // null: the sampler's order, every epoch.
+  std::shared_ptr<const std::vector<std::size_t>> m_order;
+  std::uint64_t m_order_epoch = 0;
   /// The uploader met a sticky CUDA error: the error to throw for good.
   [[nodiscard]] std::exception_ptr device_lost() const;
 

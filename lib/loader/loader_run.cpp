@@ -100,9 +100,10 @@ void run::emit(std::uint64_t seq, delivery d) {
 task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {
   co_await m_pool->schedule();
   for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
-    const data::epoch_plan plan = m_opt.stream_shards
-                                      ? data::epoch_plan(e, stream_order_of(e).emit, m_opt.batch_size, m_opt.drop_last)
-                                      : m_smp->plan(e, m_opt.batch_size, m_opt.drop_last);
+    const data::epoch_plan plan =
+        r->order            ? data::epoch_plan(e, *r->order, m_opt.batch_size, m_opt.drop_last)
+        : m_opt.stream_shards ? data::epoch_plan(e, stream_order_of(e).emit, m_opt.batch_size, m_opt.drop_last)
+                              : m_smp->plan(e, m_opt.batch_size, m_opt.drop_last);
     for (std::size_t k = first_batch; k < plan.num_batches(); ++k) {
       std::optional<slab*> got = co_await r->free.receive();
       if (!got) co_return;
@@ -130,6 +131,7 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
     marker.what = delivery::kind::end_of_epoch;
     marker.epoch = e;
     r->emit(r->next_seq++, std::move(marker));
+    if (r->order) co_return;  // the caller orders the next epoch
   }
 }
 
@@ -174,7 +176,10 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const auto t1 = clock::now();
         thread_local image::pipeline_workspace ws;
         const std::string_view name = loc.shard == data::no_shard ? std::string_view(path) : m_ds.name(index);
-        m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, index},
+        // An order of the caller's may repeat an index (sampling with
+        // replacement): its random choices follow the position instead.
+        const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
+        m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, key},
                    std::span(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes));
         s.ok[slot] = 1;
         m_decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -65,6 +66,8 @@ struct run {
   channel<std::uint8_t> read_slots;
   async_scope scope;
   std::atomic<bool> stopping{false};  // shut down: skip all remaining work
+  // set_order(): this run delivers that one epoch in this order, then ends.
+  std::shared_ptr<const std::vector<std::size_t>> order;
   // on_error = fail: seq of the first failed batch. Work for later batches
   // is skipped; earlier ones are finished and delivered before the error.
   std::atomic<std::uint64_t> failed_at{~std::uint64_t{0}};

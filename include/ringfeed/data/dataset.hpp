@@ -312,6 +312,15 @@ using directory_lister = std::function<std::vector<listed_entry>(const std::stri
 /// are not opened here. Throws dataset_error naming the manifest and line.
 [[nodiscard]] dataset read_manifest(const std::filesystem::path& manifest, const dataset_options& options = {});
 
+/// A manifest given as lists rather than a file (torchvision's
+/// `dataset.samples`): sample i is the file paths[i] (absolute, or relative
+/// to the working directory), labelled labels[i]; `source` names the
+/// dataset in messages and source(). Files are not opened here. Throws
+/// std::invalid_argument when the lists differ in length, are empty, or a
+/// path is empty or holds a NUL byte (naming its position).
+[[nodiscard]] dataset listed_samples(std::string source, const std::vector<std::string>& paths,
+                                     std::vector<std::int64_t> labels);
+
 /// Indexes WebDataset tar shards, in the order given: members grouped by
 /// key (the name up to the first dot of its basename, directory included,
 /// as webdataset's base_plus_ext), consecutive members with one key forming

@@ -1,0 +1,78 @@
+// loader::set_order and loader_options::samples: what ringfeed.DataLoader
+// builds on (a torch sampler's indices, torchvision's `samples` list).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ringfeed/data/dataset.hpp>
+#include <ringfeed/loader.hpp>
+#include <ringfeed/sync_wait.hpp>
+
+#include "loader_fixtures.hpp"
+#include "test_support.hpp"
+
+using namespace ringfeed::test;
+using ringfeed::loader;
+
+TEST_CASE("set_order delivers the caller's indices in batches, then ends the epoch", "[loader][order]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path(), 2);  // 16 samples
+  loader l(base_options(root));                  // batches of 5
+  const std::vector<std::size_t> order = {15, 3, 3, 0, 9, 12, 1, 3};  // repeats, as a sampler with replacement
+  l.set_order(4, order);
+  const auto got = drain_epoch(l);
+  REQUIRE(got.size() == 2);
+  REQUIRE(got[0].indices == std::vector<std::size_t>{15, 3, 3, 0, 9});
+  REQUIRE(got[1].indices == std::vector<std::size_t>{12, 1, 3});
+  REQUIRE(got[0].epoch == 4);
+  REQUIRE(got[0].labels[0] == l.dataset().label(15));
+  // A repeated index is augmented anew: its random choices follow the position.
+  const std::size_t sample = got[0].pixels.size() / 5;
+  REQUIRE(!std::equal(got[0].pixels.begin() + sample, got[0].pixels.begin() + 2 * sample,
+                      got[0].pixels.begin() + 2 * sample));
+  // Nothing was read ahead into an epoch nobody ordered: the next call says so.
+  REQUIRE_THROWS_AS(ringfeed::sync_wait(l.next()), std::logic_error);
+
+  SECTION("the same order again gives the same pixels; first_batch resumes inside it") {
+    l.set_order(4, order, 1);
+    const auto tail = drain_epoch(l);
+    REQUIRE(tail.size() == 1);
+    REQUIRE(tail[0].pixels == got[1].pixels);
+  }
+  SECTION("set_epoch goes back to the sampler") {
+    l.set_epoch(0);
+    REQUIRE(drain_epoch(l).size() == 4);
+  }
+}
+
+TEST_CASE("set_order refuses an index past the dataset and a first batch past the order", "[loader][order]") {
+  ringfeed::test::temp_dir tmp;
+  loader l(base_options(make_folder(tmp.path(), 1)));  // 8 samples
+  REQUIRE_THROWS_WITH(l.set_order(0, {1, 8}), Catch::Contains("index 8 (at position 1)") &&
+                                                   Catch::Contains("dataset's size 8"));
+  REQUIRE_THROWS_AS(l.set_order(0, {1, 2}, 2), std::out_of_range);
+  l.set_order(0, {});  // an empty order is an empty epoch
+  REQUIRE(drain_epoch(l).empty());
+}
+
+TEST_CASE("loader_options::samples reads the listed files with their labels", "[loader][order]") {
+  ringfeed::test::temp_dir tmp;
+  const auto root = make_folder(tmp.path(), 2);
+  std::vector<std::string> paths = {(root / "class1" / "rocket.jpg").string(), (root / "class0" / "coffee.jpg").string(),
+                                    (root / "class1" / "hubble.jpg").string()};
+  auto o = base_options(root);
+  o.samples = ringfeed::data::listed_samples(root.string(), paths, {7, 3, 7});
+  loader l(o);
+  REQUIRE(l.dataset().size() == 3);
+  l.set_order(0, {2, 0, 1});
+  const auto got = drain_epoch(l);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].labels == std::vector<std::int64_t>{7, 7, 3});
+
+  REQUIRE_THROWS_WITH(ringfeed::data::listed_samples("x", {"a", ""}, {0, 1}), Catch::Contains("sample 1 has an empty path"));
+  REQUIRE_THROWS_WITH(ringfeed::data::listed_samples("x", {"a"}, {0, 1}), Catch::Contains("1 paths but 2 labels"));
+}

@@ -1,0 +1,68 @@
+// Fixtures shared by the loader's tests: a small ImageFolder of the test
+// photos, options that read it quickly, and epochs copied out of batches.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <ringfeed/loader.hpp>
+#include <ringfeed/sync_wait.hpp>
+
+#include "image_test_data.hpp"
+
+namespace ringfeed::test {
+
+const char* const photo_names[] = {"astronaut.jpg", "brick_gray.jpg", "chelsea.jpg",  "coffee.jpg",
+                                   "coffee_portrait.jpg", "grace_hopper.jpg", "hubble.jpg", "rocket.jpg"};
+
+// An ImageFolder of `classes` × 8 photos (copies of the test photos).
+inline std::filesystem::path make_folder(const std::filesystem::path& root, int classes) {
+  const std::filesystem::path src = ringfeed::test::image_data::dir() / "photos";
+  for (int c = 0; c < classes; ++c) {
+    const std::filesystem::path dir = root / ("class" + std::to_string(c));
+    std::filesystem::create_directories(dir);
+    for (const char* name : photo_names) std::filesystem::copy_file(src / name, dir / name);
+  }
+  return root;
+}
+
+inline ringfeed::loader_options base_options(const std::filesystem::path& source) {
+  ringfeed::loader_options o;
+  o.source = source.string();
+  o.dataset.use_cache = false;
+  o.pipeline = ringfeed::image::pipeline::train(32, ringfeed::image::pipeline_mode::fast);
+  o.output = ringfeed::output_spec::uint8_nhwc();
+  o.batch_size = 5;
+  o.threads = 2;
+  o.io_depth = 8;
+  o.device = -1;
+  o.sampler.seed = 7;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+struct delivered {
+  std::uint64_t epoch;
+  std::size_t number;
+  std::vector<std::size_t> indices;
+  std::vector<std::int64_t> labels;
+  std::vector<std::uint8_t> pixels;
+};
+
+inline delivered copy_of(const ringfeed::batch& b) {
+  const auto* p = static_cast<const std::uint8_t*>(b.images().data);
+  return {b.epoch(), b.number(), {b.indices().begin(), b.indices().end()}, {b.labels().begin(), b.labels().end()},
+          {p, p + b.images().bytes()}};
+}
+
+inline std::vector<delivered> drain_epoch(ringfeed::loader& l) {
+  std::vector<delivered> out;
+  while (auto b = ringfeed::sync_wait(l.next())) out.push_back(copy_of(*b));
+  return out;
+}
+
+}  // namespace ringfeed::test
