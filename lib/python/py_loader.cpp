@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <pybind11/stl.h>
+
 #include <ringfeed/io/source.hpp>
 
 #include "tensor.hpp"
@@ -75,6 +77,11 @@ loader_options loader_options_from(const py::dict& d) {
   o.device = d["device"].cast<int>();
   o.device_buffers = d["device_buffers"].cast<std::size_t>();
   o.dataset.include_hidden = d["include_hidden"].cast<bool>();
+  if (d.contains("samples") && !d["samples"].is_none()) {  // (paths as bytes, labels), from a torchvision dataset
+    const auto listed = d["samples"].cast<py::tuple>();
+    o.samples = data::listed_samples(o.source, listed[0].cast<std::vector<std::string>>(),
+                                     listed[1].cast<std::vector<std::int64_t>>());
+  }
   if (!d["resume"].is_none()) {
     const auto r = d["resume"].cast<py::dict>();
     o.resume = loader_state{r["seed"].cast<std::uint64_t>(), r["epoch"].cast<std::uint64_t>(),
@@ -152,8 +159,13 @@ class busy_guard {
 // Waits for the slot's result in 50 ms slices with the GIL released,
 // raising what a signal handler raised (KeyboardInterrupt) in between. The
 // request stays out: a later call takes its result.
-void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>& result) {
+void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>& result, double timeout = 0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
   for (;;) {
+    if (timeout > 0 && std::chrono::steady_clock::now() >= deadline) {  // DataLoader words it as torch does
+      PyErr_SetString(PyExc_TimeoutError, "no batch within the timeout");
+      throw py::error_already_set();
+    }
     {
       py::gil_scoped_release nogil;
       std::unique_lock lock(slot.mutex);
@@ -278,7 +290,7 @@ void py_loader::issue() {
   m_loader->start_next(std::make_unique<fill_slot>(m_slot));
 }
 
-py::object py_loader::next(std::uintptr_t stream) {
+py::object py_loader::next(std::uintptr_t stream, double timeout) {
   loader& l = checked();
   busy_guard busy(m_busy);
   {
@@ -287,7 +299,7 @@ py::object py_loader::next(std::uintptr_t stream) {
   }
   std::exception_ptr error;
   std::optional<batch> got;
-  wait_done(*m_slot, error, got);
+  wait_done(*m_slot, error, got, timeout);
   m_position = l.state();
   if (error) std::rethrow_exception(error);
   if (!got) return py::none();  // end of the epoch
@@ -312,9 +324,7 @@ py::object py_loader::next(std::uintptr_t stream) {
   return py::make_tuple(images, labels, epoch, number, copy);
 }
 
-void py_loader::set_epoch(std::uint64_t epoch) {
-  loader& l = checked();
-  busy_guard busy(m_busy);
+void py_loader::drop_pending() {
   bool pending = false;
   {
     std::lock_guard lock(m_slot->mutex);
@@ -325,10 +335,37 @@ void py_loader::set_epoch(std::uint64_t epoch) {
     std::optional<batch> dropped;
     wait_done(*m_slot, error, dropped);
   }
+}
+
+void py_loader::set_epoch(std::uint64_t epoch) {
+  loader& l = checked();
+  busy_guard busy(m_busy);
+  drop_pending();
   m_started = true;
   {
     py::gil_scoped_release nogil;
     l.set_epoch(epoch);
+  }
+  m_position = l.state();
+}
+
+void py_loader::set_order(std::uint64_t epoch, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& indices,
+                          std::size_t first_batch) {
+  if (indices.ndim() != 1) throw py::value_error("indices must be one-dimensional");
+  std::vector<std::size_t> order(static_cast<std::size_t>(indices.shape(0)));
+  const std::int64_t* at = indices.data();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (at[i] < 0)
+      throw py::index_error("index " + std::to_string(at[i]) + " (at position " + std::to_string(i) + ") is negative");
+    order[i] = static_cast<std::size_t>(at[i]);
+  }
+  loader& l = checked();
+  busy_guard busy(m_busy);
+  drop_pending();
+  m_started = true;
+  {
+    py::gil_scoped_release nogil;
+    l.set_order(epoch, std::move(order), first_batch);
   }
   m_position = l.state();
 }
@@ -379,8 +416,9 @@ void bind_loader(py::module_& m) {
   install_fork_handler();
   py::class_<py_loader>(m, "_Loader")
       .def(py::init([](const py::dict& options) { return std::make_unique<py_loader>(loader_options_from(options)); }))
-      .def("next", &py_loader::next, py::arg("stream") = 0)
+      .def("next", &py_loader::next, py::arg("stream") = 0, py::arg("timeout") = 0.0)
       .def("set_epoch", &py_loader::set_epoch)
+      .def("set_order", &py_loader::set_order, py::arg("epoch"), py::arg("indices"), py::arg("first_batch") = 0)
       .def("state", &py_loader::state)
       .def("stats_json", &py_loader::stats_json)
       .def("close", &py_loader::close)

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <ringfeed/loader.hpp>
@@ -44,8 +45,14 @@ class py_loader {
   /// will read device images (waits for the upload, no host sync). `copy`
   /// says the consumer holds every other buffer: Python clones the images
   /// and frees the view, so the loader never runs out of buffers.
-  pybind11::object next(std::uintptr_t stream);
+  /// timeout > 0: TimeoutError when no batch came within `timeout`
+  /// seconds (the request stays out: a later call takes its batch).
+  pybind11::object next(std::uintptr_t stream, double timeout = 0);
   void set_epoch(std::uint64_t epoch);
+  /// loader::set_order: epoch `epoch` in this order (dataset indices).
+  void set_order(std::uint64_t epoch,
+                 const pybind11::array_t<std::int64_t, pybind11::array::c_style | pybind11::array::forcecast>& indices,
+                 std::size_t first_batch);
   /// seed, epoch, next_batch, rank, world_size of the next batch next()
   /// returns (a request interrupted by Ctrl-C is not counted until taken).
   [[nodiscard]] pybind11::dict state() const;
@@ -63,6 +70,7 @@ class py_loader {
  private:
   loader& checked();
   void issue();
+  void drop_pending();  // a request Ctrl-C interrupted: waited for, its batch dropped
 
   std::unique_ptr<loader> m_loader;
   std::shared_ptr<next_slot> m_slot = std::make_shared<next_slot>();

@@ -7,6 +7,10 @@ them to PyTorch as tensors.
     for images, labels in loader:      # one epoch per `for`
         ...
 
+or, keeping a torch script as it is but for the import:
+
+    from ringfeed import DataLoader    # was: from torch.utils.data import DataLoader
+
 Building blocks for other loaders: read_files, decode, ImageFolder.
 torch is imported only by what produces tensors: a Loader when constructed,
 decode() when called.
@@ -14,6 +18,7 @@ decode() when called.
 from ._ringfeed import __version__
 from .blocks import ImageFolder, decode, read_files
 from .loader import Batch, Loader
+from .dataloader import DataLoader
 from . import transforms
 
-__all__ = ["Loader", "Batch", "ImageFolder", "read_files", "decode", "transforms", "__version__"]
+__all__ = ["Loader", "DataLoader", "Batch", "ImageFolder", "read_files", "decode", "transforms", "__version__"]

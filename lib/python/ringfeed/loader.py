@@ -185,7 +185,7 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS, s3=None):
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, _samples=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -268,7 +268,8 @@ class Loader:
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
-            include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, resume=None)
+            include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, resume=None,
+            samples=_samples)  # (paths as bytes, labels): ringfeed.DataLoader's list of a torchvision dataset
         self._device = device_index
         self._lock = threading.Lock()
         self._core = None
@@ -406,12 +407,12 @@ class Loader:
             raise RuntimeError("ringfeed.Loader is closed")
         return core
 
-    def _next_batch(self):
+    def _next_batch(self, timeout=0):
         core = self._live()
         stream = 0
         if self._device >= 0 and core.uses_device:
             stream = _torch().cuda.current_stream(self._device).cuda_stream
-        got = core.next(stream)
+        got = core.next(stream, timeout)
         if got is None:
             return None
         images_capsule, labels_capsule, epoch, number, copy = got

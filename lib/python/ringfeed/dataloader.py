@@ -1,0 +1,339 @@
+"""ringfeed.DataLoader: torch.utils.data.DataLoader's signature, run by
+ringfeed's C++ pipeline. Change the import, keep every argument:
+
+    from ringfeed import DataLoader
+    loader = DataLoader(datasets.ImageFolder(root, transform=t), batch_size=256, shuffle=True,
+                        num_workers=8, pin_memory=True)
+
+What runs natively: torchvision's ImageFolder, DatasetFolder and ImageNet
+read with its default loader, any dataset whose `samples` (or `imgs`) is a
+list of (path, int) read with torchvision's default loader, Subsets of
+these, and a path or URL string (anything ringfeed.Loader takes). The
+dataset's transform is translated op by op (ringfeed.transforms.to_spec).
+
+Sampling is torch's own: the arguments build torch's DataLoader (which
+checks them, with torch's exceptions and wording), and each iteration draws
+its indices from that loader's sampler exactly as torch's iterator does
+(the same draws from the same generator, in the same order), so the
+batches hold the same samples in the same order as torch's. Those indices
+go to C++, which reads, decodes and transforms them in its threads.
+
+Anything else (a dataset with its own __getitem__, a transform op ringfeed
+cannot run, a target_transform, collate_fn or worker_init_fn) gets torch's
+own DataLoader built with the same arguments, and one UserWarning naming
+the reason; strict=True raises ValueError with it instead.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from ._checks import flag, int_arg
+from .loader import Loader, _torch
+
+__all__ = ["DataLoader"]
+
+_IN_MEMORY = ("CIFAR10", "CIFAR100", "MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "SVHN")
+
+
+class DataLoader:
+    """torch.utils.data.DataLoader(dataset, ...) over ringfeed: see the
+    module's doc. `backend` is "ringfeed" or "torch"; `fallback_reason`
+    says why torch's (None natively).
+
+    ringfeed's own arguments: seed (augmentation randomness, keyed by
+    (seed, iteration, position); None: the generator's initial seed, else
+    torch's, which torch.manual_seed sets), device (batches uploaded on
+    ringfeed's CUDA stream, as Loader's), exact (torchvision-exact resizes),
+    threads (0 or None: one per CPU), memory_budget (bytes of batch buffers),
+    strict (raise instead of falling back).
+
+    num_workers and persistent_workers are accepted and checked as torch
+    checks them; the work runs in ringfeed's threads in this process, never
+    in worker processes. prefetch_factor sizes the batches prepared ahead
+    (prefetch_factor x max(num_workers, 1)); timeout bounds the wait for
+    one batch; pin_memory gives pinned host tensors.
+    """
+
+    def __new__(cls, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                multiprocessing_context=None, generator=None, *, prefetch_factor=None,
+                persistent_workers=False, pin_memory_device="",
+                seed=None, device=None, exact=False, threads=None, memory_budget=None, strict=False):
+        flag("strict", strict)
+        flag("exact", exact)
+        if seed is not None:
+            seed = int_arg("seed", seed)
+        threads = 0 if threads is None else int_arg("threads", threads)
+        if memory_budget is not None:
+            memory_budget = int_arg("memory_budget", memory_budget, 1)
+        torch_args = dict(batch_size=batch_size, shuffle=shuffle, sampler=sampler, batch_sampler=batch_sampler,
+                          num_workers=num_workers, collate_fn=collate_fn, pin_memory=pin_memory,
+                          drop_last=drop_last, timeout=timeout, worker_init_fn=worker_init_fn,
+                          multiprocessing_context=multiprocessing_context, generator=generator,
+                          prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
+                          pin_memory_device=pin_memory_device)
+
+        if seed is None:
+            seed = (generator.initial_seed() if generator is not None else _torch().initial_seed()) & (2**63 - 1)
+        per_batch = getattr(batch_sampler, "batch_size", None) if batch_sampler is not None else batch_size
+        prefetch = prefetch_factor * max(num_workers, 1) if isinstance(prefetch_factor, int) else 0
+        if isinstance(dataset, (str, os.PathLike)):  # what Loader reads, with its default recipe
+            reason = _unsupported_arguments(torch_args)
+            if reason is not None:
+                raise ValueError(f"ringfeed.DataLoader over a path or URL runs natively or not at all: {reason}")
+            source = os.fspath(dataset)
+            core = Loader(source, batch_size=per_batch, shuffle=False, seed=seed, exact=exact, device=device,
+                          rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
+                          prefetch_batches=prefetch)
+            return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
+
+        reason, found = _native_source(dataset)
+        if reason is None:
+            reason = _unsupported_arguments(torch_args)
+        if reason is not None:
+            if strict:
+                raise ValueError(f"ringfeed.DataLoader cannot run this natively: {reason}")
+            fallback = _torch_loader(dataset, torch_args)
+            warnings.warn(f"ringfeed.DataLoader: using torch's DataLoader: {reason}", UserWarning, stacklevel=2)
+            fallback.backend = "torch"
+            fallback.fallback_reason = reason
+            return fallback
+
+        root, paths, labels, transform = found
+        torch_loader = _torch_loader(dataset, torch_args)  # checks the arguments as torch does
+        core = Loader(root, batch_size=per_batch, transform=transform, exact=exact, device=device,
+                      shuffle=False, seed=seed, drop_last=False, rank=0, world_size=1, threads=threads,
+                      memory_budget=memory_budget, prefetch_batches=prefetch,
+                      _samples=([os.fsencode(p) for p in paths], labels))
+        return cls._native(dataset, torch_args, core, torch_loader)
+
+    @classmethod
+    def _native(cls, dataset, torch_args, core, torch_loader):
+        self = object.__new__(cls)
+        if torch_loader is None:
+            torch_loader = _torch_loader(dataset, torch_args)
+        self._torch_loader = torch_loader
+        self._core = core
+        self._timeout = torch_args["timeout"]
+        self._pin = bool(torch_args["pin_memory"])
+        self._iteration = 0      # iterations started: ringfeed's epoch (augmentation key)
+        self._token = 0          # the live iterator's
+        self._resume = None      # load_state_dict(): (order, first batch) for the next iteration
+        self._position = None    # (iteration, order, next batch) of the live iteration
+        self.backend = "ringfeed"
+        self.fallback_reason = None
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass  # __new__ built it
+
+    # --- torch's attributes --------------------------------------------------------------
+    def __getattr__(self, name):
+        if name in _TORCH_ATTRIBUTES:
+            return getattr(self.__dict__.get("_torch_loader"), name)
+        raise AttributeError(f"'DataLoader' object has no attribute {name!r}")
+
+    def __len__(self):
+        return len(self._torch_loader)
+
+    def __iter__(self):
+        if self._resume is not None:
+            order, first = self._resume
+            self._resume = None
+        else:
+            order, first = _draw_order(self._torch_loader, self._core._options["batch_size"]), 0
+        iteration = self._iteration
+        self._iteration += 1
+        self._core._live().set_order(iteration, _torch().as_tensor(order, dtype=_torch().int64).numpy(), first)
+        self._position = [iteration, order, first]
+        self._token += 1
+        return _Iterator(self, self._token)
+
+    def state_dict(self):
+        """Where the loader is: load_state_dict() on a DataLoader made with
+        the same arguments continues with the same batches (the current
+        iteration's indices are part of the state)."""
+        if self._resume is not None:
+            order, first = self._resume
+            return {"iteration": self._iteration, "order": list(order), "next_batch": first,
+                    "batch_size": self._core._options["batch_size"]}
+        if self._position is None:
+            return {"iteration": self._iteration, "order": None, "next_batch": 0,
+                    "batch_size": self._core._options["batch_size"]}
+        iteration, order, first = self._position
+        return {"iteration": iteration, "order": list(order), "next_batch": first,
+                "batch_size": self._core._options["batch_size"]}
+
+    def load_state_dict(self, state):
+        """The next `for` continues where `state` (from state_dict()) was."""
+        try:
+            iteration, order, first = int(state["iteration"]), state["order"], int(state["next_batch"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"state is not a ringfeed.DataLoader state_dict(): {e}") from None
+        if state.get("batch_size", self._core._options["batch_size"]) != self._core._options["batch_size"]:
+            raise ValueError(f"state was saved with batch_size {state['batch_size']}, "
+                             f"this loader has {self._core._options['batch_size']}")
+        self._token += 1  # an iterator of before stops
+        self._iteration = iteration
+        self._position = None
+        self._resume = None if order is None else ([int(i) for i in order], first)
+
+    def stats(self):
+        return self._core.stats()
+
+    def close(self):
+        self._core.close()
+
+    def __repr__(self):
+        return f"ringfeed.DataLoader({self._torch_loader.dataset!r}, batch_size={self._torch_loader.batch_size})"
+
+
+_TORCH_ATTRIBUTES = frozenset((
+    "dataset", "batch_size", "sampler", "batch_sampler", "drop_last", "num_workers", "collate_fn", "pin_memory",
+    "timeout", "worker_init_fn", "multiprocessing_context", "generator", "prefetch_factor", "persistent_workers",
+    "pin_memory_device"))
+
+
+class _Iterator:
+    def __init__(self, loader, token):
+        self._loader = loader
+        self._token = token
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        dl = self._loader
+        if dl._token != self._token:
+            raise StopIteration
+        try:
+            batch = dl._core._next_batch(dl._timeout)
+        except TimeoutError:
+            raise RuntimeError(f"DataLoader timed out after {dl._timeout} seconds") from None
+        if batch is None:
+            dl._token += 1
+            raise StopIteration
+        dl._position[2] += 1
+        images, labels = batch  # [B, C, H, W] as the transform ends (float32, or uint8 after PILToTensor)
+        if dl._pin and not images.is_cuda and _torch().cuda.is_available():
+            if not images.is_pinned():
+                images = images.pin_memory()
+            labels = labels.pin_memory()
+        return [images, labels]  # what default_collate makes of (image, target) pairs
+
+
+class _SourceIndex:
+    """A path or URL given as the dataset: its samples' indices, for torch's samplers."""
+
+    def __init__(self, source, size):
+        self.source = source
+        self._size = size
+
+    def __len__(self):
+        return self._size
+
+    def __getitem__(self, index):
+        raise TypeError("ringfeed.DataLoader reads this source in C++; it has no Python __getitem__")
+
+    def __repr__(self):
+        return repr(self.source)
+
+
+def _torch_loader(dataset, args):
+    """torch's DataLoader with the caller's arguments (prefetch_factor left
+    out when None: torch 1.13's default is 2 and it refuses None)."""
+    torch = _torch()
+    kwargs = dict(args)
+    if kwargs["prefetch_factor"] is None:
+        del kwargs["prefetch_factor"]
+    return torch.utils.data.DataLoader(dataset, **kwargs)
+
+
+def _draw_order(torch_loader, size):
+    """The indices of one iteration of `torch_loader`, batch after batch,
+    drawn as its iterator draws them: iter() of the index sampler, then
+    the iterator's base seed (one int64 from the generator), then the
+    batches (RandomSampler draws its permutation at its first next())."""
+    torch = _torch()
+    batches = iter(torch_loader._index_sampler)
+    torch.empty((), dtype=torch.int64).random_(generator=torch_loader.generator)
+    order = []
+    batches = list(batches)
+    for k, batch in enumerate(batches):
+        batch = list(batch)
+        if len(batch) != size and (k != len(batches) - 1 or len(batch) > size):
+            raise RuntimeError(f"ringfeed.DataLoader: batch {k} of the batch sampler holds {len(batch)} indices, "
+                               f"not batch_size={size}: only the last batch may be shorter")
+        order.extend(int(i) for i in batch)
+    return order
+
+
+def _unsupported_arguments(args):
+    if args["collate_fn"] is not None:
+        return "collate_fn is set: ringfeed stacks samples itself (default_collate's output)"
+    if args["worker_init_fn"] is not None:
+        return "worker_init_fn is set: ringfeed runs no worker processes to initialize"
+    if args["batch_size"] is None and args["batch_sampler"] is None:
+        return "batch_size=None (samples one by one, not batched)"
+    batch_sampler = args["batch_sampler"]
+    if batch_sampler is not None and type(batch_sampler) is not _torch().utils.data.BatchSampler:
+        return (f"batch_sampler is a {type(batch_sampler).__name__}: ringfeed runs torch's BatchSampler, "
+                "whose batches all have batch_size indices")
+    return None
+
+
+def _native_source(dataset):
+    """(None, (root, paths, labels, transform)) for a dataset ringfeed reads
+    itself, else (reason, None)."""
+    torch = _torch()
+    indices = None
+    while isinstance(dataset, torch.utils.data.Subset):
+        chosen = [int(i) for i in dataset.indices]
+        indices = chosen if indices is None else [chosen[i] for i in indices]
+        dataset = dataset.dataset
+    name = type(dataset).__name__
+    try:
+        from torchvision.datasets import DatasetFolder
+        from torchvision.datasets.folder import default_loader, pil_loader
+    except ImportError:
+        return f"{name}: torchvision is not installed, and only its datasets run natively", None
+    if name in _IN_MEMORY and hasattr(dataset, "data"):
+        return f"{name} holds its images in memory, which ringfeed does not read natively yet", None
+    samples = getattr(dataset, "samples", None)
+    if samples is None:
+        samples = getattr(dataset, "imgs", None)
+    if not isinstance(samples, list):
+        return f"{name} has its own __getitem__ and no `samples` list of (path, class) to read", None
+    if isinstance(dataset, DatasetFolder):
+        if type(dataset).__getitem__ is not DatasetFolder.__getitem__:
+            return f"{name} overrides DatasetFolder.__getitem__", None
+    if getattr(dataset, "loader", None) not in (default_loader, pil_loader):
+        return f"{name} reads its files with its own loader function, not torchvision's default_loader", None
+    if getattr(dataset, "target_transform", None) is not None:
+        return f"{name} has a target_transform, which ringfeed does not run", None
+    transform = getattr(dataset, "transform", None)
+    if transform is None:
+        return f"{name} has no transform: its samples are PIL images, which default_collate cannot batch", None
+    from .transforms import output_of, to_spec
+    try:
+        spec = to_spec(transform)
+        kind, _, height, _, _ = output_of(spec)
+    except ValueError as e:
+        return f"{name}'s transform: {e}", None
+    if kind == "image":
+        return f"{name}'s transform ends with a PIL image, which default_collate cannot batch (add ToTensor)", None
+    if height is None:
+        return f"{name}'s transform gives each image its own size (no crop or Resize((h, w)) at the end)", None
+    paths, labels = [], []
+    for i in (range(len(samples)) if indices is None else indices):
+        path, label = samples[i]
+        if isinstance(label, bool) or not isinstance(label, int):
+            return f"{name}.samples[{i}] has the target {label!r}, not a class index", None
+        paths.append(os.fspath(path))
+        labels.append(label)
+    if not paths:
+        return f"{name} holds no samples", None
+    root = getattr(dataset, "root", None)
+    root = os.fspath(root) if isinstance(root, (str, os.PathLike)) else os.path.dirname(paths[0])
+    return None, (root, paths, labels, spec)

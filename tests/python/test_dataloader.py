@@ -1,0 +1,246 @@
+"""ringfeed.DataLoader: torch's DataLoader signature over the C++ pipeline.
+
+The reference is torch's own DataLoader on the same dataset: with a
+deterministic transform, every batch must hold the same samples in the same
+order (labels identical, pixels within 1e-6 in exact mode), for each way
+torch orders an epoch (sequential, shuffled by a generator or by the global
+RNG, a sampler, a batch sampler, a Subset)."""
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+datasets = pytest.importorskip("torchvision.datasets")
+T = pytest.importorskip("torchvision.transforms")
+
+import ringfeed  # noqa: E402
+from torch.utils.data import (BatchSampler, DistributedSampler, RandomSampler, Subset,  # noqa: E402
+                              WeightedRandomSampler)
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def val_transform():
+    return T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor(), T.Normalize(MEAN, STD)])
+
+
+@pytest.fixture(scope="module")
+def folder(train_dir):
+    return datasets.ImageFolder(train_dir, transform=val_transform())
+
+
+def batches(loader):
+    return [(images.clone(), labels.clone()) for images, labels in loader]
+
+
+def assert_like_torch(got, want, what):
+    assert len(got) == len(want), f"{what}: {len(got)} batches, torch made {len(want)}"
+    for k, ((gi, gl), (wi, wl)) in enumerate(zip(got, want)):
+        assert torch.equal(gl, wl), f"{what}: batch {k} labels {gl.tolist()}, torch's {wl.tolist()}"
+        assert gi.shape == wi.shape and gi.dtype == wi.dtype, f"{what}: batch {k} {gi.shape} vs {wi.shape}"
+        diff = (gi - wi).abs().max().item()
+        assert diff <= 1e-6, f"{what}: batch {k} pixels differ from torch's by {diff}"
+
+
+def native(dataset, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning may come
+        loader = ringfeed.DataLoader(dataset, exact=True, **kwargs)
+    assert loader.backend == "ringfeed" and loader.fallback_reason is None
+    return loader
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_same_batches_as_torch_with_a_generator(folder, shuffle):
+    ours = native(folder, batch_size=16, shuffle=shuffle, generator=torch.Generator().manual_seed(7),
+                  num_workers=2, pin_memory=True)
+    theirs = torch.utils.data.DataLoader(folder, batch_size=16, shuffle=shuffle,
+                                         generator=torch.Generator().manual_seed(7))
+    assert len(ours) == len(theirs) == 13
+    for epoch in range(2):  # the generator moves on: the second epoch is another order, still torch's
+        assert_like_torch(batches(ours), batches(theirs), f"shuffle={shuffle} epoch {epoch}")
+
+
+def test_shuffle_follows_the_global_seed(folder):
+    torch.manual_seed(1234)
+    want = batches(torch.utils.data.DataLoader(folder, batch_size=32, shuffle=True, drop_last=True))
+    torch.manual_seed(1234)
+    got = batches(native(folder, batch_size=32, shuffle=True, drop_last=True))
+    assert len(got) == 200 // 32
+    assert_like_torch(got, want, "global RNG")
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_distributed_sampler_each_rank_each_epoch(folder, rank):
+    ours_sampler = DistributedSampler(folder, num_replicas=2, rank=rank, shuffle=True, seed=5)
+    theirs_sampler = DistributedSampler(folder, num_replicas=2, rank=rank, shuffle=True, seed=5)
+    ours = native(folder, batch_size=24, sampler=ours_sampler)
+    theirs = torch.utils.data.DataLoader(folder, batch_size=24, sampler=theirs_sampler)
+    for epoch in range(2):
+        ours_sampler.set_epoch(epoch)
+        theirs_sampler.set_epoch(epoch)
+        assert_like_torch(batches(ours), batches(theirs), f"rank {rank} epoch {epoch}")
+
+
+def test_subset_with_a_weighted_sampler(folder):
+    subset = Subset(folder, list(range(10, 150, 3)))
+    weights = [1.0 + (i % 4) for i in range(len(subset))]
+    ours = native(subset, batch_size=10, sampler=WeightedRandomSampler(weights, 60, replacement=True,
+                                                                        generator=torch.Generator().manual_seed(3)))
+    theirs = torch.utils.data.DataLoader(subset, batch_size=10, sampler=WeightedRandomSampler(
+        weights, 60, replacement=True, generator=torch.Generator().manual_seed(3)))
+    assert_like_torch(batches(ours), batches(theirs), "Subset + WeightedRandomSampler")
+
+
+def test_a_subset_of_a_subset(folder):
+    inner = Subset(folder, list(range(199, -1, -2)))
+    outer = Subset(inner, [5, 0, 99, 42, 7])
+    assert_like_torch(batches(native(outer, batch_size=2)),
+                      batches(torch.utils.data.DataLoader(outer, batch_size=2)), "nested Subset")
+
+
+def test_batch_sampler_and_drop_last(folder):
+    def make(cls):
+        sampler = BatchSampler(RandomSampler(folder, generator=torch.Generator().manual_seed(9)), 48, drop_last=True)
+        return cls(folder, batch_sampler=sampler)
+    ours, theirs = make(native), make(torch.utils.data.DataLoader)
+    assert len(ours) == len(theirs) == 4
+    assert ours.batch_size is None and ours.drop_last is False  # as torch reports them with batch_sampler=
+    assert_like_torch(batches(ours), batches(theirs), "batch_sampler")
+
+
+def test_torch_attributes(folder):
+    loader = native(folder, batch_size=64, drop_last=True)
+    assert loader.dataset is folder
+    assert (loader.batch_size, loader.drop_last, len(loader)) == (64, True, 3)
+    assert isinstance(loader.sampler, torch.utils.data.SequentialSampler)
+    assert isinstance(loader.batch_sampler, BatchSampler)
+    images, labels = next(iter(loader))
+    assert images.shape == (64, 3, 32, 32) and images.dtype == torch.float32
+    assert labels.dtype == torch.int64 and labels.shape == (64,)
+
+
+def test_resume_mid_epoch(folder):
+    def make():
+        return native(folder, batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(2))
+    first = make()
+    it = iter(first)
+    head = [next(it) for _ in range(5)]
+    state = first.state_dict()
+    rest = [(i.clone(), l.clone()) for i, l in it]
+    assert len(head) + len(rest) == 13
+
+    again = make()
+    again.load_state_dict(state)
+    assert_like_torch(batches(again), rest, "resumed epoch")
+
+
+def test_timeout_raises_as_torch_does(big_dataset):
+    slow = datasets.ImageFolder(big_dataset, transform=T.Compose([T.Resize(64), T.CenterCrop(64), T.ToTensor()]))
+    loader = native(slow, batch_size=8, timeout=0.01, threads=1)  # 8 exact 3000x2000 decodes on one thread
+    with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0\.01 seconds$"):
+        next(iter(loader))
+    loader.close()
+
+
+# --- what falls back to torch's DataLoader --------------------------------------------------------
+
+class OwnDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.zeros(3, 2, 2), i
+
+
+def reasons(folder, train_dir):
+    yield "own __getitem__", OwnDataset(), {}, "has its own __getitem__"
+    yield "Lambda", datasets.ImageFolder(train_dir, transform=T.Compose([T.Lambda(lambda x: x), T.ToTensor()])), \
+        {}, "Lambda"
+    yield "target_transform", datasets.ImageFolder(train_dir, transform=val_transform(),
+                                                   target_transform=lambda y: y), {}, "target_transform"
+    yield "collate_fn", folder, {"collate_fn": lambda b: b}, "collate_fn"
+    yield "worker_init_fn", folder, {"worker_init_fn": lambda w: None, "num_workers": 1}, "worker_init_fn"
+    yield "no batching", folder, {"batch_size": None}, "batch_size=None"
+    yield "PIL images", datasets.ImageFolder(train_dir), {}, "no transform"
+    yield "own loader", datasets.ImageFolder(train_dir, transform=val_transform(), loader=lambda p: p), {}, \
+        "own loader function"
+
+
+def test_every_fallback_warns_names_its_reason_and_is_torchs(folder, train_dir):
+    for what, dataset, kwargs, words in reasons(folder, train_dir):
+        with pytest.warns(UserWarning, match="using torch's DataLoader") as record:
+            loader = ringfeed.DataLoader(dataset, **kwargs)
+        assert len(record) == 1, what
+        assert type(loader) is torch.utils.data.DataLoader, what
+        assert loader.backend == "torch" and words in loader.fallback_reason, (what, loader.fallback_reason)
+        with pytest.raises(ValueError, match="cannot run this natively") as e:
+            ringfeed.DataLoader(dataset, strict=True, **kwargs)
+        assert words in str(e.value), what
+
+
+def test_the_fallback_loads_what_torch_loads():
+    loader = ringfeed.DataLoader(OwnDataset(), batch_size=2, shuffle=False)
+    assert loader.backend == "torch"
+    labels = [l.tolist() for _, l in loader]
+    assert labels == [[0, 1], [2, 3]]
+
+
+def test_mnist_in_memory_falls_back_for_now(tmp_path):
+    """The MNIST family holds its images in memory; ringfeed does not read
+    those natively yet, and says so (one warning, torch's loader)."""
+    import struct
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for split, n in (("train", 6), ("t10k", 2)):
+        with open(raw / f"{split}-images-idx3-ubyte", "wb") as f:
+            f.write(struct.pack(">IIII", 2051, n, 28, 28) + bytes(range(256)) * (n * 784 // 256) + bytes(n * 784 % 256))
+        with open(raw / f"{split}-labels-idx1-ubyte", "wb") as f:
+            f.write(struct.pack(">II", 2049, n) + bytes(i % 10 for i in range(n)))
+    mnist = datasets.MNIST(str(tmp_path), train=True, transform=T.Compose([T.ToTensor(), T.Normalize((0.13,), (0.3,))]))
+    with pytest.warns(UserWarning, match="in memory"):
+        loader = ringfeed.DataLoader(mnist, batch_size=3)
+    assert loader.backend == "torch"
+    images, labels = next(iter(loader))
+    assert images.shape == (3, 1, 28, 28) and labels.tolist() == [0, 1, 2]
+
+
+# --- arguments --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [
+    {"batch_size": 0},
+    {"shuffle": True, "sampler": [0, 1]},
+    {"batch_sampler": [[0, 1]], "batch_size": 4},
+    {"timeout": -1},
+    {"num_workers": -1},
+    {"persistent_workers": True},
+])
+def test_bad_arguments_raise_what_torch_raises(folder, kwargs):
+    with pytest.raises(Exception) as theirs:
+        torch.utils.data.DataLoader(folder, **kwargs)
+    with pytest.raises(type(theirs.value)) as ours:
+        ringfeed.DataLoader(folder, **kwargs)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"strict": 1}, "strict must be True or False"),
+    ({"exact": "yes"}, "exact must be True or False"),
+    ({"threads": -2}, "threads must be an int >= 0"),
+    ({"memory_budget": 0}, "memory_budget must be an int >= 1"),
+    ({"seed": -1}, "seed must be an int >= 0"),
+])
+def test_ringfeeds_own_arguments_are_checked(folder, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        ringfeed.DataLoader(folder, **kwargs)
+
+
+def test_a_path_is_read_by_ringfeed(train_dir):
+    loader = ringfeed.DataLoader(train_dir, batch_size=50, shuffle=True, generator=torch.Generator().manual_seed(4))
+    assert loader.backend == "ringfeed" and len(loader) == 4
+    got = [l.tolist() for _, l in loader]
+    # torch's order of the same 200 indices, and the labels ImageFolder gives them
+    order = torch.utils.data.DataLoader(range(200), batch_size=50, shuffle=True,
+                                        generator=torch.Generator().manual_seed(4))
+    targets = datasets.ImageFolder(train_dir).targets
+    assert got == [[targets[i] for i in batch.tolist()] for batch in order]
