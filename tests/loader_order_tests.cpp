@@ -76,3 +76,31 @@ TEST_CASE("loader_options::samples reads the listed files with their labels", "[
   REQUIRE_THROWS_WITH(ringfeed::data::listed_samples("x", {"a", ""}, {0, 1}), Catch::Contains("sample 1 has an empty path"));
   REQUIRE_THROWS_WITH(ringfeed::data::listed_samples("x", {"a"}, {0, 1}), Catch::Contains("1 paths but 2 labels"));
 }
+
+TEST_CASE("loader_options::pixels reads images in memory, L ones as their RGB replicate", "[loader][order]") {
+  // 6 images of 4x2 L pixels: image i is filled with 10 * i.
+  std::vector<std::uint8_t> gray(6 * 2 * 4);
+  for (std::size_t i = 0; i < gray.size(); ++i) gray[i] = static_cast<std::uint8_t>(10 * (i / 8));
+  auto o = base_options("in-memory");
+  o.pipeline = ringfeed::image::pipeline{};  // no transform: the image itself, uint8 HWC
+  o.batch_size = 3;
+  ringfeed::pixel_array px;
+  px.data = gray.data();
+  px.count = 6;
+  px.height = 2;
+  px.width = 4;
+  px.channels = 1;
+  px.labels = {0, 1, 2, 3, 4, 5};
+  o.pixels = px;
+  loader l(o);
+  l.set_order(0, {5, 0, 2});
+  const auto got = drain_epoch(l);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].labels == std::vector<std::int64_t>{5, 0, 2});
+  REQUIRE(got[0].pixels.size() == 3 * 2 * 4 * 3);
+  for (std::size_t k = 0; k < 3; ++k)
+    for (std::size_t b = 0; b < 24; ++b) REQUIRE(got[0].pixels[k * 24 + b] == 10 * got[0].labels[k]);
+
+  o.pixels->channels = 2;
+  REQUIRE_THROWS_WITH(loader(o), Catch::Contains("1 or 3 channels"));
+}

@@ -77,6 +77,23 @@ struct loader_state {
   friend bool operator==(const loader_state&, const loader_state&) = default;
 };
 
+/// An in-memory dataset (torchvision's CIFAR and MNIST arrays): `count`
+/// C-contiguous uint8 images of height × width × channels (3: RGB, 1: L)
+/// at `data`, labelled `labels`, read in place (zero copy): `owner` keeps
+/// the memory valid while the loader lives. Each image enters the
+/// transforms as the PIL image torchvision makes of it
+/// (pipeline::apply_pixels: an L image as its RGB replicate, every output
+/// channel equal).
+struct pixel_array {
+  const std::uint8_t* data = nullptr;
+  std::size_t count = 0;
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+  std::vector<std::int64_t> labels;
+  std::shared_ptr<const void> owner;
+};
+
 struct loader_options {
   /// A directory (ImageFolder), a manifest (.csv/.tsv) or tar shards (a
   /// .tar, a glob or brace pattern, or a directory of .tar files); or an
@@ -93,6 +110,9 @@ struct loader_options {
   /// they live (the dataset's root), which names them in messages and
   /// decides the read path. Unset: the samples are listed from `source`.
   std::optional<data::dataset> samples;
+  /// The images themselves, in memory (`source` names them in messages);
+  /// no storage is read.
+  std::optional<pixel_array> pixels;
   /// The transforms. Its output size must be fixed (end with a crop or an
   /// exact resize). The loader sets its output: uint8 NHWC when batches go
   /// to a device (the device converts to `output`), else `output`.

@@ -103,7 +103,14 @@ class resize_op final : public transform_op {
   frame_shape infer(const frame_shape& in) const override {
     require_kind("Resize", in, {frame_kind::image});
     frame_shape out = in;
-    out.size = m_size.width == 0 ? std::nullopt : std::optional<size2>(m_size);
+    // Resize(shorter side): known when the input's size is.
+    if (m_size.width != 0) {
+      out.size = m_size;
+    } else if (in.size) {
+      out.size = output_size(*in.size);
+    } else {
+      out.size = std::nullopt;
+    }
     return out;
   }
   std::vector<double> draw_for_test(sample_rng&, size2, int) const override { return {}; }

@@ -175,8 +175,25 @@ struct head_parts {
   frame& head;
 };
 
+// Decoded pixels into `source` as RGB: an L image as (v, v, v).
+void load_pixels(image_view pixels, image_buffer& source) {
+  source.reset(pixels.width, pixels.height, 3);
+  for (int y = 0; y < pixels.height; ++y) {
+    const std::uint8_t* in = pixels.row(y);
+    std::uint8_t* out = source.view().row(y);
+    if (pixels.channels == 3) {
+      std::memcpy(out, in, static_cast<std::size_t>(pixels.width) * 3);
+    } else {
+      for (int x = 0; x < pixels.width; ++x) out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = in[x];
+    }
+  }
+}
+
+// `pixels` non-null: the image is already decoded (apply_pixels), and
+// `encoded` is unused.
 sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std::byte> encoded,
-                       std::string_view name, const sample_key& key, std::span<std::byte> dst, bool to_head) {
+                       std::string_view name, const sample_key& key, std::span<std::byte> dst, bool to_head,
+                       const image_view* pixels = nullptr) {
   run_context run{w.dec, w.rs, w.source, w.window, recipe, to_head};
   const auto out_span = [&](const sample_plan& plan) {
     if (!to_head) return dst;
@@ -185,6 +202,16 @@ sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std
     return std::span<std::byte>(reinterpret_cast<std::byte*>(w.head.pixels.data()), w.head.pixels.size_bytes());
   };
   sample_result result;
+  if (pixels != nullptr) {
+    load_pixels(*pixels, w.source);
+    result.info.width = pixels->width;
+    result.info.height = pixels->height;
+    result.info.components = pixels->channels;
+    result.plan = recipe.plan(w.source.view().size(), key);
+    if (!to_head) check_dst(recipe.shape_for(result.plan.source), dst);
+    run.render_full(result.plan, out_span(result.plan));
+    return result;
+  }
   if (recipe.mode() == pipeline_mode::fast) {
     result.info = w.dec.read_info(encoded, name);
     const bool rotate = recipe.decoding().apply_exif_orientation && result.info.orientation != 1;
@@ -248,10 +275,25 @@ void write_frame(frame& f, output_spec spec, const std::optional<normalize_param
 
 sample_result pipeline::apply(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                               const sample_key& key, std::span<std::byte> dst) const {
+  return apply_any(ws, encoded, nullptr, name, key, dst);
+}
+
+sample_result pipeline::apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
+                                     const sample_key& key, std::span<std::byte> dst) const {
+  if (pixels.channels != 1 && pixels.channels != 3)
+    throw std::invalid_argument("pipeline::apply_pixels: " + std::to_string(pixels.channels) +
+                                " channels (1 or 3 are taken)");
+  return apply_any(ws, {}, &pixels, name, key, dst);
+}
+
+sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_view* pixels,
+                                  std::string_view name, const sample_key& key, std::span<std::byte> dst) const {
   if (const auto fixed = fixed_shape()) check_dst(*fixed, dst);
   pipeline_workspace::impl& w = *ws.m_impl;
-  if (m_tail.empty()) return run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false);
-  sample_result result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true);
+  if (m_tail.empty())
+    return run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false, pixels);
+  sample_result result =
+      run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
   frame& f = w.head;
   for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
   const output_shape got{f.channels, f.height, f.width, m_output};

@@ -328,6 +328,19 @@ output_shape pipeline::shape_for(size2 source) const noexcept {
   return {3, s.height, s.width, m_output};
 }
 
+std::optional<output_shape> pipeline::output_for(size2 source) const {
+  if (auto fixed = fixed_shape()) return fixed;
+  const size2 head = m_center_crop ? *m_center_crop
+                     : m_geometry == geometry::random_resized_crop || m_geometry == geometry::resize_exact
+                         ? m_size
+                     : m_geometry == geometry::resize_shorter ? resized_size(source, m_shorter_side)
+                                                              : source;
+  frame_shape f{frame_kind::image, 3, head};
+  for (const auto& op : m_tail) f = op->infer(f);
+  if (!f.size) return std::nullopt;
+  return output_shape{f.channels, f.size->height, f.size->width, m_output};
+}
+
 sample_plan pipeline::plan(size2 source, const sample_key& key) const {
   if (source.width < 1 || source.height < 1) throw std::invalid_argument("pipeline::plan: empty source");
   sample_plan p;

@@ -54,6 +54,18 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
                               "loader: opening '" + escape_bytes(m_opt.source) + "' was interrupted");
     m_where = m_src->storage();
     m_opt.io_depth = m_src->depth();
+  } else if (m_opt.pixels) {
+    const pixel_array& px = *m_opt.pixels;
+    if (px.data == nullptr || px.count == 0 || px.height <= 0 || px.width <= 0 ||
+        (px.channels != 1 && px.channels != 3) || px.labels.size() != px.count)
+      throw std::invalid_argument("loader: pixels of '" + escape_bytes(m_opt.source) +
+                                  "': give count images of height x width x 1 or 3 channels and one label each");
+    if (m_opt.stream_shards)
+      throw std::invalid_argument("loader: stream_shards reads tar shards, and images in memory have none");
+    std::vector<std::string> names(px.count);
+    for (std::size_t i = 0; i < px.count; ++i) names[i] = std::to_string(i);
+    m_ds = data::listed_samples(m_opt.source, names, px.labels);
+    m_where.io_depth = 1;  // nothing is read
   } else if (m_opt.samples) {
     if (m_opt.stream_shards)
       throw std::invalid_argument("loader: stream_shards reads tar shards, and a list of samples has none");
@@ -175,6 +187,10 @@ void loader_core::start_threads_once() {
   m_memory->allocate();
   // Reads: io_uring, else a pool of pread threads; network file systems
   // get buffered reads, deadlines and retries (io/source.hpp).
+  if (m_opt.pixels) {
+    m_backend_name = "memory";
+    return;
+  }
   if (!m_src) {
     if (!m_where.small_files_ok && m_ds.shards().empty())
       log("'" + escape_bytes(m_opt.source) + "' is on " + std::string(io::to_string(m_where.device)) +

@@ -97,7 +97,9 @@ loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, cons
   // made on the host and uploaded as it is.
   p.host_converted = p.use_device && (!p.pipe.device_convertible() || opt.output == output_spec::uint8_nchw());
   p.pipe.set_output(p.use_device && !p.host_converted ? output_spec::uint8_nhwc() : opt.output);
-  const auto shape = p.pipe.fixed_shape();
+  auto shape = p.pipe.fixed_shape();
+  if (!shape && opt.pixels)  // images in memory all have one size
+    shape = p.pipe.output_for({opt.pixels->width, opt.pixels->height});
   if (!shape)
     throw std::invalid_argument(
         "loader: the pipeline's output size depends on the image; end it with center_crop, "

@@ -150,7 +150,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const auto loc = m_ds.location(index);
         std::span<const std::byte> bytes;
         std::optional<stream_item> streamed;  // stream_shards: the streamer read it
-        if (m_opt.stream_shards) {
+        if (m_opt.pixels) {  // nothing to read: the image is in memory, named source[index]
+          path.assign(m_opt.source).append("[").append(std::to_string(index)).append("]");
+        } else if (m_opt.stream_shards) {
           streamed = co_await r->store.take(stream_key(s.epoch, index));
           if (!streamed) throw run_stopped{};
           if (streamed->error) std::rethrow_exception(streamed->error);
@@ -179,8 +181,16 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         // An order of the caller's may repeat an index (sampling with
         // replacement): its random choices follow the position instead.
         const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
-        m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, key},
-                   std::span(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes));
+        const std::span<std::byte> out(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes);
+        if (m_opt.pixels) {
+          const pixel_array& px = *m_opt.pixels;
+          const auto row = static_cast<std::size_t>(px.width) * static_cast<std::size_t>(px.channels);
+          const image::image_view pixels{px.data + index * row * static_cast<std::size_t>(px.height), px.width,
+                                         px.height, px.channels, static_cast<std::ptrdiff_t>(row)};
+          m_plan.pipe.apply_pixels(ws, pixels, name, image::sample_key{seed, s.epoch, key}, out);
+        } else {
+          m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, key}, out);
+        }
         s.ok[slot] = 1;
         m_decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);
         m_decode_items.fetch_add(1, std::memory_order_relaxed);

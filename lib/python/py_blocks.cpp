@@ -237,10 +237,13 @@ void bind_blocks(py::module_& m) {
       py::arg("spec"));
   m.def(
       "_transform_output",
-      [](const std::string& spec) {
-        // (kind, channels, height or None, width or None, random) after the list.
+      [](const std::string& spec, int source_height, int source_width) {
+        // (kind, channels, height or None, width or None, random) after the
+        // list, for RGB images of any size or (source_height > 0) of that one.
         const auto list = image::transform_list::parse(spec);
-        const auto f = list.infer();
+        image::frame_shape in;
+        if (source_height > 0 && source_width > 0) in.size = image::size2{source_width, source_height};
+        const auto f = list.infer(in);
         bool random = false;
         for (const auto& op : list.ops()) random = random || !op->deterministic();
         const std::string kind = f.kind == image::frame_kind::image       ? "image"
@@ -253,7 +256,7 @@ void bind_blocks(py::module_& m) {
         }
         return py::make_tuple(kind, f.channels, h, w, random);
       },
-      py::arg("spec"));
+      py::arg("spec"), py::arg("source_height") = 0, py::arg("source_width") = 0);
   m.def(
       "_transform_draws",
       [](const std::string& spec, std::size_t position, int width, int height, int channels, std::uint64_t seed,

@@ -77,6 +77,26 @@ loader_options loader_options_from(const py::dict& d) {
   o.device = d["device"].cast<int>();
   o.device_buffers = d["device_buffers"].cast<std::size_t>();
   o.dataset.include_hidden = d["include_hidden"].cast<bool>();
+  if (d.contains("pixels") && !d["pixels"].is_none()) {  // (uint8 array [N, H, W(, 3)], labels): CIFAR, MNIST
+    const auto given = d["pixels"].cast<py::tuple>();
+    const auto array = given[0].cast<py::array_t<std::uint8_t, py::array::c_style>>();  // no copy: checked in Python
+    pixel_array px;
+    px.data = array.data();
+    px.count = static_cast<std::size_t>(array.shape(0));
+    px.height = static_cast<int>(array.shape(1));
+    px.width = static_cast<int>(array.shape(2));
+    px.channels = array.ndim() == 4 ? static_cast<int>(array.shape(3)) : 1;
+    px.labels = given[1].cast<std::vector<std::int64_t>>();
+    // The array stays alive while the loader does; dropped with the GIL
+    // (on whichever thread destroys the loader), leaked at interpreter exit.
+    px.owner = std::shared_ptr<const void>(new py::object(array), [](const void* held) {
+      auto* object = static_cast<py::object*>(const_cast<void*>(held));
+      if (Py_IsInitialized() == 0 || _Py_IsFinalizing() != 0) return;
+      py::gil_scoped_acquire gil;
+      delete object;
+    });
+    o.pixels = std::move(px);
+  }
   if (d.contains("samples") && !d["samples"].is_none()) {  // (paths as bytes, labels), from a torchvision dataset
     const auto listed = d["samples"].cast<py::tuple>();
     o.samples = data::listed_samples(o.source, listed[0].cast<std::vector<std::string>>(),

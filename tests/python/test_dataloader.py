@@ -186,25 +186,6 @@ def test_the_fallback_loads_what_torch_loads():
     assert labels == [[0, 1], [2, 3]]
 
 
-def test_mnist_in_memory_falls_back_for_now(tmp_path):
-    """The MNIST family holds its images in memory; ringfeed does not read
-    those natively yet, and says so (one warning, torch's loader)."""
-    import struct
-    raw = tmp_path / "MNIST" / "raw"
-    raw.mkdir(parents=True)
-    for split, n in (("train", 6), ("t10k", 2)):
-        with open(raw / f"{split}-images-idx3-ubyte", "wb") as f:
-            f.write(struct.pack(">IIII", 2051, n, 28, 28) + bytes(range(256)) * (n * 784 // 256) + bytes(n * 784 % 256))
-        with open(raw / f"{split}-labels-idx1-ubyte", "wb") as f:
-            f.write(struct.pack(">II", 2049, n) + bytes(i % 10 for i in range(n)))
-    mnist = datasets.MNIST(str(tmp_path), train=True, transform=T.Compose([T.ToTensor(), T.Normalize((0.13,), (0.3,))]))
-    with pytest.warns(UserWarning, match="in memory"):
-        loader = ringfeed.DataLoader(mnist, batch_size=3)
-    assert loader.backend == "torch"
-    images, labels = next(iter(loader))
-    assert images.shape == (3, 1, 28, 28) and labels.tolist() == [0, 1, 2]
-
-
 # --- arguments --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs", [

@@ -245,6 +245,9 @@ class pipeline {
   [[nodiscard]] std::optional<output_shape> fixed_shape() const noexcept;
   /// The output shape for a source of `source` size (after orientation).
   [[nodiscard]] output_shape shape_for(size2 source) const noexcept;
+  /// The output shape, appended ops included, for every source of `source`
+  /// size; nullopt when a random op decides it.
+  [[nodiscard]] std::optional<output_shape> output_for(size2 source) const;
 
   /// Resolves every random choice for a `source`-sized image. Pure.
   [[nodiscard]] sample_plan plan(size2 source, const sample_key& key) const;
@@ -257,6 +260,15 @@ class pipeline {
   /// std::invalid_argument (dst of the wrong size).
   sample_result apply(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                       const sample_key& key, std::span<std::byte> dst) const;
+
+  /// apply() for an image already decoded (an in-memory dataset, CIFAR's
+  /// or MNIST's arrays): `pixels` is RGB (3 channels) or L (1), always
+  /// with exact mode's arithmetic. An L image runs as its RGB replicate
+  /// (v, v, v): every op then computes each channel as torchvision does for
+  /// the L image, and the caller keeps one channel of the output. Throws
+  /// std::invalid_argument for another channel count.
+  sample_result apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
+                             const sample_key& key, std::span<std::byte> dst) const;
 
   /// apply() for an output whose size depends on the image: `dst` is
   /// resized to the output (shape in `shape`).
@@ -272,6 +284,8 @@ class pipeline {
   enum class geometry : std::uint8_t { none, resize_shorter, resize_exact, random_resized_crop };
 
   void check_can_add(int stage, const char* what) const;
+  sample_result apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_view* pixels,
+                          std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
   frame_shape head_frame() const noexcept;
 
   geometry m_geometry = geometry::none;

@@ -29,12 +29,10 @@ import os
 import warnings
 
 from ._checks import flag, int_arg
+from ._datasets import native_source
 from .loader import Loader, _torch
 
 __all__ = ["DataLoader"]
-
-_IN_MEMORY = ("CIFAR10", "CIFAR100", "MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "SVHN")
-
 
 class DataLoader:
     """torch.utils.data.DataLoader(dataset, ...) over ringfeed: see the
@@ -88,7 +86,7 @@ class DataLoader:
                           prefetch_batches=prefetch)
             return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
 
-        reason, found = _native_source(dataset)
+        reason, found = native_source(dataset)
         if reason is None:
             reason = _unsupported_arguments(torch_args)
         if reason is not None:
@@ -100,17 +98,18 @@ class DataLoader:
             fallback.fallback_reason = reason
             return fallback
 
-        root, paths, labels, transform = found
         torch_loader = _torch_loader(dataset, torch_args)  # checks the arguments as torch does
-        core = Loader(root, batch_size=per_batch, transform=transform, exact=exact, device=device,
+        core = Loader(found.source, batch_size=per_batch, transform=found.spec, exact=exact, device=device,
                       shuffle=False, seed=seed, drop_last=False, rank=0, world_size=1, threads=threads,
                       memory_budget=memory_budget, prefetch_batches=prefetch,
-                      _samples=([os.fsencode(p) for p in paths], labels))
-        return cls._native(dataset, torch_args, core, torch_loader)
+                      _samples=found.samples, _pixels=found.pixels)
+        return cls._native(dataset, torch_args, core, torch_loader, found)
 
     @classmethod
-    def _native(cls, dataset, torch_args, core, torch_loader):
+    def _native(cls, dataset, torch_args, core, torch_loader, found=None):
         self = object.__new__(cls)
+        self._index_map = found.index_map if found is not None else None
+        self._channels = found.channels if found is not None else None
         if torch_loader is None:
             torch_loader = _torch_loader(dataset, torch_args)
         self._torch_loader = torch_loader
@@ -143,6 +142,8 @@ class DataLoader:
             self._resume = None
         else:
             order, first = _draw_order(self._torch_loader, self._core._options["batch_size"]), 0
+            if self._index_map is not None:  # a Subset of images in memory: indices into the whole array
+                order = [self._index_map[i] for i in order]
         iteration = self._iteration
         self._iteration += 1
         self._core._live().set_order(iteration, _torch().as_tensor(order, dtype=_torch().int64).numpy(), first)
@@ -216,6 +217,8 @@ class _Iterator:
             raise StopIteration
         dl._position[2] += 1
         images, labels = batch  # [B, C, H, W] as the transform ends (float32, or uint8 after PILToTensor)
+        if dl._channels is not None and images.shape[1] != dl._channels:  # an L image ran as (v, v, v)
+            images = images[:, :dl._channels].contiguous()
         if dl._pin and not images.is_cuda and _torch().cuda.is_available():
             if not images.is_pinned():
                 images = images.pin_memory()
@@ -281,59 +284,3 @@ def _unsupported_arguments(args):
         return (f"batch_sampler is a {type(batch_sampler).__name__}: ringfeed runs torch's BatchSampler, "
                 "whose batches all have batch_size indices")
     return None
-
-
-def _native_source(dataset):
-    """(None, (root, paths, labels, transform)) for a dataset ringfeed reads
-    itself, else (reason, None)."""
-    torch = _torch()
-    indices = None
-    while isinstance(dataset, torch.utils.data.Subset):
-        chosen = [int(i) for i in dataset.indices]
-        indices = chosen if indices is None else [chosen[i] for i in indices]
-        dataset = dataset.dataset
-    name = type(dataset).__name__
-    try:
-        from torchvision.datasets import DatasetFolder
-        from torchvision.datasets.folder import default_loader, pil_loader
-    except ImportError:
-        return f"{name}: torchvision is not installed, and only its datasets run natively", None
-    if name in _IN_MEMORY and hasattr(dataset, "data"):
-        return f"{name} holds its images in memory, which ringfeed does not read natively yet", None
-    samples = getattr(dataset, "samples", None)
-    if samples is None:
-        samples = getattr(dataset, "imgs", None)
-    if not isinstance(samples, list):
-        return f"{name} has its own __getitem__ and no `samples` list of (path, class) to read", None
-    if isinstance(dataset, DatasetFolder):
-        if type(dataset).__getitem__ is not DatasetFolder.__getitem__:
-            return f"{name} overrides DatasetFolder.__getitem__", None
-    if getattr(dataset, "loader", None) not in (default_loader, pil_loader):
-        return f"{name} reads its files with its own loader function, not torchvision's default_loader", None
-    if getattr(dataset, "target_transform", None) is not None:
-        return f"{name} has a target_transform, which ringfeed does not run", None
-    transform = getattr(dataset, "transform", None)
-    if transform is None:
-        return f"{name} has no transform: its samples are PIL images, which default_collate cannot batch", None
-    from .transforms import output_of, to_spec
-    try:
-        spec = to_spec(transform)
-        kind, _, height, _, _ = output_of(spec)
-    except ValueError as e:
-        return f"{name}'s transform: {e}", None
-    if kind == "image":
-        return f"{name}'s transform ends with a PIL image, which default_collate cannot batch (add ToTensor)", None
-    if height is None:
-        return f"{name}'s transform gives each image its own size (no crop or Resize((h, w)) at the end)", None
-    paths, labels = [], []
-    for i in (range(len(samples)) if indices is None else indices):
-        path, label = samples[i]
-        if isinstance(label, bool) or not isinstance(label, int):
-            return f"{name}.samples[{i}] has the target {label!r}, not a class index", None
-        paths.append(os.fspath(path))
-        labels.append(label)
-    if not paths:
-        return f"{name} holds no samples", None
-    root = getattr(dataset, "root", None)
-    root = os.fspath(root) if isinstance(root, (str, os.PathLike)) else os.path.dirname(paths[0])
-    return None, (root, paths, labels, spec)

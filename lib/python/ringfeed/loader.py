@@ -185,7 +185,7 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, _samples=None):
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, _samples=None, _pixels=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -197,7 +197,9 @@ class Loader:
                                  "transform replaces the train/val presets")
             from .transforms import output_of, to_spec
             spec = to_spec(transform)
-            kind, channels, height, width, random = output_of(spec)
+            # images in memory all have one size, which may decide the output's
+            kind, channels, height, width, random = output_of(
+                spec, None if _pixels is None else tuple(_pixels[0].shape[1:3]))
             if height is None:
                 raise ValueError("transform: the output size depends on the image (no crop or fixed-size "
                                  "resize at the end), so samples cannot be stacked into a batch; "
@@ -269,7 +271,9 @@ class Loader:
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
             include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, resume=None,
-            samples=_samples)  # (paths as bytes, labels): ringfeed.DataLoader's list of a torchvision dataset
+            # ringfeed.DataLoader's: a torchvision dataset's list, (paths as bytes, labels), or its
+            # images in memory, (uint8 array, labels)
+            samples=_samples, pixels=_pixels)
         self._device = device_index
         self._lock = threading.Lock()
         self._core = None

@@ -205,12 +205,14 @@ def to_spec(transform):
     return "; ".join(specs)
 
 
-def output_of(transform):
+def output_of(transform, source_size=None):
     """(kind, channels, height, width, random) of what `transform` ends
     with: kind "image" (uint8 HWC), "uint8" (a CHW tensor) or "float32";
-    height and width None when they depend on the image; random True when
-    an op draws random parameters."""
-    return _ringfeed._transform_output(to_spec(transform))
+    height and width None when they depend on the image (of any size, or
+    of source_size=(height, width)); random True when an op draws random
+    parameters."""
+    height, width = source_size if source_size is not None else (0, 0)
+    return _ringfeed._transform_output(to_spec(transform), height, width)
 
 
 __all__ = ["InterpolationMode", "AutoAugmentPolicy", "to_spec", "output_of"] + [
