@@ -61,6 +61,22 @@ def test_same_batches_as_torch_with_a_generator(folder, shuffle):
         assert_like_torch(batches(ours), batches(theirs), f"shuffle={shuffle} epoch {epoch}")
 
 
+def test_the_tuning_guide_snippet_with_only_the_import_changed(train_dir):
+    def snippet(DataLoader):
+        torch.manual_seed(0)
+        train_dataset = datasets.ImageFolder(train_dir, transform=val_transform())
+        train_loader = DataLoader(train_dataset, batch_size=256, shuffle=True, num_workers=8,
+                                  pin_memory=True, prefetch_factor=4, persistent_workers=True)
+        return train_loader, [(i.clone(), l.clone()) for i, l in train_loader]
+    theirs, want = snippet(torch.utils.data.DataLoader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours, got = snippet(lambda *a, **k: ringfeed.DataLoader(*a, exact=True, **k))
+    assert ours.backend == "ringfeed"
+    assert (ours.num_workers, ours.prefetch_factor, ours.persistent_workers, ours.pin_memory) == (8, 4, True, True)
+    assert_like_torch(got, want, "the snippet")
+
+
 def test_shuffle_follows_the_global_seed(folder):
     torch.manual_seed(1234)
     want = batches(torch.utils.data.DataLoader(folder, batch_size=32, shuffle=True, drop_last=True))

@@ -98,7 +98,7 @@ class DataLoader:
             fallback.fallback_reason = reason
             return fallback
 
-        torch_loader = _torch_loader(dataset, torch_args)  # checks the arguments as torch does
+        torch_loader = _torch_loader(dataset, torch_args, native=True)  # checks the arguments as torch does
         core = Loader(found.source, batch_size=per_batch, transform=found.spec, exact=exact, device=device,
                       shuffle=False, seed=seed, drop_last=False, rank=0, world_size=1, threads=threads,
                       memory_budget=memory_budget, prefetch_batches=prefetch,
@@ -111,7 +111,7 @@ class DataLoader:
         self._index_map = found.index_map if found is not None else None
         self._channels = found.channels if found is not None else None
         if torch_loader is None:
-            torch_loader = _torch_loader(dataset, torch_args)
+            torch_loader = _torch_loader(dataset, torch_args, native=True)
         self._torch_loader = torch_loader
         self._core = core
         self._timeout = torch_args["timeout"]
@@ -243,14 +243,20 @@ class _SourceIndex:
         return repr(self.source)
 
 
-def _torch_loader(dataset, args):
+def _torch_loader(dataset, args, native=False):
     """torch's DataLoader with the caller's arguments (prefetch_factor left
-    out when None: torch 1.13's default is 2 and it refuses None)."""
+    out when None: torch 1.13's default is 2 and it refuses None). native:
+    it only checks the arguments and draws indices, so its warning about
+    more worker processes than CPUs does not apply: none is started."""
     torch = _torch()
     kwargs = dict(args)
     if kwargs["prefetch_factor"] is None:
         del kwargs["prefetch_factor"]
-    return torch.utils.data.DataLoader(dataset, **kwargs)
+    if not native:
+        return torch.utils.data.DataLoader(dataset, **kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="This DataLoader will create")
+        return torch.utils.data.DataLoader(dataset, **kwargs)
 
 
 def _draw_order(torch_loader, size):
