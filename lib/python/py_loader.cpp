@@ -360,12 +360,12 @@ void py_loader::drop_pending() {
 void py_loader::set_epoch(std::uint64_t epoch) {
   loader& l = checked();
   busy_guard busy(m_busy);
-  drop_pending();
   m_started = true;
   {
     py::gil_scoped_release nogil;
     l.set_epoch(epoch);
   }
+  drop_pending();  // as set_order
   m_position = l.state();
 }
 
@@ -381,12 +381,14 @@ void py_loader::set_order(std::uint64_t epoch, const py::array_t<std::int64_t, p
   }
   loader& l = checked();
   busy_guard busy(m_busy);
-  drop_pending();
   m_started = true;
   {
     py::gil_scoped_release nogil;
     l.set_order(epoch, std::move(order), first_batch);
   }
+  // After the stop: a request left by a timeout or Ctrl-C has its answer
+  // now (the end of the stopped run), however stalled its read was.
+  drop_pending();
   m_position = l.state();
 }
 

@@ -77,6 +77,26 @@ def test_the_tuning_guide_snippet_with_only_the_import_changed(train_dir):
     assert_like_torch(got, want, "the snippet")
 
 
+def test_persistent_workers_draw_like_torchs_persistent_iterator(folder):
+    """torch makes a persistent iterator once (one base-seed draw) and
+    resets it each epoch: the generator's later permutations follow."""
+    kw = dict(batch_size=64, shuffle=True, num_workers=2, persistent_workers=True)
+    ours = native(folder, generator=torch.Generator().manual_seed(11), **kw)
+    theirs = torch.utils.data.DataLoader(folder, generator=torch.Generator().manual_seed(11), **kw)
+    for epoch in range(3):
+        assert_like_torch(batches(ours), batches(theirs), f"persistent workers, epoch {epoch}")
+
+
+def test_an_iterator_ended_by_a_later_one_says_so(folder):
+    loader = native(folder, batch_size=50)
+    first = iter(loader)
+    next(first)
+    second = iter(loader)
+    assert len(list(second)) == 4
+    with pytest.raises(RuntimeError, match="ended by a later iter"):
+        next(first)
+
+
 def test_shuffle_follows_the_global_seed(folder):
     torch.manual_seed(1234)
     want = batches(torch.utils.data.DataLoader(folder, batch_size=32, shuffle=True, drop_last=True))
@@ -151,6 +171,20 @@ def test_resume_mid_epoch(folder):
     assert_like_torch(batches(again), rest, "resumed epoch")
 
 
+def test_a_state_saved_after_an_iteration_resumes_with_the_next(folder):
+    def make():
+        return native(folder, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(2))
+    first = make()
+    batches(first)
+    state = first.state_dict()
+    want = batches(first)  # the second iteration
+    again = make()
+    again.load_state_dict(state)
+    got = batches(again)
+    assert len(got) == len(want) == 4  # not an empty iteration
+    assert again.state_dict()["iteration"] == first.state_dict()["iteration"] == 2
+
+
 def test_timeout_raises_as_torch_does(big_dataset):
     slow = datasets.ImageFolder(big_dataset, transform=T.Compose([T.Resize(64), T.CenterCrop(64), T.ToTensor()]))
     loader = native(slow, batch_size=8, timeout=0.01, threads=1)  # 8 exact 3000x2000 decodes on one thread
@@ -169,8 +203,25 @@ class OwnDataset(torch.utils.data.Dataset):
         return torch.zeros(3, 2, 2), i
 
 
+class PairSubset(Subset):
+    def __getitem__(self, i):
+        image, label = super().__getitem__(i)
+        return image, label, i
+
+
+class Endless(torch.utils.data.Sampler):
+    def __init__(self):
+        pass
+
+    def __iter__(self):
+        while True:
+            yield 0
+
+
 def reasons(folder, train_dir):
     yield "own __getitem__", OwnDataset(), {}, "has its own __getitem__"
+    yield "Subset subclass", PairSubset(folder, [0, 1]), {}, "has its own __getitem__"
+    yield "endless sampler", folder, {"sampler": Endless()}, "has no len()"
     yield "Lambda", datasets.ImageFolder(train_dir, transform=T.Compose([T.Lambda(lambda x: x), T.ToTensor()])), \
         {}, "Lambda"
     yield "target_transform", datasets.ImageFolder(train_dir, transform=val_transform(),
@@ -217,6 +268,14 @@ def test_bad_arguments_raise_what_torch_raises(folder, kwargs):
         torch.utils.data.DataLoader(folder, **kwargs)
     with pytest.raises(type(theirs.value)) as ours:
         ringfeed.DataLoader(folder, **kwargs)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_a_path_gets_torchs_argument_checks(train_dir):
+    with pytest.raises(ValueError) as theirs:
+        torch.utils.data.DataLoader(range(3), batch_size=0)
+    with pytest.raises(ValueError) as ours:
+        ringfeed.DataLoader(train_dir, batch_size=0)
     assert str(ours.value) == str(theirs.value)
 
 

@@ -31,7 +31,7 @@ def _unwrap_subsets(dataset):
     (None: all of them, in order)."""
     torch = _torch()
     indices = None
-    while isinstance(dataset, torch.utils.data.Subset):
+    while type(dataset) is torch.utils.data.Subset:  # a subclass may have its own __getitem__
         chosen = [int(i) for i in dataset.indices]
         indices = chosen if indices is None else [chosen[i] for i in indices]
         dataset = dataset.dataset
@@ -66,11 +66,11 @@ def _in_memory(dataset, name, indices):
     if isinstance(dataset, CIFAR10):
         if type(dataset).__getitem__ is not CIFAR10.__getitem__:
             return None, f"{name} overrides CIFAR10.__getitem__"
-        array, labels, channels = dataset.data, list(dataset.targets), None
+        array, labels, channels = dataset.data, [int(t) for t in dataset.targets], None
     elif isinstance(dataset, MNIST):
         if type(dataset).__getitem__ is not MNIST.__getitem__:
             return None, f"{name} overrides MNIST.__getitem__ (its targets are not one class each)"
-        array, labels, channels = dataset.data, dataset.targets.tolist(), 1
+        array, labels, channels = dataset.data, [int(t) for t in dataset.targets], 1
         from .transforms import _flatten
         for position, op in enumerate(_flatten(dataset.transform) if dataset.transform is not None else []):
             if type(op).__name__ not in _L_OPS:
@@ -92,6 +92,8 @@ def _in_memory(dataset, name, indices):
     array = numpy.ascontiguousarray(array)  # the array itself when it is contiguous: read in place
     root = os.fspath(getattr(dataset, "root", "")) if isinstance(getattr(dataset, "root", None),
                                                                   (str, os.PathLike)) else ""
+    if indices is not None:  # Python's negative indexing, as the Subset's own __getitem__ would do
+        indices = [i % array.shape[0] if -array.shape[0] <= i < 0 else i for i in indices]
     return Native(f"{name}({root})", spec, None, (array, labels), indices, channels), None
 
 

@@ -72,12 +72,16 @@ class DataLoader:
                           prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
                           pin_memory_device=pin_memory_device)
 
+        is_path = isinstance(dataset, (str, os.PathLike))
+        # torch checks the arguments first, with its own exceptions and words
+        torch_loader = _torch_loader(_SourceIndex(os.fspath(dataset), 1) if is_path else dataset, torch_args,
+                                     native=True)
         if seed is None:
             seed = (generator.initial_seed() if generator is not None else _torch().initial_seed()) & (2**63 - 1)
         per_batch = getattr(batch_sampler, "batch_size", None) if batch_sampler is not None else batch_size
         prefetch = prefetch_factor * max(num_workers, 1) if isinstance(prefetch_factor, int) else 0
-        if isinstance(dataset, (str, os.PathLike)):  # what Loader reads, with its default recipe
-            reason = _unsupported_arguments(torch_args)
+        if is_path:  # what Loader reads, with its default recipe
+            reason = _unsupported_arguments(torch_args, torch_loader)
             if reason is not None:
                 raise ValueError(f"ringfeed.DataLoader over a path or URL runs natively or not at all: {reason}")
             source = os.fspath(dataset)
@@ -88,7 +92,7 @@ class DataLoader:
 
         reason, found = native_source(dataset)
         if reason is None:
-            reason = _unsupported_arguments(torch_args)
+            reason = _unsupported_arguments(torch_args, torch_loader)
         if reason is not None:
             if strict:
                 raise ValueError(f"ringfeed.DataLoader cannot run this natively: {reason}")
@@ -98,7 +102,6 @@ class DataLoader:
             fallback.fallback_reason = reason
             return fallback
 
-        torch_loader = _torch_loader(dataset, torch_args, native=True)  # checks the arguments as torch does
         core = Loader(found.source, batch_size=per_batch, transform=found.spec, exact=exact, device=device,
                       shuffle=False, seed=seed, drop_last=False, rank=0, world_size=1, threads=threads,
                       memory_budget=memory_budget, prefetch_batches=prefetch,
@@ -120,6 +123,11 @@ class DataLoader:
         self._token = 0          # the live iterator's
         self._resume = None      # load_state_dict(): (order, first batch) for the next iteration
         self._position = None    # (iteration, order, next batch) of the live iteration
+        # torch's iterator draws its base seed when made; with persistent
+        # workers it is made once and only reset for later epochs.
+        self._finished = False   # the live iteration delivered its last batch
+        self._persistent = bool(torch_args["persistent_workers"]) and torch_args["num_workers"] > 0
+        self._seed_drawn = False
         self.backend = "ringfeed"
         self.fallback_reason = None
         return self
@@ -137,17 +145,21 @@ class DataLoader:
         return len(self._torch_loader)
 
     def __iter__(self):
+        core = self._core._live()
         if self._resume is not None:
             order, first = self._resume
-            self._resume = None
         else:
-            order, first = _draw_order(self._torch_loader, self._core._options["batch_size"]), 0
+            draw_seed = not (self._persistent and self._seed_drawn)
+            order, first = _draw_order(self._torch_loader, self._core._options["batch_size"], draw_seed), 0
+            self._seed_drawn = True
             if self._index_map is not None:  # a Subset of images in memory: indices into the whole array
                 order = [self._index_map[i] for i in order]
         iteration = self._iteration
-        self._iteration += 1
-        self._core._live().set_order(iteration, _torch().as_tensor(order, dtype=_torch().int64).numpy(), first)
+        core.set_order(iteration, _torch().as_tensor(order, dtype=_torch().int64).numpy(), first)
+        self._resume = None
+        self._iteration = iteration + 1
         self._position = [iteration, order, first]
+        self._finished = False
         self._token += 1
         return _Iterator(self, self._token)
 
@@ -163,6 +175,10 @@ class DataLoader:
             return {"iteration": self._iteration, "order": None, "next_batch": 0,
                     "batch_size": self._core._options["batch_size"]}
         iteration, order, first = self._position
+        if first >= -(-len(order) // self._core._options["batch_size"]) or self._finished:
+            # the iteration is over: a loader resumed from here starts the next one
+            return {"iteration": iteration + 1, "order": None, "next_batch": 0,
+                    "batch_size": self._core._options["batch_size"]}
         return {"iteration": iteration, "order": list(order), "next_batch": first,
                 "batch_size": self._core._options["batch_size"]}
 
@@ -175,7 +191,8 @@ class DataLoader:
         if state.get("batch_size", self._core._options["batch_size"]) != self._core._options["batch_size"]:
             raise ValueError(f"state was saved with batch_size {state['batch_size']}, "
                              f"this loader has {self._core._options['batch_size']}")
-        self._token += 1  # an iterator of before stops
+        self._token += 1  # an iterator of before ends
+        self._finished = False
         self._iteration = iteration
         self._position = None
         self._resume = None if order is None else ([int(i) for i in order], first)
@@ -200,20 +217,25 @@ class _Iterator:
     def __init__(self, loader, token):
         self._loader = loader
         self._token = token
+        self._done = False
 
     def __iter__(self):
         return self
 
     def __next__(self):
         dl = self._loader
-        if dl._token != self._token:
+        if self._done:
             raise StopIteration
+        if dl._token != self._token:
+            raise RuntimeError("this iterator of a ringfeed.DataLoader was ended by a later iter() or "
+                               "load_state_dict() on the same loader: it runs one iteration at a time")
         try:
             batch = dl._core._next_batch(dl._timeout)
         except TimeoutError:
             raise RuntimeError(f"DataLoader timed out after {dl._timeout} seconds") from None
         if batch is None:
-            dl._token += 1
+            self._done = True
+            dl._finished = True
             raise StopIteration
         dl._position[2] += 1
         images, labels = batch  # [B, C, H, W] as the transform ends (float32, or uint8 after PILToTensor)
@@ -259,14 +281,15 @@ def _torch_loader(dataset, args, native=False):
         return torch.utils.data.DataLoader(dataset, **kwargs)
 
 
-def _draw_order(torch_loader, size):
+def _draw_order(torch_loader, size, draw_seed=True):
     """The indices of one iteration of `torch_loader`, batch after batch,
     drawn as its iterator draws them: iter() of the index sampler, then
     the iterator's base seed (one int64 from the generator), then the
     batches (RandomSampler draws its permutation at its first next())."""
     torch = _torch()
     batches = iter(torch_loader._index_sampler)
-    torch.empty((), dtype=torch.int64).random_(generator=torch_loader.generator)
+    if draw_seed:
+        torch.empty((), dtype=torch.int64).random_(generator=torch_loader.generator)
     order = []
     batches = list(batches)
     for k, batch in enumerate(batches):
@@ -278,13 +301,17 @@ def _draw_order(torch_loader, size):
     return order
 
 
-def _unsupported_arguments(args):
+def _unsupported_arguments(args, torch_loader):
     if args["collate_fn"] is not None:
         return "collate_fn is set: ringfeed stacks samples itself (default_collate's output)"
     if args["worker_init_fn"] is not None:
         return "worker_init_fn is set: ringfeed runs no worker processes to initialize"
     if args["batch_size"] is None and args["batch_sampler"] is None:
         return "batch_size=None (samples one by one, not batched)"
+    try:
+        len(torch_loader._index_sampler)
+    except TypeError:
+        return "the sampler has no len(): ringfeed draws an iteration's indices when it starts, and they must end"
     batch_sampler = args["batch_sampler"]
     if batch_sampler is not None and type(batch_sampler) is not _torch().utils.data.BatchSampler:
         return (f"batch_sampler is a {type(batch_sampler).__name__}: ringfeed runs torch's BatchSampler, "
