@@ -185,6 +185,21 @@ def test_a_state_saved_after_an_iteration_resumes_with_the_next(folder):
     assert again.state_dict()["iteration"] == first.state_dict()["iteration"] == 2
 
 
+def test_a_new_transform_between_epochs_is_used(train_dir):
+    """Progressive resizing sets dataset.transform between epochs; torch's
+    loader sees it at the next iteration, and so does ringfeed's."""
+    dataset = datasets.ImageFolder(train_dir, transform=val_transform())
+    loader = native(dataset, batch_size=100)
+    assert next(iter(loader))[0].shape == (100, 3, 32, 32)
+    dataset.transform = T.Compose([T.Resize(20), T.CenterCrop(16), T.ToTensor()])
+    images, _ = next(iter(loader))
+    want, _ = next(iter(torch.utils.data.DataLoader(dataset, batch_size=100)))
+    assert images.shape == (100, 3, 16, 16) and (images - want).abs().max().item() <= 1e-6
+    dataset.transform = T.Compose([T.Lambda(lambda x: x), T.ToTensor()])
+    with pytest.raises(RuntimeError, match="the dataset changed.*Lambda"):
+        iter(loader)
+
+
 def test_timeout_raises_as_torch_does(big_dataset):
     slow = datasets.ImageFolder(big_dataset, transform=T.Compose([T.Resize(64), T.CenterCrop(64), T.ToTensor()]))
     loader = native(slow, batch_size=8, timeout=0.01, threads=1)  # 8 exact 3000x2000 decodes on one thread

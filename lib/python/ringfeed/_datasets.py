@@ -135,3 +135,18 @@ def native_source(dataset: Any):
     root = getattr(dataset, "root", None)
     root = os.fspath(root) if isinstance(root, (str, os.PathLike)) else os.path.dirname(os.fsdecode(paths[0]))
     return None, Native(root, spec, (paths, labels), None, None, None)
+
+
+def fingerprint(dataset):
+    """What native_source read that a training script may change between
+    iterations (progressive resizing sets a new transform): the transform's
+    translation and the identity of the samples list or image array."""
+    dataset, indices = _unwrap_subsets(dataset)
+    transform = getattr(dataset, "transform", None)
+    try:
+        from .transforms import to_spec
+        spec = to_spec(transform) if transform is not None else None
+    except ValueError as e:
+        spec = f"untranslatable: {e}"
+    held = getattr(dataset, "data", None) if hasattr(dataset, "data") else getattr(dataset, "samples", None)
+    return spec, id(held), len(held) if hasattr(held, "__len__") else None, None if indices is None else len(indices)

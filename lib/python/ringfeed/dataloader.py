@@ -29,7 +29,7 @@ import os
 import warnings
 
 from ._checks import flag, int_arg
-from ._datasets import native_source
+from ._datasets import fingerprint, native_source
 from .loader import Loader, _torch
 
 __all__ = ["DataLoader"]
@@ -102,15 +102,18 @@ class DataLoader:
             fallback.fallback_reason = reason
             return fallback
 
-        core = Loader(found.source, batch_size=per_batch, transform=found.spec, exact=exact, device=device,
-                      shuffle=False, seed=seed, drop_last=False, rank=0, world_size=1, threads=threads,
-                      memory_budget=memory_budget, prefetch_batches=prefetch,
-                      _samples=found.samples, _pixels=found.pixels)
-        return cls._native(dataset, torch_args, core, torch_loader, found)
+        core_args = dict(batch_size=per_batch, exact=exact, device=device, shuffle=False, seed=seed,
+                         drop_last=False, rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
+                         prefetch_batches=prefetch)
+        self = cls._native(dataset, torch_args, _open_core(found, core_args), torch_loader, found)
+        self._core_args = core_args
+        self._fingerprint = fingerprint(dataset)
+        return self
 
     @classmethod
     def _native(cls, dataset, torch_args, core, torch_loader, found=None):
         self = object.__new__(cls)
+        self._fingerprint = None  # (the dataset's transform, samples, data): checked at each iter()
         self._index_map = found.index_map if found is not None else None
         self._channels = found.channels if found is not None else None
         if torch_loader is None:
@@ -145,6 +148,8 @@ class DataLoader:
         return len(self._torch_loader)
 
     def __iter__(self):
+        if self._fingerprint is not None and fingerprint(self._torch_loader.dataset) != self._fingerprint:
+            self._reopen()
         core = self._core._live()
         if self._resume is not None:
             order, first = self._resume
@@ -162,6 +167,22 @@ class DataLoader:
         self._finished = False
         self._token += 1
         return _Iterator(self, self._token)
+
+    def _reopen(self):
+        """The dataset's transform (progressive resizing) or contents changed
+        since the last iteration: the C++ side is opened again for them, as
+        torch's workers would see them."""
+        dataset = self._torch_loader.dataset
+        reason, found = native_source(dataset)
+        if reason is not None:
+            raise RuntimeError(f"ringfeed.DataLoader: the dataset changed and cannot run natively any more "
+                               f"({reason}); make a new DataLoader")
+        self._core._live()
+        core = _open_core(found, self._core_args)
+        self._core.close()
+        self._core, self._index_map, self._channels = core, found.index_map, found.channels
+        self._fingerprint = fingerprint(dataset)
+        self._token += 1
 
     def state_dict(self):
         """Where the loader is: load_state_dict() on a DataLoader made with
@@ -263,6 +284,10 @@ class _SourceIndex:
 
     def __repr__(self):
         return repr(self.source)
+
+
+def _open_core(found, core_args):
+    return Loader(found.source, transform=found.spec, _samples=found.samples, _pixels=found.pixels, **core_args)
 
 
 def _torch_loader(dataset, args, native=False):
