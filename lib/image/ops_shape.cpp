@@ -61,7 +61,14 @@ void flip_frame(frame& f, bool horizontal, op_scratch& s) {
 
 std::string size_spec(size2 s, bool square_as_int) {
   if (square_as_int && s.width == s.height) return std::to_string(s.width);
-  return "(" + std::to_string(s.height) + ", " + std::to_string(s.width) + ")";
+  // Appended piece by piece: "(" + std::to_string(...) trips GCC 12's
+  // bogus -Wrestrict at -O3 (GCC bug 105651).
+  std::string out = "(";
+  out += std::to_string(s.height);
+  out += ", ";
+  out += std::to_string(s.width);
+  out += ')';
+  return out;
 }
 
 // torchvision's size argument: int, [s] or (h, w). Returns h, w (w = 0 for
