@@ -104,3 +104,26 @@ TEST_CASE("loader_options::pixels reads images in memory, L ones as their RGB re
   o.pixels->channels = 2;
   REQUIRE_THROWS_WITH(loader(o), Catch::Contains("1 or 3 channels"));
 }
+
+TEST_CASE("set_order mid-epoch, again and again: each order delivers its own batches", "[loader][order][concurrency]") {
+  ringfeed::test::temp_dir tmp;
+  auto o = base_options(make_folder(tmp.path(), 2));  // 16 samples, batches of 5
+  o.threads = 3;
+  loader l(o);
+  for (std::uint64_t round = 0; round < 40; ++round) {
+    std::vector<std::size_t> order(12);
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = (i * 7 + round) % 16;
+    l.set_order(round, order);
+    const std::size_t take = round % 4;  // of its 3 batches; then a stop with work in flight, or at the end
+    for (std::size_t k = 0; k < take; ++k) {
+      auto b = ringfeed::sync_wait(l.next());
+      REQUIRE(b);
+      REQUIRE(b->epoch() == round);
+      REQUIRE(b->number() == k);
+      const std::vector<std::size_t> got(b->indices().begin(), b->indices().end());
+      const std::size_t end = std::min<std::size_t>(order.size(), (k + 1) * 5);
+      REQUIRE(got == std::vector<std::size_t>(order.begin() + static_cast<std::ptrdiff_t>(k * 5),
+                                              order.begin() + static_cast<std::ptrdiff_t>(end)));
+    }
+  }
+}

@@ -12,24 +12,16 @@
 #include <ringfeed/io/cache.hpp>
 #include <ringfeed/loader.hpp>
 
+#include "loader_fixtures.hpp"
 #include "nfs_server.hpp"
 
 namespace ringfeed::test::nfs {
 
 /// Small fast-mode train batches of uint8 on the host, failing on any error.
 inline ringfeed::loader_options loader_options_for(const std::string& source) {
-  ringfeed::loader_options o;
-  o.source = source;
-  o.dataset.use_cache = false;
-  o.pipeline = ringfeed::image::pipeline::train(32, ringfeed::image::pipeline_mode::fast);
-  o.output = ringfeed::output_spec::uint8_nhwc();
-  o.batch_size = 5;
-  o.threads = 2;
-  o.io_depth = 8;
-  o.device = -1;
+  ringfeed::loader_options o = ringfeed::test::base_options(source);
   o.sampler.seed = 11;
   o.on_error = ringfeed::error_policy::fail;
-  o.log = [](std::string_view) {};
   return o;
 }
 
