@@ -35,9 +35,12 @@ def import_ringfeed():
         raise
 
 
-def parse_args(description, workers_help):
+def parse_args(description, workers_help, more=None):
+    """The shared options; `more(parser)` adds a script's own."""
     ap = argparse.ArgumentParser(description=description,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    if more is not None:
+        more(ap)
     ap.add_argument("dataset", help="dataset directory from `ringfeed gen DIR` (its train/ is used), "
                                     "or an ImageFolder directory itself")
     ap.add_argument("--steps", type=int, default=300, help="optimizer steps (default 300)")

@@ -339,3 +339,16 @@ def test_torchrun_distributed_sampler(dataset150, tmp_path):
     report = json.loads(result.read_text())
     assert report["ok"], report["problems"]
     assert report["world_size"] == 2 and report["per_rank_samples"] == [75, 75]
+
+
+def test_the_training_example_runs_with_the_import_swapped(train_dir):
+    """apps/examples/torch_train_dataloader.py --ringfeed: a training loop
+    whose only change is `from ringfeed import DataLoader`."""
+    import subprocess
+    import sys
+    from conftest import REPO, child_env
+    proc = subprocess.run([sys.executable, str(REPO / "apps" / "examples" / "torch_train_dataloader.py"), train_dir,
+                           "--steps", "6", "--log-every", "3", "--batch", "16", "--ringfeed"],
+                          capture_output=True, text=True, timeout=300, env=child_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "ringfeed.DataLoader(200 images" in proc.stdout and "6 steps" in proc.stdout, proc.stdout
