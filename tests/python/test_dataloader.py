@@ -223,6 +223,17 @@ class PairSubset(Subset):
         image, label = super().__getitem__(i)
         return image, label, i
 
+    def __getitems__(self, indices):  # torch >= 2.5 refuses a Subset subclass without it
+        return [self[i] for i in indices]
+
+
+class BatchFetchFolder(datasets.ImageFolder):
+    """Torch >= 2.0's fetcher calls __getitems__ for a whole batch; torch
+    1.13's never does, and ringfeed must not bypass it either way."""
+
+    def __getitems__(self, indices):
+        return [(self[i][0] * 0, i) for i in indices]
+
 
 class Endless(torch.utils.data.Sampler):
     def __init__(self):
@@ -235,7 +246,8 @@ class Endless(torch.utils.data.Sampler):
 
 def reasons(folder, train_dir):
     yield "own __getitem__", OwnDataset(), {}, "has its own __getitem__"
-    yield "Subset subclass", PairSubset(folder, [0, 1]), {}, "has its own __getitem__"
+    yield "Subset subclass", PairSubset(folder, [0, 1]), {}, "has its own __getitem"
+    yield "own __getitems__", BatchFetchFolder(train_dir, transform=val_transform()), {}, "own __getitems__"
     yield "endless sampler", folder, {"sampler": Endless()}, "has no len()"
     yield "Lambda", datasets.ImageFolder(train_dir, transform=T.Compose([T.Lambda(lambda x: x), T.ToTensor()])), \
         {}, "Lambda"

@@ -101,6 +101,8 @@ def native_source(dataset: Any):
     """(None, Native) for a dataset ringfeed reads itself, else (reason, None)."""
     dataset, indices = _unwrap_subsets(dataset)
     name = type(dataset).__name__
+    if getattr(type(dataset), "__getitems__", None) is not None:  # torch >= 2.0 fetches a batch with it
+        return f"{name} has its own __getitems__ (a batch fetch torch's DataLoader calls)", None
     try:
         from torchvision.datasets import DatasetFolder
         from torchvision.datasets.folder import default_loader, pil_loader
