@@ -21,6 +21,9 @@ ToTensor + Normalize. Fed by
               Normalize), batch_size=B, shuffle=True, num_workers=T,
               pin_memory=True, persistent_workers=True, drop_last=True),
               then .cuda(non_blocking=True)
+  rf_dataloader  the same DataLoader call with `import ringfeed` in place
+              of torch.utils.data (ringfeed.DataLoader, strict=True: it runs
+              natively or fails), the same .cuda(non_blocking=True)
 
 each in a process of its own (one after the other, never at the same time),
 --warmup steps first (cudnn autotuning, worker start-up, prefetch filling),
@@ -90,7 +93,7 @@ from gen_dataset import ensure_gen
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SKIP = 77  # ctest's SKIP_RETURN_CODE in this project: cannot run here, nothing measured
-LOADERS = ("ringfeed", "dataloader")
+LOADERS = ("ringfeed", "dataloader", "rf_dataloader")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 FULL = dict(model="resnet50", batch=256, steps=100, warmup=20, size=224)
 DRY = dict(model="resnet18", batch=8, steps=3, warmup=2, size=64, gen_images=200, gen_classes=10)
@@ -232,14 +235,20 @@ def make_loader(args, torch, device):
     import torchvision.transforms as T
     tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
     ds = torchvision.datasets.ImageFolder(args.source, transform=tf)
-    loader = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.threads,
-                                         pin_memory=cuda, persistent_workers=args.threads > 0, drop_last=True)
+    module = torch.utils.data
+    if args.child == "rf_dataloader":  # the same call with the import swapped (strict: native or an error)
+        import ringfeed as module
+        extra = {"strict": True}
+    else:
+        extra = {}
+    loader = module.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.threads,
+                               pin_memory=cuda, persistent_workers=args.threads > 0, drop_last=True, **extra)
 
     def to_device(images, labels):
         if cuda:  # from pinned memory: an asynchronous copy on the training stream
             return images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
         return images, labels
-    return loader, to_device, [], None
+    return loader, to_device, [], (module if args.child == "rf_dataloader" else None)
 
 
 def endless(loader, counter):
@@ -358,7 +367,7 @@ def measure(args):
         result.update(gpu=torch.cuda.get_device_name(device),
                       peak_memory_gib=torch.cuda.max_memory_allocated(device) / 2**30)
     if ringfeed is not None:
-        st = loader.stats()
+        st = loader.stats() if hasattr(loader, "stats") else loader._core.stats()
         result["ringfeed"] = {"module": ringfeed.__file__, "version": ringfeed.__version__,
                               "host_batches_moved": len(fallback),
                               **{k: st.get(k) for k in ("device", "host_reason", "bottleneck", "stages",
@@ -474,7 +483,8 @@ def report(args, results, info):
     print(f"{info['source']}: {info['files']} files, {info['bytes'] / 2**20:.0f} MiB, {info['classes']} classes, "
           f"page cache {'warmed' if info['warmed'] else 'not warmed'}")
     labels = {"ringfeed": f"ringfeed.Loader(device={'cuda' if cuda else 'None'})",
-              "dataloader": f"DataLoader({args.threads} workers{', pinned' if cuda else ''})"}
+              "dataloader": f"DataLoader({args.threads} workers{', pinned' if cuda else ''})",
+              "rf_dataloader": "ringfeed.DataLoader(same arguments)"}
     print(f"{'loader':34s} {'images/s':>9s} {'data wait':>9s} {dev + ' stall':>9s} {dev + ' util':>8s} "
           f"{dev + ' ms/step':>11s} {'CPU cores (main)':>16s}")
     for name, r in results.items():
@@ -497,6 +507,10 @@ def report(args, results, info):
             ratio = rf["images_per_s"] / results["dataloader"]["images_per_s"]
             summary["ringfeed_vs_dataloader_images_per_s"] = ratio
             print(f"ringfeed / DataLoader images/s: {ratio:.2f}x")
+    if "rf_dataloader" in results and "dataloader" in results:
+        ratio = results["rf_dataloader"]["images_per_s"] / results["dataloader"]["images_per_s"]
+        summary["rf_dataloader_vs_dataloader_images_per_s"] = ratio
+        print(f"ringfeed.DataLoader (the import swapped) / DataLoader images/s: {ratio:.2f}x")
     for name, r in results.items():
         if r["epochs_started"] > 1:
             print(f"note: {name} crossed an epoch end in the measured steps (a bigger dataset, or --gen-images, "
