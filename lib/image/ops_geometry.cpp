@@ -104,13 +104,20 @@ class random_crop_op final : public transform_op {
       : m_size(size), m_padding(padding), m_pad_if_needed(pad_if_needed), m_fill(std::move(fill)), m_mode(mode) {}
   std::string_view name() const noexcept override { return "RandomCrop"; }
   std::string spec() const override {
-    std::string p = "None";
-    if (m_padding)
-      p = "(" + std::to_string((*m_padding)[0]) + ", " + std::to_string((*m_padding)[1]) + ", " +
-          std::to_string((*m_padding)[2]) + ", " + std::to_string((*m_padding)[3]) + ")";
-    return "RandomCrop((" + std::to_string(m_size.height) + ", " + std::to_string(m_size.width) + "), padding=" + p +
-           ", pad_if_needed=" + (m_pad_if_needed ? "True" : "False") + ", fill=" + fill_spec(m_fill) +
-           ", padding_mode=" + mode_name(m_mode) + ")";
+    // Appended piece by piece: GCC 12's -Wrestrict misfires on one long
+    // chain of temporaries here at -O2 (a false positive, PR 105651).
+    std::string s = "RandomCrop((";
+    s.append(std::to_string(m_size.height)).append(", ").append(std::to_string(m_size.width)).append("), padding=");
+    if (m_padding) {
+      s.append("(");
+      for (std::size_t k = 0; k < 4; ++k) s.append(k ? ", " : "").append(std::to_string((*m_padding)[k]));
+      s.append(")");
+    } else {
+      s.append("None");
+    }
+    s.append(", pad_if_needed=").append(m_pad_if_needed ? "True" : "False").append(", fill=").append(fill_spec(m_fill));
+    s.append(", padding_mode=").append(mode_name(m_mode)).append(")");
+    return s;
   }
   frame_shape infer(const frame_shape& in) const override {
     require_kind("RandomCrop", in, {frame_kind::image});
