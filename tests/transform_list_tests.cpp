@@ -96,9 +96,10 @@ TEST_CASE("spec() reads back to the same list", "[transform_list]") {
       "Compose([RandomApply([RandomAffine((-5, 5), translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(1, 2, 3, 4), "
       "interpolation=bilinear, fill=(1, 2, 3))], p=0.3), RandomChoice([CenterCrop(3), RandomCrop((4, 5), "
       "padding=(1, 2), padding_mode='symmetric')], p=[1, 3]), RandomOrder([RandomHorizontalFlip(), "
-      "RandomVerticalFlip(0.25)]), ToTensor(), RandomErasing(value='random'), Normalize([0.1, 0.2, 0.3], [1, 2, 3])])";
+      "RandomVerticalFlip(0.25)]), AugMix(severity=5, chain_depth=2, alpha=0.5, all_ops=False, fill=[4, 5, 6]), "
+      "ToTensor(), RandomErasing(value='random'), Normalize([0.1, 0.2, 0.3], [1, 2, 3])])";
   const auto a = img::transform_list::parse(spec);
-  REQUIRE(a.ops().size() == 6);
+  REQUIRE(a.ops().size() == 7);
   const auto b = img::transform_list::parse(a.spec());
   CHECK(b.spec() == a.spec());
   CHECK(a.infer().kind == img::frame_kind::tensor_f32);
@@ -199,6 +200,8 @@ TEST_CASE("hostile and tiny images through every kind of op: a clean error or an
       "interpolation=nearest)",
       "Grayscale(); RandomPosterize(3, p=1); RandomSolarize(100, p=1); RandomAutocontrast(p=1); "
       "RandomEqualize(p=1); RandomAdjustSharpness(3, p=1); RandomInvert(p=1); Resize((4, 4)); PILToTensor()",
+      "AugMix(severity=10, mixture_width=4, chain_depth=3, fill=7); Grayscale(); "
+      "AugMix(interpolation=nearest, alpha=0.3, all_ops=False); Resize((5, 3)); ToTensor()",
   };
   std::vector<std::filesystem::path> files;
   const auto root = data::dir().parent_path().parent_path();

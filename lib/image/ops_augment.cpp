@@ -13,17 +13,6 @@
 
 namespace ringfeed::image {
 
-namespace {
-
-enum class aug : unsigned char {
-  identity, shear_x, shear_y, translate_x, translate_y, rotate, brightness, color, contrast, sharpness,
-  posterize, solarize, autocontrast, equalize, invert
-};
-
-constexpr std::string_view aug_names[] = {"Identity",   "ShearX",    "ShearY",   "TranslateX", "TranslateY",
-                                          "Rotate",     "Brightness", "Color",   "Contrast",   "Sharpness",
-                                          "Posterize",  "Solarize",  "AutoContrast", "Equalize", "Invert"};
-
 // torch.linspace(start, end, steps) in float32, bit for bit as torch 1.13's
 // CPU kernel computes it on an AVX2 machine (checked against torch for the
 // tables' ranges and 2..100 steps in test_transforms.py): element i is
@@ -47,6 +36,17 @@ float linspace_at(double start, double end, int steps, int i) {
   const float lane_step = static_cast<float>(i - chunk) * step;
   return scalar(chunk) + lane_step;
 }
+
+namespace {
+
+enum class aug : unsigned char {
+  identity, shear_x, shear_y, translate_x, translate_y, rotate, brightness, color, contrast, sharpness,
+  posterize, solarize, autocontrast, equalize, invert
+};
+
+constexpr std::string_view aug_names[] = {"Identity",   "ShearX",    "ShearY",   "TranslateX", "TranslateY",
+                                          "Rotate",     "Brightness", "Color",   "Contrast",   "Sharpness",
+                                          "Posterize",  "Solarize",  "AutoContrast", "Equalize", "Invert"};
 
 // The magnitude of bin `k` of `bins` for op `a` on a width × height image
 // (the _augmentation_space tables); `wide` selects TrivialAugmentWide's.

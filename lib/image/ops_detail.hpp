@@ -78,6 +78,7 @@ struct op_entry {
 [[nodiscard]] std::span<const op_entry> geometry_op_entries();
 [[nodiscard]] std::span<const op_entry> color_op_entries();
 [[nodiscard]] std::span<const op_entry> augment_op_entries();
+[[nodiscard]] std::span<const op_entry> augmix_op_entries();
 [[nodiscard]] std::span<const op_entry> container_op_entries();
 
 /// What compile() needs to know of a geometric op to fuse it with the
@@ -99,6 +100,10 @@ struct fusable_geometry {
 /// True when `op` is a RandomHorizontalFlip (`horizontal`) or
 /// RandomVerticalFlip; sets `p`. For compile(), which fuses flips.
 [[nodiscard]] bool is_flip_op(const transform_op& op, bool horizontal, double& p);
+
+/// Element `i` of torch.linspace(start, end, steps) in float32, as torch
+/// 1.13's CPU kernel computes it (ops_augment.cpp).
+[[nodiscard]] float linspace_at(double start, double end, int steps, int i);
 
 /// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes).
 [[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide);

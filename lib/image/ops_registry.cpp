@@ -164,8 +164,15 @@ std::vector<op_ptr> spec_args::transforms(std::string_view param) const {
   return out;
 }
 
+namespace {
+std::array<std::span<const op_entry>, 7> op_tables() {
+  return {shape_op_entries(),   tensor_op_entries(), geometry_op_entries(),  color_op_entries(),
+          augment_op_entries(), augmix_op_entries(), container_op_entries()};
+}
+}  // namespace
+
 op_ptr make_op(const spec_call& call) {
-  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), color_op_entries(), augment_op_entries(), container_op_entries()})
+  for (auto table : op_tables())
     for (const op_entry& e : table)
       if (e.name == call.name) return e.make(call);
   throw transform_spec_error(call.column, "unsupported transform '" + call.name +
@@ -174,7 +181,7 @@ op_ptr make_op(const spec_call& call) {
 
 std::string supported_op_names() {
   std::vector<std::string_view> names;
-  for (auto table : {shape_op_entries(), tensor_op_entries(), geometry_op_entries(), color_op_entries(), augment_op_entries(), container_op_entries()})
+  for (auto table : op_tables())
     for (const op_entry& e : table) names.push_back(e.name);
   std::sort(names.begin(), names.end());
   std::string out;

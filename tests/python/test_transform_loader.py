@@ -36,6 +36,9 @@ RECIPES = {
     "ref_aa_imagenet": (tv.Compose([tv.RandomResizedCrop(224), tv.RandomHorizontalFlip(),
                                     tv.AutoAugment(tv.AutoAugmentPolicy.IMAGENET), tv.PILToTensor()]),
                         (3, 224, 224), torch.uint8),
+    "ref_augmix": (tv.Compose([tv.RandomResizedCrop(176), tv.RandomHorizontalFlip(), tv.AugMix(),
+                               tv.PILToTensor(), tv.ConvertImageDtype(torch.float), tv.Normalize(*IMAGENET)]),
+                   (3, 176, 176), torch.float32),
     "ref_val_232": (tv.Compose([tv.Resize(232), tv.CenterCrop(224), tv.PILToTensor(),
                                 tv.ConvertImageDtype(torch.float), tv.Normalize(*IMAGENET)]), (3, 224, 224),
                     torch.float32),
@@ -77,7 +80,7 @@ def test_each_recipe_runs_through_the_loader_as_decode_says(name, val_dir):
     assert seen == len(paths)
 
 
-@pytest.mark.parametrize("name", ["ref_ta_wide", "simclr", "cifar_crop"])
+@pytest.mark.parametrize("name", ["ref_ta_wide", "ref_augmix", "simclr", "cifar_crop"])
 def test_random_recipes_are_deterministic_whatever_the_threads(name, train_dir):
     transform = RECIPES[name][0]
 
@@ -111,9 +114,15 @@ def test_float16_output_for_a_float_recipe_and_not_for_an_image_one(val_dir):
 
 
 def test_an_unsupported_op_and_a_bad_argument_are_value_errors_naming_them(val_dir):
-    with pytest.raises(ValueError, match=r"transform 2 \(.*AugMix\).*unsupported transform 'AugMix'"):
+    class Mine(torch.nn.Module):
+        def forward(self, img):
+            return img
+
+    with pytest.raises(ValueError, match=r"transform 2 \(.*Mine\) is not a transform ringfeed can run; supported: AugMix, "):
         ringfeed.Loader(val_dir, transform=tv.Compose([tv.RandomResizedCrop(64), tv.RandomHorizontalFlip(),
-                                                       tv.AugMix(), tv.ToTensor()]))
+                                                       Mine(), tv.ToTensor()]))
+    with pytest.raises(ValueError, match=r"transform 1 \(AugMix.*\).*interpolation.*nearest or bilinear"):
+        ringfeed.Loader(val_dir, transform=[tv.CenterCrop(8), tv.AugMix(interpolation=I.BICUBIC)])
     with pytest.raises(ValueError, match=r"transform 1 \(.*Lambda\)"):
         ringfeed.Loader(val_dir, transform=[tv.CenterCrop(8), tv.Lambda(lambda x: x)])
     with pytest.raises(ValueError, match="Kernel size value should be an odd and positive number"):

@@ -1,7 +1,8 @@
 """The recipes and images the transform parity tests run, shared by
-test_transforms.py and tests/data/image/make_transform_goldens.py (which
-writes torchvision's outputs' digests into
-tests/data/image/transforms/goldens.json).
+test_transforms.py, test_augmix.py and
+tests/data/image/make_transform_goldens.py (which writes torchvision's
+outputs' digests into tests/data/image/transforms/goldens.json and
+augmix_goldens.json).
 
 Each recipe is a function of torchvision.transforms (and torch) returning a
 torchvision transform whose randomness is pinned (p=1, degenerate ranges),
@@ -14,6 +15,7 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "image")
 GOLDENS = os.path.join(DATA, "transforms", "goldens.json")
+AUGMIX_GOLDENS = os.path.join(DATA, "transforms", "augmix_goldens.json")
 
 # One or more of every format the decoders read, grayscale and alpha
 # included, tiny to photo-sized, square and not.
@@ -99,6 +101,68 @@ def recipes(T, torch):
         "simclr_pinned": T.Compose([T.Resize((36, 36)), T.RandomApply([T.ColorJitter(saturation=(1.4, 1.4))], p=1.0),
                                     T.RandomGrayscale(p=1.0), T.GaussianBlur(3, sigma=(0.5, 0.5)), T.ToTensor()]),
     }
+
+
+def augmix_recipes(T, torch):
+    """id -> (transforms before AugMix, the AugMix, transforms after): the
+    AugMix cases. AugMix's randomness has no degenerate setting, so the
+    parity tests pin it to the draws ringfeed made (augmix_reference)."""
+    I = T.InterpolationMode
+    return {
+        "default": ([T.Resize((37, 29))], T.AugMix(), []),
+        "sev10_w2_d2": ([T.Resize((64, 80))], T.AugMix(severity=10, mixture_width=2, chain_depth=2), []),
+        "basic_ops_nearest": ([T.Resize((50, 50))], T.AugMix(all_ops=False, interpolation=I.NEAREST), []),
+        "fill_rgb": ([T.Resize((45, 61))], T.AugMix(fill=[10, 200, 30]), []),
+        "nearest_fill_number": ([T.Resize((45, 61))], T.AugMix(severity=10, interpolation=I.NEAREST, fill=128), []),
+        "gray": ([T.Resize((40, 33)), T.Grayscale()], T.AugMix(severity=7), [T.PILToTensor()]),
+        "tiny_alpha_half": ([T.Resize((3, 2))], T.AugMix(severity=10, alpha=0.5, mixture_width=4), []),
+        # torchvision's reference recipe tail (--auto-augment augmix), the crop pinned by a Resize
+        "reference_recipe": ([T.Resize((96, 96))], T.AugMix(),
+                             [T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(*IMAGENET)]),
+    }
+
+
+AUGMIX_SAMPLES = range(4)  # sample indices per image (seed 11, epoch 0)
+
+
+def augmix_reference(case, path, draws_of):
+    """torchvision's output for `path` through `case` (augmix_recipes'
+    triple) with AugMix's draws pinned to ringfeed's: its Dirichlet weights
+    through AugMix's _sample_dirichlet hook, its torch.randint draws in
+    order. `draws_of(width, height, channels)` returns ringfeed's draws
+    (_ringfeed._transform_draws) for AugMix's input."""
+    import numpy as np
+    import torch
+    import torchvision.transforms.autoaugment as A
+    from PIL import Image
+    before, augmix, after = case
+    with Image.open(path) as im:
+        img = im.convert("RGB")
+    for t in before:
+        img = t(img)
+    draws = list(draws_of(img.width, img.height, len(img.getbands())))
+    width = augmix.mixture_width
+    weights = [torch.tensor([draws[0:2]]), torch.tensor([draws[2:2 + width]])]
+    ints = iter(draws[2 + width:])
+
+    class Pinned(A.AugMix):
+        def _sample_dirichlet(self, params):
+            return weights.pop(0)
+
+    pinned = Pinned(augmix.severity, augmix.mixture_width, augmix.chain_depth, augmix.alpha, augmix.all_ops,
+                    augmix.interpolation, augmix.fill)
+    real_randint, threads = torch.randint, torch.get_num_threads()
+    torch.randint = lambda *args, **kwargs: torch.tensor([int(next(ints))])
+    torch.set_num_threads(1)  # Contrast's mean: torch's sum order depends on its thread count past 32768 pixels
+    try:
+        img = pinned(img)
+    finally:
+        torch.randint = real_randint
+        torch.set_num_threads(threads)
+    assert next(ints, None) is None, "ringfeed drew more than torchvision used"
+    for t in after:
+        img = t(img)
+    return img if isinstance(img, torch.Tensor) else torch.from_numpy(np.array(img))
 
 
 def digest(tensor):

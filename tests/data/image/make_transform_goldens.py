@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes tests/data/image/transforms/goldens.json: the digest (shape,
+"""Writes tests/data/image/transforms/goldens.json (and augmix_goldens.json,
+AugMix pinned to ringfeed's draws): the digest (shape,
 dtype, sha256) of torchvision 0.14's output (Pillow 9.4, Debian 12) for each
 recipe of tests/python/transform_recipes.py on each of its images, so the
 transform parity tests also run where torchvision is not installed.
@@ -15,15 +16,40 @@ import torchvision.transforms as T  # noqa: E402
 import transform_recipes as R  # noqa: E402
 
 
+def write(path, out):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def augmix_goldens():
+    """AugMix pinned to ringfeed's draws (seed 11, epoch 0, AUGMIX_SAMPLES):
+    needs the ringfeed module on PYTHONPATH, and changes with its draws."""
+    import ringfeed.transforms as RT
+    from ringfeed import _ringfeed
+    out = {}
+    for rid, case in R.augmix_recipes(T, torch).items():
+        before, augmix, after = case
+        spec = RT.to_spec(before + [augmix] + after)
+        out[rid] = {}
+        for img in R.IMAGES:
+            out[rid][img] = [R.digest(R.augmix_reference(
+                case, os.path.join(R.DATA, img),
+                lambda w, h, c, i=index: _ringfeed._transform_draws(spec, len(before), w, h, c, 11, 0, i)))
+                for index in R.AUGMIX_SAMPLES]
+    return out
+
+
 def main():
     out = {}
     for rid, transform in R.recipes(T, torch).items():
         out[rid] = {img: R.digest(R.reference(transform, os.path.join(R.DATA, img))) for img in R.IMAGES}
-    os.makedirs(os.path.dirname(R.GOLDENS), exist_ok=True)
-    with open(R.GOLDENS, "w") as f:
-        json.dump(out, f, indent=1, sort_keys=True)
-        f.write("\n")
+    write(R.GOLDENS, out)
     print(f"{R.GOLDENS}: {len(out)} recipes x {len(R.IMAGES)} images")
+    augmix = augmix_goldens()
+    write(R.AUGMIX_GOLDENS, augmix)
+    print(f"{R.AUGMIX_GOLDENS}: {len(augmix)} AugMix cases x {len(R.IMAGES)} images x {len(R.AUGMIX_SAMPLES)} samples")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,66 @@
+// ringfeed::image::tensor — torchvision 0.14's tensor kernels
+// (functional_tensor.py) on 8-bit images, as torch 1.13's CPU kernels
+// compute them in float32, bit for bit.
+//
+// torchvision runs these, not Pillow, on a PIL image in one place of the
+// classification recipes: AugMix converts its input to a uint8 tensor and
+// runs its chains through F.affine / F.rotate (grid_sample), _blend and
+// friends. The PIL-image versions of the same ops (color.hpp, geometry.hpp)
+// give different pixels, so AugMix needs these.
+//
+// Same conventions as color.hpp: `src` and `dst` never alias, `dst` is reset
+// to src's size and channels, 1 (L) or 3 (RGB) channels. Each float32 step
+// is rounded where torch rounds it (one torch op each), and fused where
+// torch 1.13's AVX2 kernels are compiled into fused multiply-adds (the
+// grid_sample unnormalisation and bilinear sum; checked against torch in
+// tests/python/test_augmix.py). Thread-safe: no shared state.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include <ringfeed/image/image.hpp>
+
+namespace ringfeed::image::tensor {
+
+/// F_t.affine / F_t.rotate (expand=False): _gen_affine_grid from the 2×3
+/// `matrix` (_get_inverse_affine_matrix with torch's centred coordinates),
+/// then grid_sample(mode, padding_mode="zeros", align_corners=False),
+/// torch.round and uint8. `fill`: empty for None, else 1 or `channels`
+/// values (the dummy-mask blend of _apply_grid_transform), each in 0..255
+/// (else std::invalid_argument).
+void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
+            image_buffer& dst);
+
+/// _blend(img, zeros, factor).
+void adjust_brightness(image_view src, double factor, image_buffer& dst);
+
+/// _blend(img, rgb_to_grayscale(img), factor); L images are returned as
+/// they are (torchvision's "match PIL").
+void adjust_saturation(image_view src, double factor, image_buffer& dst);
+
+/// _blend(img, mean, factor), mean = torch.mean of rgb_to_grayscale(img)
+/// (of img for L) in float32 (torch_sum's order).
+void adjust_contrast(image_view src, double factor, image_buffer& dst);
+
+/// _blend(img, degenerate, factor): degenerate is the 3×3 [1 1 1; 1 5 1;
+/// 1 1 1] / 13 blur, rounded, inside a 1-pixel border of img. Images 2
+/// pixels or less wide or high are returned as they are.
+void adjust_sharpness(image_view src, double factor, image_buffer& dst);
+
+/// F_t.autocontrast: per channel (x − min) · scale, clamped and truncated,
+/// where scale = float32(1 / (max − min)) · 255 (torch's reversed division
+/// is a reciprocal and a product); a flat channel is kept.
+void autocontrast(image_view src, image_buffer& dst);
+
+/// torch.sum of `n` contiguous float32 values as torch 1.13 computes it on
+/// one thread (SumKernel.cpp's cascade: 8-lane vectors, 4 rows of ILP,
+/// 4 levels). With more threads torch splits inputs of 32768 elements or
+/// more across them (its two-pass reduction), and its own result then
+/// depends on its thread count; below that, and whenever every partial sum
+/// is an integer under 2^24 (a mean of up to 65,793 8-bit pixels), the
+/// order cannot matter.
+[[nodiscard]] float torch_sum(const float* values, std::int64_t n);
+
+}  // namespace ringfeed::image::tensor
