@@ -105,6 +105,50 @@ TEST_CASE("spec() reads back to the same list", "[transform_list]") {
   CHECK(a.infer().kind == img::frame_kind::tensor_f32);
 }
 
+TEST_CASE("every op has a builder function, the same op as its spec string", "[transform_list]") {
+  using tl = img::transform_list;
+  using img::interpolation;
+  const std::pair<tl, const char*> cases[] = {
+      {tl{}.pad({1, 2, 3, 4}, {5, 6, 7}, img::padding_mode::reflect),
+       "Pad((1, 2, 3, 4), fill=(5, 6, 7), padding_mode=reflect)"},
+      {tl{}.random_crop({32, 24}, std::array{4, 4, 4, 4}, true),
+       "RandomCrop((24, 32), padding=4, pad_if_needed=True)"},
+      {tl{}.color_jitter(0.4, 0.3, 0.2, 0.1), "ColorJitter(0.4, 0.3, 0.2, 0.1)"},
+      {tl{}.grayscale(3), "Grayscale(num_output_channels=3)"},
+      {tl{}.random_grayscale(0.2), "RandomGrayscale(p=0.2)"},
+      {tl{}.gaussian_blur({5, 3}, {0.5, 1.5}), "GaussianBlur((5, 3), sigma=(0.5, 1.5))"},
+      {tl{}.random_rotation({-10, 20}, interpolation::bilinear, true, std::array{3.0, 4.0}, {9}),
+       "RandomRotation((-10, 20), interpolation=bilinear, expand=True, center=(3, 4), fill=9)"},
+      {tl{}.random_affine({-5, 5}, std::array{0.1, 0.2}, std::array{0.9, 1.1}, std::array{1.0, 2.0, 3.0, 4.0},
+                          interpolation::bicubic, {1, 2, 3}),
+       "RandomAffine((-5, 5), translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(1, 2, 3, 4), interpolation=bicubic, "
+       "fill=(1, 2, 3))"},
+      {tl{}.random_posterize(5, 1), "RandomPosterize(5, p=1)"},
+      {tl{}.random_solarize(128), "RandomSolarize(128)"},
+      {tl{}.random_autocontrast(0.3), "RandomAutocontrast(0.3)"},
+      {tl{}.random_equalize(), "RandomEqualize()"},
+      {tl{}.random_adjust_sharpness(2.0, 0.7), "RandomAdjustSharpness(2, p=0.7)"},
+      {tl{}.random_invert(), "RandomInvert()"},
+      {tl{}.auto_augment(tl::augment_policy::svhn, interpolation::bilinear, std::vector<double>{1, 2, 3}),
+       "AutoAugment(policy=AutoAugmentPolicy.SVHN, interpolation=bilinear, fill=(1, 2, 3))"},
+      {tl{}.rand_augment(3, 5, 10), "RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=10)"},
+      {tl{}.trivial_augment_wide(17, interpolation::bilinear),
+       "TrivialAugmentWide(num_magnitude_bins=17, interpolation=bilinear)"},
+      {tl{}.augmix(5, 2, 1, 0.5, false, interpolation::nearest, std::vector<double>{7}),
+       "AugMix(severity=5, mixture_width=2, chain_depth=1, alpha=0.5, all_ops=False, interpolation=nearest, fill=7)"},
+      {tl{}.random_choice(tl{}.center_crop({8, 8}).random_invert(1), {1, 3}),
+       "RandomChoice([CenterCrop(8), RandomInvert(1)], p=[1, 3])"},
+  };
+  for (const auto& [built, spec] : cases) {
+    INFO(spec);
+    REQUIRE(built.ops().size() == 1);
+    CHECK(built.spec() == tl::parse(spec).spec());
+  }
+  // and the builder checks its arguments as the grammar does
+  CHECK_THROWS_AS(tl{}.augmix(0), std::invalid_argument);
+  CHECK_THROWS_AS(tl{}.gaussian_blur({4, 4}), std::invalid_argument);
+}
+
 TEST_CASE("spec errors name the column and the reason", "[transform_list]") {
   using Catch::Matchers::Contains;
   const auto fails = [](const char* spec, const char* what) {

@@ -116,6 +116,9 @@ transform_list& transform_list::random_apply(const transform_list& ops, double p
 transform_list& transform_list::random_order(const transform_list& ops) {
   return add("RandomOrder([" + ops.spec_items() + "])");
 }
+transform_list& transform_list::random_choice(const transform_list& ops, const std::vector<double>& p) {
+  return add("RandomChoice([" + ops.spec_items() + "], p=" + (p.empty() ? std::string("None") : list_of(p)) + ")");
+}
 
 std::string transform_list::spec_items() const {
   std::string s;

@@ -18,7 +18,10 @@
 // (train(), val()) and compile to the pipeline they always were.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +71,52 @@ class transform_list {
                                  std::array<double, 2> ratio = {0.3, 3.3}, const std::vector<double>& value = {0});
   transform_list& random_apply(const transform_list& ops, double p = 0.5);
   transform_list& random_order(const transform_list& ops);
+  /// RandomChoice: `p` empty for equal weights.
+  transform_list& random_choice(const transform_list& ops, const std::vector<double>& p = {});
+
+  // The other ops (transform_list_ops.cpp). `padding` is (left, top, right,
+  // bottom); `fill` one value or one per channel; an empty optional is
+  // torchvision's None.
+  transform_list& pad(std::array<int, 4> padding, const std::vector<double>& fill = {0},
+                      padding_mode mode = padding_mode::constant);
+  transform_list& random_crop(size2 size, std::optional<std::array<int, 4>> padding = std::nullopt,
+                              bool pad_if_needed = false, const std::vector<double>& fill = {0},
+                              padding_mode mode = padding_mode::constant);
+  /// ColorJitter(brightness, contrast, saturation, hue) in torchvision's
+  /// scalar form (b: [max(0, 1 − b), 1 + b]; hue h: [−h, h]); explicit
+  /// ranges through add("ColorJitter(brightness=(0.5, 1.5))").
+  transform_list& color_jitter(double brightness = 0, double contrast = 0, double saturation = 0, double hue = 0);
+  transform_list& grayscale(int num_output_channels = 1);
+  transform_list& random_grayscale(double p = 0.1);
+  /// GaussianBlur((kx, ky), sigma=(lo, hi)).
+  transform_list& gaussian_blur(std::array<int, 2> kernel_size, std::array<double, 2> sigma = {0.1, 2.0});
+  transform_list& random_rotation(std::array<double, 2> degrees, interpolation interp = interpolation::nearest,
+                                  bool expand = false, std::optional<std::array<double, 2>> center = std::nullopt,
+                                  const std::vector<double>& fill = {0});
+  transform_list& random_affine(std::array<double, 2> degrees,
+                                std::optional<std::array<double, 2>> translate = std::nullopt,
+                                std::optional<std::array<double, 2>> scale = std::nullopt,
+                                std::optional<std::array<double, 4>> shear = std::nullopt,
+                                interpolation interp = interpolation::nearest, const std::vector<double>& fill = {0},
+                                std::optional<std::array<double, 2>> center = std::nullopt);
+  transform_list& random_posterize(int bits, double p = 0.5);
+  transform_list& random_solarize(double threshold, double p = 0.5);
+  transform_list& random_autocontrast(double p = 0.5);
+  transform_list& random_equalize(double p = 0.5);
+  transform_list& random_adjust_sharpness(double sharpness_factor, double p = 0.5);
+  transform_list& random_invert(double p = 0.5);
+  enum class augment_policy : std::uint8_t { imagenet, cifar10, svhn };
+  transform_list& auto_augment(augment_policy policy = augment_policy::imagenet,
+                               interpolation interp = interpolation::nearest,
+                               std::optional<std::vector<double>> fill = std::nullopt);
+  transform_list& rand_augment(int num_ops = 2, int magnitude = 9, int num_magnitude_bins = 31,
+                               interpolation interp = interpolation::nearest,
+                               std::optional<std::vector<double>> fill = std::nullopt);
+  transform_list& trivial_augment_wide(int num_magnitude_bins = 31, interpolation interp = interpolation::nearest,
+                                       std::optional<std::vector<double>> fill = std::nullopt);
+  transform_list& augmix(int severity = 3, int mixture_width = 3, int chain_depth = -1, double alpha = 1.0,
+                         bool all_ops = true, interpolation interp = interpolation::bilinear,
+                         std::optional<std::vector<double>> fill = std::nullopt);
   /// Appends op(s) written in the spec grammar ("ColorJitter(0.4, 0.4)").
   transform_list& add(std::string_view spec);
   transform_list& add(std::shared_ptr<const transform_op> op);
