@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Baseline for perf/color_bench.cpp: the same colour ops with torchvision 0.14
-on PIL images (Pillow 9.4; gaussian_blur runs torch's tensor kernel), one
+on PIL images (Pillow 9.4; gaussian_blur and AugMix run torch's tensor kernels), one
 thread, same photo crops and parameters, rows named `pillow/<op>/.../size:WxH`.
 
     /usr/bin/python3 perf/color_baseline.py                      # Pillow alone
@@ -19,6 +19,7 @@ import sys
 import timeit
 
 import torch
+import torchvision.transforms as T
 import torchvision.transforms.functional as F
 from PIL import Image
 
@@ -41,6 +42,9 @@ OPS = [
     ("gaussian_blur/3x3/0.1", lambda im: F.gaussian_blur(im, [3, 3], [0.1, 0.1])),
     ("gaussian_blur/9x9/2.0", lambda im: F.gaussian_blur(im, [9, 9], [2.0, 2.0])),
     ("gaussian_blur/23x23/1.0", lambda im: F.gaussian_blur(im, [23, 23], [1.0, 1.0])),
+    # AugMix alone: new draws every call (torch's global generator, seeded once)
+    ("augmix/default", T.AugMix()),
+    ("augmix/severity10_width1", T.AugMix(severity=10, mixture_width=1)),
 ]
 
 
@@ -53,6 +57,7 @@ def measure(fn, im):
 
 def main():
     torch.set_num_threads(1)
+    torch.manual_seed(0)
     ringfeed = {}
     if len(sys.argv) == 3 and sys.argv[1] == "--ringfeed":
         with open(sys.argv[2]) as f:

@@ -10,8 +10,13 @@
 // the ratios:
 //   build/default/perf/color_bench --benchmark_format=json --benchmark_repetitions=5 > /tmp/c.json
 //   /usr/bin/python3 perf/color_baseline.py --ringfeed /tmp/c.json
+// `augmix/...` rows run AugMix alone (its transform list, exact, through
+// pipeline::apply_pixels), a new sample and so new draws every iteration;
+// the baseline is torchvision's AugMix on the PIL crop (its tensor kernels).
 #include <ringfeed/image/color.hpp>
 #include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/image/transforms.hpp>
 
 #include <cstddef>
 #include <exception>
@@ -53,6 +58,25 @@ void run(benchmark::State& state, img::size2 size, const op_fn& op) {
   ringfeed::perf::run_image_op(state, src, dst, op);
 }
 
+void run_augmix(benchmark::State& state, img::size2 size, const std::string& spec) {
+  const img::image_view src = photo().view().crop({0, 0, size.height, size.width});
+  try {
+    const img::pipeline p = img::transform_list::parse(spec).compile(img::pipeline_mode::exact);
+    std::vector<std::byte> out(p.output_for(size)->bytes());
+    img::pipeline_workspace ws;
+    std::uint64_t index = 0;
+    for (auto _ : state) {
+      (void)p.apply_pixels(ws, src, "photo", {0, 0, index++}, out);
+      benchmark::DoNotOptimize(out.data());
+      benchmark::ClobberMemory();
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void register_all() {
   const std::vector<std::pair<std::string, op_fn>> ops = {
       {"adjust_brightness/1.3", [](auto s, auto& d) { img::adjust_brightness(s, 1.3, d); }},
@@ -76,6 +100,11 @@ void register_all() {
     for (const auto& [name, fn] : ops) {
       const std::string full = "ringfeed/" + name + "/size:" + dims;
       harness(benchmark::RegisterBenchmark(full.c_str(), run, size, fn), benchmark::kMicrosecond);
+    }
+    for (const auto& [name, spec] : {std::pair{"augmix/default", "AugMix()"},
+                                     std::pair{"augmix/severity10_width1", "AugMix(severity=10, mixture_width=1)"}}) {
+      const std::string full = std::string("ringfeed/") + name + "/size:" + dims;
+      harness(benchmark::RegisterBenchmark(full.c_str(), run_augmix, size, std::string(spec)), benchmark::kMicrosecond);
     }
   }
 }
