@@ -102,22 +102,9 @@ def _ops_of(draws, width, depth, all_ops=True):
 
 # --- draws: torchvision's distributions -------------------------------------------
 
-N = 10000
-KS_CRITICAL = 1.95 * math.sqrt(2 / N)  # two-sample KS at alpha = 0.001
-
-
-def _ks(a, b):
-    a, b = sorted(a), sorted(b)
-    i = j = 0
-    d = 0.0
-    while i < len(a) and j < len(b):
-        x = min(a[i], b[j])
-        while i < len(a) and a[i] <= x:
-            i += 1
-        while j < len(b) and b[j] <= x:
-            j += 1
-        d = max(d, abs(i / len(a) - j / len(b)))
-    return d
+N = R.N
+KS_CRITICAL = R.KS_CRITICAL
+_ks = R.ks
 
 
 @needs_torchvision

@@ -132,26 +132,9 @@ def test_color_jitter_applies_its_drawn_order_and_factors_as_torchvisions_functi
 
 # --- draws: the same distributions as torchvision's ------------------------------
 
-N = 10000
-
-
-def _ks(a, b):
-    """Two-sample Kolmogorov-Smirnov statistic."""
-    a, b = sorted(a), sorted(b)
-    i = j = 0
-    d = 0.0
-    while i < len(a) and j < len(b):
-        x = min(a[i], b[j])
-        while i < len(a) and a[i] <= x:
-            i += 1
-        while j < len(b) and b[j] <= x:
-            j += 1
-        d = max(d, abs(i / len(a) - j / len(b)))
-    return d
-
-
-# D at alpha = 0.001 for two samples of N: 1.95 * sqrt(2 / N).
-KS_CRITICAL = 1.95 * math.sqrt(2 / N)
+N = R.N
+_ks = R.ks
+KS_CRITICAL = R.KS_CRITICAL
 
 
 def _ours(spec, w, h, position=0, seed=7):

@@ -165,6 +165,27 @@ def augmix_reference(case, path, draws_of):
     return img if isinstance(img, torch.Tensor) else torch.from_numpy(np.array(img))
 
 
+# Draw-distribution tests: N draws each, compared with torchvision's by the
+# two-sample Kolmogorov-Smirnov statistic at alpha = 0.001.
+N = 10000
+KS_CRITICAL = 1.95 * (2 / N) ** 0.5
+
+
+def ks(a, b):
+    """Two-sample Kolmogorov-Smirnov statistic."""
+    a, b = sorted(a), sorted(b)
+    i = j = 0
+    d = 0.0
+    while i < len(a) and j < len(b):
+        x = min(a[i], b[j])
+        while i < len(a) and a[i] <= x:
+            i += 1
+        while j < len(b) and b[j] <= x:
+            j += 1
+        d = max(d, abs(i / len(a) - j / len(b)))
+    return d
+
+
 def digest(tensor):
     """sha256 of a tensor's (or array's) bytes, with its shape and dtype."""
     import numpy as np
