@@ -4,7 +4,6 @@ each batch slot equals ringfeed.decode(transform=...) for that sample (so
 the pinned-parity tests of test_transforms.py carry over to batches), runs
 are deterministic whatever the thread count, and the batch is stacked as
 the recipe ends."""
-import os
 
 import pytest
 import torch
