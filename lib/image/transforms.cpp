@@ -330,12 +330,8 @@ output_shape pipeline::shape_for(size2 source) const noexcept {
 
 std::optional<output_shape> pipeline::output_for(size2 source) const {
   if (auto fixed = fixed_shape()) return fixed;
-  const size2 head = m_center_crop ? *m_center_crop
-                     : m_geometry == geometry::random_resized_crop || m_geometry == geometry::resize_exact
-                         ? m_size
-                     : m_geometry == geometry::resize_shorter ? resized_size(source, m_shorter_side)
-                                                              : source;
-  frame_shape f{frame_kind::image, 3, head};
+  frame_shape f = head_frame();  // a size of its own unless the head keeps or scales the source's
+  if (!f.size) f.size = m_geometry == geometry::resize_shorter ? resized_size(source, m_shorter_side) : source;
   for (const auto& op : m_tail) f = op->infer(f);
   if (!f.size) return std::nullopt;
   return output_shape{f.channels, f.size->height, f.size->width, m_output};
