@@ -312,22 +312,20 @@ void loader_core::set_order(std::uint64_t e, std::vector<std::size_t> indices, s
   if (first_batch > plan.num_batches())
     throw std::out_of_range("loader: set_order(): first_batch " + std::to_string(first_batch) + " is past the " +
                             std::to_string(plan.num_batches()) + " batches of the order");
-  stop_run();
-  m_sticky_error = nullptr;
-  m_order = std::make_shared<const std::vector<std::size_t>>(std::move(indices));
-  m_order_epoch = e;
-  m_pos_epoch = e;
-  m_pos_batch = first_batch;
-  if (!device_lost()) start_run(e, first_batch);
+  restart(e, first_batch, std::make_shared<const std::vector<std::size_t>>(std::move(indices)));
 }
 
-void loader_core::set_epoch(std::uint64_t e) {
+void loader_core::set_epoch(std::uint64_t e) { restart(e, 0, nullptr); }
+
+void loader_core::restart(std::uint64_t e, std::size_t first_batch,
+                          std::shared_ptr<const std::vector<std::size_t>> order) {
   stop_run();
   m_sticky_error = nullptr;
-  m_order.reset();
+  m_order = std::move(order);
+  if (m_order) m_order_epoch = e;
   m_pos_epoch = e;
-  m_pos_batch = 0;
-  if (!device_lost()) start_run(e, 0);  // a lost device stays lost: next() says so
+  m_pos_batch = first_batch;
+  if (!device_lost()) start_run(e, first_batch);  // a lost device stays lost: next() says so
 }
 
 std::exception_ptr loader_core::device_lost() const {

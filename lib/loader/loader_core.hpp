@@ -97,6 +97,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   [[nodiscard]] io::source_options source_options();
   void start_run(std::uint64_t epoch, std::size_t first_batch);
   void stop_run();
+  // set_epoch / set_order: stop the run, forget its error, then run epoch
+  // `e` from `first_batch` in `order` (null: the sampler's).
+  void restart(std::uint64_t e, std::size_t first_batch, std::shared_ptr<const std::vector<std::size_t>> order);
 
   // The pipeline of a run (loader_run.cpp, loader_stream.cpp).
   task<> produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch);

@@ -357,16 +357,21 @@ void py_loader::drop_pending() {
   }
 }
 
-void py_loader::set_epoch(std::uint64_t epoch) {
+template <typename Restart>
+void py_loader::restart(Restart&& restart) {
   loader& l = checked();
   busy_guard busy(m_busy);
   m_started = true;
   {
     py::gil_scoped_release nogil;
-    l.set_epoch(epoch);
+    restart(l);
   }
-  drop_pending();  // as set_order
+  drop_pending();
   m_position = l.state();
+}
+
+void py_loader::set_epoch(std::uint64_t epoch) {
+  restart([epoch](loader& l) { l.set_epoch(epoch); });
 }
 
 void py_loader::set_order(std::uint64_t epoch, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& indices,
@@ -379,17 +384,7 @@ void py_loader::set_order(std::uint64_t epoch, const py::array_t<std::int64_t, p
       throw py::index_error("index " + std::to_string(at[i]) + " (at position " + std::to_string(i) + ") is negative");
     order[i] = static_cast<std::size_t>(at[i]);
   }
-  loader& l = checked();
-  busy_guard busy(m_busy);
-  m_started = true;
-  {
-    py::gil_scoped_release nogil;
-    l.set_order(epoch, std::move(order), first_batch);
-  }
-  // After the stop: a request left by a timeout or Ctrl-C has its answer
-  // now (the end of the stopped run), however stalled its read was.
-  drop_pending();
-  m_position = l.state();
+  restart([&](loader& l) { l.set_order(epoch, std::move(order), first_batch); });
 }
 
 py::dict py_loader::state() const {

@@ -71,6 +71,11 @@ class py_loader {
   loader& checked();
   void issue();
   void drop_pending();  // a request Ctrl-C interrupted: waited for, its batch dropped
+  // set_epoch / set_order: `restart(loader&)` without the GIL, then the
+  // pending request dropped (its answer is the end of the stopped run,
+  // however stalled its read was) and the position read back.
+  template <typename Restart>
+  void restart(Restart&& restart);
 
   std::unique_ptr<loader> m_loader;
   std::shared_ptr<next_slot> m_slot = std::make_shared<next_slot>();
