@@ -188,19 +188,14 @@ class DataLoader:
         """Where the loader is: load_state_dict() on a DataLoader made with
         the same arguments continues with the same batches (the current
         iteration's indices are part of the state)."""
+        iteration, order, first = self._iteration, None, 0  # before any iteration
         if self._resume is not None:
             order, first = self._resume
-            return {"iteration": self._iteration, "order": list(order), "next_batch": first,
-                    "batch_size": self._core._options["batch_size"]}
-        if self._position is None:
-            return {"iteration": self._iteration, "order": None, "next_batch": 0,
-                    "batch_size": self._core._options["batch_size"]}
-        iteration, order, first = self._position
-        if first >= -(-len(order) // self._core._options["batch_size"]) or self._finished:
-            # the iteration is over: a loader resumed from here starts the next one
-            return {"iteration": iteration + 1, "order": None, "next_batch": 0,
-                    "batch_size": self._core._options["batch_size"]}
-        return {"iteration": iteration, "order": list(order), "next_batch": first,
+        elif self._position is not None:
+            iteration, order, first = self._position
+            if first >= -(-len(order) // self._core._options["batch_size"]) or self._finished:
+                iteration, order, first = iteration + 1, None, 0  # over: a resumed loader starts the next one
+        return {"iteration": iteration, "order": None if order is None else list(order), "next_batch": first,
                 "batch_size": self._core._options["batch_size"]}
 
     def load_state_dict(self, state):
