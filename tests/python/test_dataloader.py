@@ -135,6 +135,17 @@ def test_a_subset_of_a_subset(folder):
                       batches(torch.utils.data.DataLoader(outer, batch_size=2)), "nested Subset")
 
 
+def test_new_subset_indices_between_epochs_are_used(folder):
+    """A script that swaps a Subset's indices (same length) between epochs
+    gets the new samples, as from torch's loader."""
+    subset = Subset(folder, list(range(0, 40)))
+    loader = native(subset, batch_size=40)
+    first = next(iter(loader))[1].tolist()
+    subset.indices = list(range(160, 200))
+    again = next(iter(loader))[1].tolist()
+    assert again == next(iter(torch.utils.data.DataLoader(subset, batch_size=40)))[1].tolist() != first
+
+
 def test_batch_sampler_and_drop_last(folder):
     def make(cls):
         sampler = BatchSampler(RandomSampler(folder, generator=torch.Generator().manual_seed(9)), 48, drop_last=True)

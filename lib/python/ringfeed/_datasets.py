@@ -142,8 +142,13 @@ def native_source(dataset: Any):
 def fingerprint(dataset):
     """What native_source read that a training script may change between
     iterations (progressive resizing sets a new transform): the transform's
-    translation and the identity of the samples list or image array."""
-    dataset, indices = _unwrap_subsets(dataset)
+    translation and the identity of the samples list or image array and of
+    each Subset's indices."""
+    torch = _torch()
+    levels = []  # each Subset's index list, by identity and length (not composed: iter() runs this)
+    while type(dataset) is torch.utils.data.Subset:
+        levels.append((id(dataset.indices), len(dataset.indices)))
+        dataset = dataset.dataset
     transform = getattr(dataset, "transform", None)
     try:
         from .transforms import to_spec
@@ -151,4 +156,4 @@ def fingerprint(dataset):
     except ValueError as e:
         spec = f"untranslatable: {e}"
     held = getattr(dataset, "data", None) if hasattr(dataset, "data") else getattr(dataset, "samples", None)
-    return spec, id(held), len(held) if hasattr(held, "__len__") else None, None if indices is None else len(indices)
+    return spec, id(held), len(held) if hasattr(held, "__len__") else None, tuple(levels)
