@@ -62,8 +62,8 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
                                   "': give count images of height x width x 1 or 3 channels and one label each");
     if (m_opt.stream_shards)
       throw std::invalid_argument("loader: stream_shards reads tar shards, and images in memory have none");
-    std::vector<std::string> names(px.count);
-    for (std::size_t i = 0; i < px.count; ++i) names[i] = std::to_string(i);
+    std::vector<std::string> names(px.count);  // "[i]": messages name an image source[i]
+    for (std::size_t i = 0; i < px.count; ++i) names[i] = "[" + std::to_string(i) + "]";
     m_ds = data::listed_samples(m_opt.source, names, px.labels);
     m_where.io_depth = 1;  // nothing is read
   } else if (m_opt.samples) {

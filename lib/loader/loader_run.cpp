@@ -151,7 +151,7 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         std::span<const std::byte> bytes;
         std::optional<stream_item> streamed;  // stream_shards: the streamer read it
         if (m_opt.pixels) {  // nothing to read: the image is in memory, named source[index]
-          path.assign(m_opt.source).append("[").append(std::to_string(index)).append("]");
+          path.assign(m_opt.source).append(m_ds.name(index));
         } else if (m_opt.stream_shards) {
           streamed = co_await r->store.take(stream_key(s.epoch, index));
           if (!streamed) throw run_stopped{};
