@@ -4,7 +4,12 @@
 // ops do, and the multiply-adds torch's AVX2 kernels fuse are std::fma.
 #include <ringfeed/image/tensor_kernels.hpp>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -161,7 +166,12 @@ struct affine_row_scratch {
 // The rows of one affine, for `Bilinear` and `Masked` (a fill given).
 // always_inline: compiled again inside affine_avx2, where std::fma, floor
 // and nearbyint become single instructions and the first pass vectorizes.
-template <bool Bilinear, bool Masked>
+#if defined(__x86_64__) && defined(__GNUC__)
+bool rgb8_avx2(const affine_job& j, const affine_row_scratch& r, int x, std::uint8_t* o);
+int positions_avx2(const affine_job& j, affine_row_scratch& r, bool bilinear, float x_start, float gx1, float gy1);
+#endif
+
+template <bool Bilinear, bool Masked, bool Simd>
 [[gnu::always_inline]] inline void affine_rows(const affine_job& j, affine_row_scratch& r) {
   const int w = j.src.width, h = j.src.height, ch = j.src.channels;
   const auto fw = static_cast<float>(w), fh = static_cast<float>(h);
@@ -178,7 +188,11 @@ template <bool Bilinear, bool Masked>
     // sgemm: k = x, y, 1 in order, each product and sum rounded
     const auto py = static_cast<float>(-h * 0.5 + 0.5 + y);
     const float gx1 = py * j.bx, gy1 = py * j.by;
-    for (int x = 0; x < w; ++x) {
+    int first = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (Simd) first = positions_avx2(j, r, Bilinear, x_start, gx1, gy1);
+#endif
+    for (int x = first; x < w; ++x) {
       const float px = x_start + static_cast<float>(x);
       const float gx0 = px * j.ax, gy0 = px * j.ay;
       const float gx01 = gx0 + gx1, gy01 = gy0 + gy1;
@@ -202,6 +216,12 @@ template <bool Bilinear, bool Masked>
     }
     std::uint8_t* o = j.dst.row(y);
     for (int x = 0; x < w; ++x, o += ch) {
+#if defined(__x86_64__) && defined(__GNUC__)
+      if constexpr (Simd && Bilinear && !Masked) {  // 8 RGB pixels with all corners inside at once
+        while (ch == 3 && x + 8 <= w && rgb8_avx2(j, r, x, o)) x += 8, o += 24;
+        if (x == w) break;
+      }
+#endif
       const int xx = x0[x], yy = y0[x];
       if constexpr (!Bilinear) {
         if (xx >= 0 && xx < w && yy >= 0 && yy < h) {
@@ -254,28 +274,126 @@ template <bool Bilinear, bool Masked>
   }
 }
 
+template <bool Simd>
 [[gnu::always_inline]] inline void affine_dispatch(const affine_job& j, bool bilinear, bool masked) {
   thread_local affine_row_scratch r;
-  if (bilinear) masked ? affine_rows<true, true>(j, r) : affine_rows<true, false>(j, r);
-  else masked ? affine_rows<false, true>(j, r) : affine_rows<false, false>(j, r);
+  if (bilinear) masked ? affine_rows<true, true, Simd>(j, r) : affine_rows<true, false, Simd>(j, r);
+  else masked ? affine_rows<false, true, Simd>(j, r) : affine_rows<false, false, Simd>(j, r);
 }
 
-void affine_baseline(const affine_job& j, bool bilinear, bool masked) { affine_dispatch(j, bilinear, masked); }
+void affine_baseline(const affine_job& j, bool bilinear, bool masked) { affine_dispatch<false>(j, bilinear, masked); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2,fma"))) void affine_avx2(const affine_job& j, bool bilinear, bool masked) {
-  affine_dispatch(j, bilinear, masked);
+// Pixels x..x+7 of a row of an RGB bilinear affine without fill, when all
+// four corners of each lie inside the image: one 4-byte gather per corner
+// (its R, G, B and one byte more), then per channel the scalar path's
+// arithmetic on 8 lanes (the same products, fused multiply-adds, rounding
+// and clamp). False, with nothing written, when a lane is not such a pixel.
+// The fourth byte read past a corner is the next pixel's or the next row's,
+// except past the image's very last pixel, which no lane may use.
+__attribute__((target("avx2,fma"))) bool rgb8_avx2(const affine_job& j, const affine_row_scratch& r, int x,
+                                                    std::uint8_t* o) {
+  const int w = j.src.width, h = j.src.height;
+  const __m256i xx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.x0.data() + x));
+  const __m256i yy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.y0.data() + x));
+  const __m256i minus1 = _mm256_set1_epi32(-1);
+  const __m256i inside = _mm256_and_si256(
+      _mm256_and_si256(_mm256_cmpgt_epi32(xx, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(w - 1), xx)),
+      _mm256_and_si256(_mm256_cmpgt_epi32(yy, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(h - 1), yy)));
+  const __m256i last = _mm256_and_si256(_mm256_cmpeq_epi32(xx, _mm256_set1_epi32(w - 2)),
+                                        _mm256_cmpeq_epi32(yy, _mm256_set1_epi32(h - 2)));
+  if (_mm256_movemask_epi8(_mm256_andnot_si256(last, inside)) != -1) return false;
+  const auto stride = static_cast<int>(j.src.stride);
+  const __m256i nw_at = _mm256_add_epi32(_mm256_mullo_epi32(yy, _mm256_set1_epi32(stride)),
+                                         _mm256_mullo_epi32(xx, _mm256_set1_epi32(3)));
+  const auto* base = reinterpret_cast<const int*>(j.src.data);
+  const __m256i vnw = _mm256_i32gather_epi32(base, nw_at, 1);
+  const __m256i vne = _mm256_i32gather_epi32(base, _mm256_add_epi32(nw_at, _mm256_set1_epi32(3)), 1);
+  const __m256i vsw = _mm256_i32gather_epi32(base, _mm256_add_epi32(nw_at, _mm256_set1_epi32(stride)), 1);
+  const __m256i vse = _mm256_i32gather_epi32(base, _mm256_add_epi32(nw_at, _mm256_set1_epi32(stride + 3)), 1);
+  const __m256 nw = _mm256_loadu_ps(r.nw.data() + x), ne = _mm256_loadu_ps(r.ne.data() + x);
+  const __m256 sw = _mm256_loadu_ps(r.sw.data() + x), se = _mm256_loadu_ps(r.se.data() + x);
+  const __m256i byte = _mm256_set1_epi32(0xFF);
+  alignas(32) std::array<std::array<int, 8>, 3> out{};
+  for (int c = 0; c < 3; ++c) {
+    const __m128i shift = _mm_cvtsi32_si128(8 * c);  // channel c: byte c of each gathered word
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(vnw, shift), byte)), nw);
+    v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(vne, shift), byte)), ne, v);
+    v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(vsw, shift), byte)), sw, v);
+    v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(vse, shift), byte)), se, v);
+    v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out[static_cast<std::size_t>(c)].data()), _mm256_cvttps_epi32(v));
+  }
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t c = 0; c < 3; ++c) o[3 * i + c] = static_cast<std::uint8_t>(out[c][i]);
+  return true;
 }
+
+// The first pass of a row, 8 pixels at a time: the scalar loop's
+// operations lane by lane (each rounded alike, the same fused step).
+// Returns the pixels done (a multiple of 8); the caller does the rest.
+__attribute__((target("avx2,fma"))) int positions_avx2(const affine_job& j, affine_row_scratch& r, bool bilinear,
+                                                        float x_start, float gx1, float gy1) {
+  const int w = j.src.width;
+  const __m256 fw = _mm256_set1_ps(static_cast<float>(w)), fh = _mm256_set1_ps(static_cast<float>(j.src.height));
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(-0.5f);
+  const __m256 lo = _mm256_set1_ps(bilinear ? -2.0f : -1.0f);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int x = 0;
+  for (; x + 8 <= w; x += 8) {
+    const __m256 px =
+        _mm256_add_ps(_mm256_set1_ps(x_start), _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane)));
+    const __m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(px, _mm256_set1_ps(j.ax)), _mm256_set1_ps(gx1)),
+                                    _mm256_set1_ps(j.cx));
+    const __m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(px, _mm256_set1_ps(j.ay)), _mm256_set1_ps(gy1)),
+                                    _mm256_set1_ps(j.cy));
+    const __m256 sx = _mm256_fmadd_ps(_mm256_add_ps(gx, one), _mm256_set1_ps(j.scale_w), half);
+    const __m256 sy = _mm256_fmadd_ps(_mm256_add_ps(gy, one), _mm256_set1_ps(j.scale_h), half);
+    __m256 cx, cy;
+    if (bilinear) {
+      const __m256 xw = _mm256_floor_ps(sx), yn = _mm256_floor_ps(sy);
+      const __m256 we = _mm256_sub_ps(sx, xw), wn = _mm256_sub_ps(sy, yn);
+      const __m256 e = _mm256_sub_ps(one, we), s = _mm256_sub_ps(one, wn);
+      _mm256_storeu_ps(r.nw.data() + x, _mm256_mul_ps(s, e));
+      _mm256_storeu_ps(r.ne.data() + x, _mm256_mul_ps(s, we));
+      _mm256_storeu_ps(r.sw.data() + x, _mm256_mul_ps(wn, e));
+      _mm256_storeu_ps(r.se.data() + x, _mm256_mul_ps(wn, we));
+      cx = xw, cy = yn;
+    } else {
+      cx = _mm256_round_ps(sx, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      cy = _mm256_round_ps(sy, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(r.x0.data() + x),
+                        _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(cx, lo), fw)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(r.y0.data() + x),
+                        _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(cy, lo), fh)));
+  }
+  return x;
+}
+
+__attribute__((target("avx2,fma"))) void affine_avx2(const affine_job& j, bool bilinear, bool masked) {
+  // the gathers' 32-bit offsets: the image must be under 2 GiB
+  if (static_cast<std::int64_t>(j.src.stride) * j.src.height < (std::int64_t{1} << 31) - 4)
+    affine_dispatch<true>(j, bilinear, masked);
+  else
+    affine_dispatch<false>(j, bilinear, masked);
+}
+std::atomic<bool> simd_enabled{true};
+
 bool cpu_has_avx2_fma() {
   static const bool has = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-  return has;
+  return has && simd_enabled.load(std::memory_order_relaxed);
 }
 #else
+std::atomic<bool> simd_enabled{true};
 void affine_avx2(const affine_job& j, bool bilinear, bool masked) { affine_baseline(j, bilinear, masked); }
 bool cpu_has_avx2_fma() { return false; }
 #endif
 
 }  // namespace
+
+void set_affine_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
 
 void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
             image_buffer& dst) {

@@ -63,4 +63,8 @@ void autocontrast(image_view src, image_buffer& dst);
 /// order cannot matter.
 [[nodiscard]] float torch_sum(const float* values, std::int64_t n);
 
+/// Test hook: false makes affine() take its portable path even where the
+/// CPU has AVX2 and FMA (process-wide; both paths compute the same bytes).
+void set_affine_simd(bool enabled) noexcept;
+
 }  // namespace ringfeed::image::tensor
