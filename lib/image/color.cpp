@@ -115,13 +115,6 @@ void apply_luts(image_view src, const std::array<lut256, 3>& luts, image_buffer&
   }
 }
 
-void copy_image(image_view src, image_buffer& dst) {
-  dst.reset(src.width, src.height, src.channels);
-  const std::size_t n = row_bytes(src);
-  if (n == 0) return;
-  for (int y = 0; y < src.height; ++y) std::memcpy(dst.view().row(y), src.row(y), n);
-}
-
 // Per-channel histograms (Image.histogram).
 std::array<std::array<std::uint64_t, 256>, 3> histograms(image_view src) {
   std::array<std::array<std::uint64_t, 256>, 3> h{};
@@ -243,8 +236,8 @@ void blend(image_view a, image_view b, double alpha, image_buffer& dst) {
   if (a.width != b.width || a.height != b.height || a.channels != b.channels)
     throw std::invalid_argument("blend: the two images differ in size or channels");
   const float al = static_cast<float>(alpha);
-  if (al == 0.0f) return copy_image(a, dst);
-  if (al == 1.0f) return copy_image(b, dst);
+  if (al == 0.0f) return dst.assign(a);
+  if (al == 1.0f) return dst.assign(b);
   dst.reset(a.width, a.height, a.channels);
   const std::size_t n = row_bytes(a);
   const bool inside = in_unit_range(al);
@@ -286,9 +279,9 @@ void adjust_saturation(image_view src, double factor, image_buffer& dst) {
   check_image(src, "adjust_saturation");
   check_finite(factor, "adjust_saturation", "factor");
   // On L, the degenerate image is src itself: blend(src, src) = src.
-  if (src.channels == 1) return copy_image(src, dst);
+  if (src.channels == 1) return dst.assign(src);
   const float al = static_cast<float>(factor);
-  if (al == 1.0f) return copy_image(src, dst);
+  if (al == 1.0f) return dst.assign(src);
   dst.reset(src.width, src.height, 3);
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
@@ -305,7 +298,7 @@ void adjust_hue(image_view src, double hue_factor, image_buffer& dst) {
   check_image(src, "adjust_hue");
   if (!(hue_factor >= -0.5 && hue_factor <= 0.5))
     throw std::invalid_argument("adjust_hue: hue_factor " + std::to_string(hue_factor) + " is not in [-0.5, 0.5]");
-  if (src.channels == 1) return copy_image(src, dst);
+  if (src.channels == 1) return dst.assign(src);
   // np.uint8(hue_factor * 255): truncate toward zero, wrap modulo 256.
   const auto shift = static_cast<std::uint8_t>(static_cast<int>(hue_factor * 255.0));
   dst.reset(src.width, src.height, 3);
@@ -325,7 +318,7 @@ void to_grayscale(image_view src, int num_output_channels, image_buffer& dst) {
   if (num_output_channels != 1 && num_output_channels != 3)
     throw std::invalid_argument("to_grayscale: num_output_channels should be either 1 or 3, not " +
                                 std::to_string(num_output_channels));
-  if (src.channels == 1 && num_output_channels == 1) return copy_image(src, dst);
+  if (src.channels == 1 && num_output_channels == 1) return dst.assign(src);
   dst.reset(src.width, src.height, num_output_channels);
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
@@ -345,7 +338,7 @@ void adjust_sharpness(image_view src, double factor, image_buffer& dst) {
   check_finite(factor, "adjust_sharpness", "factor");
   const float al = static_cast<float>(factor);
   // Filter.c copies images smaller than the kernel: blend(src, src) = src.
-  if (src.width < 3 || src.height < 3 || al == 1.0f) return copy_image(src, dst);
+  if (src.width < 3 || src.height < 3 || al == 1.0f) return dst.assign(src);
   dst.reset(src.width, src.height, src.channels);
   const auto d = static_cast<std::size_t>(src.channels);
   const std::size_t n = row_bytes(src);

@@ -32,13 +32,6 @@ using geometry_detail::bad;
 using geometry_detail::check_source;
 using geometry_detail::row_bytes;
 
-void copy_image(image_view src, image_buffer& dst) {
-  dst.reset(src.width, src.height, src.channels);
-  const std::size_t n = row_bytes(src.width, src.channels);
-  const mutable_image_view o = dst.view();
-  for (int y = 0; y < src.height; ++y) std::memcpy(o.row(y), src.row(y), n);
-}
-
 // Paints the whole image `fill`: the first row by pixels, the others copied.
 void fill_image(image_buffer& dst, fill_color fill) {
   const mutable_image_view o = dst.view();
@@ -406,7 +399,7 @@ void resize(image_view src, size2 out, interpolation interp, image_buffer& dst) 
   if (out.width < 1 || out.height < 1)
     bad("resize", "height and width must be > 0, got " + std::to_string(out.width) + "x" + std::to_string(out.height));
   if (src.width < 1 || src.height < 1) bad("resize", "the image is empty");
-  if (out == src.size()) return copy_image(src, dst);
+  if (out == src.size()) return dst.assign(src);
   dst.reset(out.width, out.height, src.channels);
   if (interp == interpolation::nearest) {
     // Pillow's _resize: an AFFINE transform with a = (box w / out w, 0, 0,
@@ -477,7 +470,7 @@ void rotate(image_view src, double angle, interpolation interp, bool expand,
   const int h = src.height;
   if (!center) {
     // Image.rotate's fast paths (filter and fill play no part).
-    if (angle == 0) return copy_image(src, dst);
+    if (angle == 0) return dst.assign(src);
     int turns = 0;
     if (angle == 180) turns = 2;
     else if ((angle == 90 || angle == 270) && (expand || w == h)) turns = angle == 90 ? 1 : 3;

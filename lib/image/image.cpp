@@ -1,6 +1,7 @@
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/text.hpp>
 
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -35,6 +36,13 @@ void image_buffer::reset(int width, int height, int channels) {
   m_width = width;
   m_height = height;
   m_channels = channels;
+}
+
+void image_buffer::assign(image_view src) {
+  reset(src.width, src.height, src.channels);
+  const auto n = static_cast<std::size_t>(stride());
+  if (n == 0) return;
+  for (int y = 0; y < src.height; ++y) std::memcpy(m_pixels.get() + static_cast<std::size_t>(y) * n, src.row(y), n);
 }
 
 }  // namespace ringfeed::image

@@ -72,12 +72,6 @@ auto constant_row(image_view src, float value) {
   return [n, value](int, float* row) { std::fill_n(row, n, value); };
 }
 
-void copy(image_view src, image_buffer& dst) {
-  dst.reset(src.width, src.height, src.channels);
-  const auto bytes = static_cast<std::size_t>(src.width) * static_cast<std::size_t>(src.channels);
-  for (int y = 0; y < src.height; ++y) std::copy_n(src.row(y), bytes, dst.view().row(y));
-}
-
 // utils::CeilLog2 of ATen's cpu/utils.h.
 std::int64_t ceil_log2(std::int64_t x) {
   if (x <= 2) return 1;
@@ -431,7 +425,7 @@ void adjust_brightness(image_view src, double factor, image_buffer& dst) {
 
 void adjust_saturation(image_view src, double factor, image_buffer& dst) {
   require_channels("adjust_saturation", src);
-  if (src.channels == 1) return copy(src, dst);
+  if (src.channels == 1) return dst.assign(src);
   blend_with(src, factor, dst, [&](int y, float* row) {
     const std::uint8_t* in = src.row(y);
     for (int x = 0; x < src.width; ++x, in += 3, row += 3) row[0] = row[1] = row[2] = gray_px(in);
@@ -454,7 +448,7 @@ void adjust_contrast(image_view src, double factor, image_buffer& dst) {
 
 void adjust_sharpness(image_view src, double factor, image_buffer& dst) {
   require_channels("adjust_sharpness", src);
-  if (src.width <= 2 || src.height <= 2) return copy(src, dst);
+  if (src.width <= 2 || src.height <= 2) return dst.assign(src);
   // conv2d with float32(1/13) and float32(5/13), then torch.round: the sum
   // S of the taps (centre ×5) is an integer, and S/13 lies at least 1/26
   // from a half, far beyond float32's error, so the rounded value is

@@ -105,6 +105,8 @@ class image_buffer {
   /// when the capacity is too small. Throws std::invalid_argument for
   /// negative sizes or channels outside 1..4.
   void reset(int width, int height, int channels);
+  /// Makes this a copy of `src` (which must not view this buffer).
+  void assign(image_view src);
 
   [[nodiscard]] image_view view() const noexcept {
     return {m_pixels.get(), m_width, m_height, m_channels, stride()};
