@@ -37,6 +37,11 @@ float linspace_at(double start, double end, int steps, int i) {
   return scalar(chunk) + lane_step;
 }
 
+int posterize_bits_at(int top, double divisor, int bins, int k) {
+  const float q = static_cast<float>((bins - 1) / divisor);
+  return top - static_cast<int>(std::nearbyint(static_cast<float>(k) / q));
+}
+
 namespace {
 
 enum class aug : unsigned char {
@@ -62,11 +67,7 @@ double magnitude_of(aug a, int k, int bins, size2 size, bool wide) {
     case aug::color:
     case aug::contrast:
     case aug::sharpness: return linspace_at(0.0, wide ? 0.99 : 0.9, bins, k);
-    case aug::posterize: {
-      // 8 − (arange(bins) / ((bins − 1) / q)).round().int(): a float32 quotient.
-      const float q = static_cast<float>((bins - 1) / (wide ? 6.0 : 4.0));
-      return 8 - static_cast<int>(std::nearbyint(static_cast<float>(k) / q));
-    }
+    case aug::posterize: return posterize_bits_at(8, wide ? 6.0 : 4.0, bins, k);
     case aug::solarize: return linspace_at(255.0, 0.0, bins, k);
     default: return std::nan("");
   }

@@ -49,10 +49,7 @@ double magnitude_of(mix_op o, int bin, size2 size) {
     case mix_op::translate_x: return linspace_at(0.0, size.width / 3.0, bins, bin);
     case mix_op::translate_y: return linspace_at(0.0, size.height / 3.0, bins, bin);
     case mix_op::rotate: return linspace_at(0.0, 30.0, bins, bin);
-    case mix_op::posterize: {  // 4 − (arange(10) / ((10 − 1) / 4)).round().int(), a float32 quotient
-      const float q = static_cast<float>((bins - 1) / 4.0);
-      return 4 - static_cast<int>(std::nearbyint(static_cast<float>(bin) / q));
-    }
+    case mix_op::posterize: return posterize_bits_at(4, 4.0, bins, bin);
     case mix_op::solarize: return linspace_at(255.0, 0.0, bins, bin);
     case mix_op::brightness:
     case mix_op::color:
@@ -116,7 +113,7 @@ struct mix_draw {
   std::vector<float> m;       // [original, mixtures]
   std::vector<float> chains;  // the chains' Dirichlet weights (before × m[1])
   std::vector<std::vector<mix_step>> steps;
-  std::vector<int> ints;      // every torch.randint draw, in order (the test hook)
+  std::vector<int> ints;      // every torch.randint draw's value, in order (the test hook)
 };
 
 // _apply_op on a uint8 tensor.
@@ -182,9 +179,7 @@ class augmix_op final : public transform_op {
   }
   frame_shape infer(const frame_shape& in) const override {
     require_kind(name(), in, {frame_kind::image});
-    if (m_o.fill.size() > 1 && static_cast<int>(m_o.fill.size()) != in.channels && in.channels > 0)
-      throw std::invalid_argument("AugMix: fill has " + std::to_string(m_o.fill.size()) + " values for images of " +
-                                  std::to_string(in.channels) + " channels");
+    if (in.channels > 0) check_fill(in.channels);
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -193,46 +188,35 @@ class augmix_op final : public transform_op {
     mix_draw d;
     d.m = dirichlet(rng, m_o.alpha, 2);
     d.chains = dirichlet(rng, m_o.alpha, m_o.width);
-    const auto draw_int = [&](int n) {
-      d.ints.push_back(static_cast<int>(rng.uniform_int(0, n)));
+    const auto draw_int = [&](int lo, int hi) {  // torch.randint(lo, hi)
+      d.ints.push_back(static_cast<int>(rng.uniform_int(lo, hi)));
       return d.ints.back();
     };
     for (int i = 0; i < m_o.width; ++i) {
-      const int depth = m_o.depth > 0 ? m_o.depth : 1 + draw_int(3);  // torch.randint(1, 4)
+      const int depth = m_o.depth > 0 ? m_o.depth : draw_int(1, 4);
       auto& chain = d.steps.emplace_back();
       for (int k = 0; k < depth; ++k) {
-        const auto op = static_cast<mix_op>(draw_int(m_o.all ? all_ops : basic_ops));
-        double m = has_magnitudes(op) ? magnitude_of(op, draw_int(m_o.severity), size) : 0.0;
-        if (signed_op(op) && draw_int(2) == 1) m = -m;
+        const auto op = static_cast<mix_op>(draw_int(0, m_o.all ? all_ops : basic_ops));
+        double m = has_magnitudes(op) ? magnitude_of(op, draw_int(0, m_o.severity), size) : 0.0;
+        if (signed_op(op) && draw_int(0, 2) == 1) m = -m;
         chain.push_back({op, m});
       }
     }
     return d;
   }
-  // [m0, m1, chain weights…, every randint draw in torch's order (a depth
-  // drawn as torch.randint(1, 4) gives its value, 1..3)]
+  // [m0, m1, chain weights…, every randint draw's value in torch's order]
   std::vector<double> draw_for_test(sample_rng& rng, size2 in, int) const override {
     const mix_draw d = draw(rng, in);
     std::vector<double> out(d.m.begin(), d.m.end());
     out.insert(out.end(), d.chains.begin(), d.chains.end());
-    std::size_t next = 0;
-    for (const auto& chain : d.steps) {
-      if (m_o.depth <= 0) out.push_back(1 + d.ints[next++]);
-      for (const mix_step& st : chain) {
-        out.push_back(d.ints[next++]);
-        if (has_magnitudes(st.op)) out.push_back(d.ints[next++]);
-        if (signed_op(st.op)) out.push_back(d.ints[next++]);
-      }
-    }
+    out.insert(out.end(), d.ints.begin(), d.ints.end());
     return out;
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
     require_image("AugMix", f);
     const mix_draw d = draw(rng, f.size());
     const image_view orig = f.pixels.view();
-    if (!m_o.fill.empty() && m_o.fill.size() != 1 && static_cast<int>(m_o.fill.size()) != orig.channels)
-      throw std::invalid_argument("AugMix: fill has " + std::to_string(m_o.fill.size()) + " values for an image of " +
-                                  std::to_string(orig.channels) + " channels");
+    check_fill(orig.channels);  // whichever ops this sample drew
     const auto row_len = static_cast<std::size_t>(orig.width) * static_cast<std::size_t>(orig.channels);
     std::vector<float>& mix = s.spare_values;
     mix.resize(row_len * static_cast<std::size_t>(orig.height));
@@ -260,6 +244,13 @@ class augmix_op final : public transform_op {
   }
 
  private:
+  // One fill value, or one per channel (_apply_grid_transform's broadcast).
+  void check_fill(int channels) const {
+    if (m_o.fill.size() > 1 && static_cast<int>(m_o.fill.size()) != channels)
+      throw std::invalid_argument("AugMix: fill has " + std::to_string(m_o.fill.size()) + " values for an image of " +
+                                  std::to_string(channels) + " channels");
+  }
+
   options m_o;
 };
 

@@ -105,6 +105,11 @@ struct fusable_geometry {
 /// 1.13's CPU kernel computes it (ops_augment.cpp).
 [[nodiscard]] float linspace_at(double start, double end, int steps, int i);
 
+/// Bin `k` of the augment spaces' Posterize table:
+/// top − (arange(bins) / ((bins − 1) / divisor)).round().int(), a float32
+/// quotient rounded half to even (ops_augment.cpp).
+[[nodiscard]] int posterize_bits_at(int top, double divisor, int bins, int k);
+
 /// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes).
 [[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide);
 

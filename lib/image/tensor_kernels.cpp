@@ -135,6 +135,8 @@ float torch_sum(const float* values, std::int64_t n) {
 
 namespace {
 
+std::atomic<bool> simd_enabled{true};  // set_affine_simd
+
 // One F_t.affine call, resolved: the rescaled theta, the unnormalisation
 // scales, the fill.
 struct affine_job {
@@ -157,14 +159,16 @@ struct affine_row_scratch {
   }
 };
 
-// The rows of one affine, for `Bilinear` and `Masked` (a fill given).
-// always_inline: compiled again inside affine_avx2, where std::fma, floor
-// and nearbyint become single instructions and the first pass vectorizes.
 #if defined(__x86_64__) && defined(__GNUC__)
 bool rgb8_avx2(const affine_job& j, const affine_row_scratch& r, int x, std::uint8_t* o);
 int positions_avx2(const affine_job& j, affine_row_scratch& r, bool bilinear, float x_start, float gx1, float gy1);
 #endif
 
+// The rows of one affine, for `Bilinear` and `Masked` (a fill given), in
+// two passes per row: the sampling positions, then the pixels. `Simd`: the
+// copy inside affine_avx2 (always_inline), where std::fma, floor and
+// nearbyint are single instructions and positions_avx2 / rgb8_avx2 take
+// the first pass and the unfilled RGB pixels 8 at a time.
 template <bool Bilinear, bool Masked, bool Simd>
 [[gnu::always_inline]] inline void affine_rows(const affine_job& j, affine_row_scratch& r) {
   const int w = j.src.width, h = j.src.height, ch = j.src.channels;
@@ -373,14 +377,11 @@ __attribute__((target("avx2,fma"))) void affine_avx2(const affine_job& j, bool b
   else
     affine_dispatch<false>(j, bilinear, masked);
 }
-std::atomic<bool> simd_enabled{true};
-
 bool cpu_has_avx2_fma() {
   static const bool has = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
   return has && simd_enabled.load(std::memory_order_relaxed);
 }
 #else
-std::atomic<bool> simd_enabled{true};
 void affine_avx2(const affine_job& j, bool bilinear, bool masked) { affine_baseline(j, bilinear, masked); }
 bool cpu_has_avx2_fma() { return false; }
 #endif
