@@ -367,7 +367,7 @@ def measure(args):
         result.update(gpu=torch.cuda.get_device_name(device),
                       peak_memory_gib=torch.cuda.max_memory_allocated(device) / 2**30)
     if ringfeed is not None:
-        st = loader.stats() if hasattr(loader, "stats") else loader._core.stats()
+        st = loader.stats()
         result["ringfeed"] = {"module": ringfeed.__file__, "version": ringfeed.__version__,
                               "host_batches_moved": len(fallback),
                               **{k: st.get(k) for k in ("device", "host_reason", "bottleneck", "stages",

@@ -26,15 +26,25 @@ _L_OPS = frozenset(("Resize", "CenterCrop", "Pad", "RandomCrop", "RandomResizedC
                     "RandomVerticalFlip", "ToTensor", "PILToTensor", "ConvertImageDtype", "Normalize"))
 
 
+def _subsets(dataset):
+    """The Subsets `dataset` is made of, outermost first, and the dataset
+    under them."""
+    torch = _torch()
+    levels = []
+    while type(dataset) is torch.utils.data.Subset:  # a subclass may have its own __getitem__
+        levels.append(dataset)
+        dataset = dataset.dataset
+    return levels, dataset
+
+
 def _unwrap_subsets(dataset):
     """The dataset under any Subsets, and the indices into it they choose
     (None: all of them, in order)."""
-    torch = _torch()
+    levels, dataset = _subsets(dataset)
     indices = None
-    while type(dataset) is torch.utils.data.Subset:  # a subclass may have its own __getitem__
-        chosen = [int(i) for i in dataset.indices]
+    for subset in levels:
+        chosen = [int(i) for i in subset.indices]
         indices = chosen if indices is None else [chosen[i] for i in indices]
-        dataset = dataset.dataset
     return dataset, indices
 
 
@@ -144,11 +154,9 @@ def fingerprint(dataset):
     iterations (progressive resizing sets a new transform): the transform's
     translation and the identity of the samples list or image array and of
     each Subset's indices."""
-    torch = _torch()
-    levels = []  # each Subset's index list, by identity and length (not composed: iter() runs this)
-    while type(dataset) is torch.utils.data.Subset:
-        levels.append((id(dataset.indices), len(dataset.indices)))
-        dataset = dataset.dataset
+    subsets, dataset = _subsets(dataset)
+    # each Subset's index list by identity and length, not composed (iter() runs this)
+    levels = tuple((id(subset.indices), len(subset.indices)) for subset in subsets)
     transform = getattr(dataset, "transform", None)
     try:
         from .transforms import to_spec
@@ -156,4 +164,4 @@ def fingerprint(dataset):
     except ValueError as e:
         spec = f"untranslatable: {e}"
     held = getattr(dataset, "data", None) if hasattr(dataset, "data") else getattr(dataset, "samples", None)
-    return spec, id(held), len(held) if hasattr(held, "__len__") else None, tuple(levels)
+    return spec, id(held), len(held) if hasattr(held, "__len__") else None, levels
