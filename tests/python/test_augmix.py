@@ -85,19 +85,34 @@ def test_the_chains_cover_every_op_and_large_images():
     assert seen == set(NAMES), set(NAMES) - seen
 
 
-def _ops_of(draws, width, depth, all_ops=True):
-    """The op names a draw list holds (see augmix_reference for its layout)."""
+def _labelled(draws, width, depth):
+    """A draw list's randint values (see augmix_reference for its layout)
+    as (kind, value): ("depth", 1..3) when drawn, ("op", name), ("bin", k)
+    for ops with magnitudes, ("sign", 0|1) for signed ops."""
     ints = [int(v) for v in draws[2 + width:]]
     out, k = [], 0
     for _ in range(width):
-        steps = depth if depth > 0 else ints[k]
-        k += depth <= 0
+        steps = depth
+        if depth <= 0:
+            steps = ints[k]
+            out.append(("depth", steps))
+            k += 1
         for _ in range(steps):
             op = ints[k]
-            k += 1 + (op not in (7, 8)) + (op <= 4 or op >= 9)
-            out.append(NAMES[op])
+            out.append(("op", NAMES[op]))
+            k += 1
+            if op not in (7, 8):  # AutoContrast and Equalize have no magnitudes
+                out.append(("bin", ints[k]))
+                k += 1
+            if op <= 4 or op >= 9:  # the geometric and the enhance ops are signed
+                out.append(("sign", ints[k]))
+                k += 1
     assert k == len(ints)
     return out
+
+
+def _ops_of(draws, width, depth):
+    return [name for kind, name in _labelled(draws, width, depth) if kind == "op"]
 
 
 # --- draws: torchvision's distributions -------------------------------------------
@@ -148,23 +163,7 @@ def test_chain_depths_ops_bins_and_signs_follow_torchvisions_forward(all_ops):
     spec = RT.to_spec(RT.AugMix(severity=severity, mixture_width=width, all_ops=all_ops))
     ours = []
     for i in range(N // 10):
-        ints = [int(v) for v in _ringfeed._transform_draws(spec, 0, 32, 32, 3, 7, 0, i)[2 + width:]]
-        k = 0
-        for _ in range(width):
-            depth = ints[k]
-            ours.append(("depth", depth))
-            k += 1
-            for _ in range(depth):
-                op = ints[k]
-                ours.append(("op", NAMES[op]))
-                k += 1
-                if op not in (7, 8):
-                    ours.append(("bin", ints[k]))
-                    k += 1
-                if op <= 4 or op >= 9:
-                    ours.append(("sign", ints[k]))
-                    k += 1
-        assert k == len(ints)
+        ours += _labelled(_ringfeed._transform_draws(spec, 0, 32, 32, 3, 7, 0, i), width, -1)
     f_ours, f_theirs = {}, {}
     for table, draws in ((f_ours, ours), (f_theirs, theirs)):
         for key in draws:
