@@ -31,6 +31,10 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 namespace ringfeed::image {
 namespace {
 
@@ -184,9 +188,8 @@ struct blur_job {
   mutable_image_view out;
 };
 
-// Inlined into a function compiled for AVX2 + FMA (the loops vectorize, the
-// fma is one instruction) and into one for the baseline target (std::fma
-// from libm: exact, slower).
+// The portable loops, for CPUs without AVX2 + FMA and for the test hook
+// (std::fma from libm: exact, slower).
 template <bool fused>
 [[gnu::always_inline]] inline void run_blur(const blur_job& b) {
   const std::size_t n = static_cast<std::size_t>(b.out.width) * static_cast<std::size_t>(b.channels);
@@ -207,9 +210,66 @@ void run_blur_baseline(const blur_job& b) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// One block of V vectors of 8 outputs: the sums stay in registers across
+// all taps (the auto-vectorized loops above spill them to the stack on every
+// tap), and each output sees the same operations in the same order as
+// accumulate<fused>: bit-identical, several times faster.
+template <bool fused, int V>
+__attribute__((target("avx2,fma"), always_inline)) inline void block_avx2(const float* const* rows,
+                                                                         const float* kernel, int kx, int ky,
+                                                                         int step, float* acc, std::size_t e0) {
+  __m256 a[V];
+  for (int k = 0; k < V; ++k) a[k] = _mm256_setzero_ps();
+  for (int i = 0; i < ky; ++i) {
+    const float* r = rows[i] + e0;
+    const float* w = kernel + static_cast<std::ptrdiff_t>(i) * kx;
+    for (int j = 0; j < kx; ++j, r += step) {
+      const __m256 wj = _mm256_broadcast_ss(w + j);
+      for (int k = 0; k < V; ++k) {
+        const __m256 x = _mm256_loadu_ps(r + 8 * k);
+        if constexpr (fused) a[k] = _mm256_fmadd_ps(wj, x, a[k]);
+        else a[k] = _mm256_add_ps(a[k], _mm256_mul_ps(wj, x));  // -ffp-contract=off: not fused
+      }
+    }
+  }
+  for (int k = 0; k < V; ++k) _mm256_storeu_ps(acc + e0 + 8 * k, a[k]);
+}
+
+template <bool fused>
 __attribute__((target("avx2,fma"))) void run_blur_avx2(const blur_job& b) {
-  if (b.fused) run_blur<true>(b);
-  else run_blur<false>(b);
+  const std::size_t n = static_cast<std::size_t>(b.out.width) * static_cast<std::size_t>(b.channels);
+  const float** rows = b.rows;
+  const __m256 lo = _mm256_setzero_ps();
+  const __m256 hi = _mm256_set1_ps(255.0f);
+  for (int y = 0; y < b.out.height; ++y) {
+    for (int i = 0; i < b.ky; ++i)
+      rows[static_cast<std::size_t>(i)] = b.padded + static_cast<std::size_t>(y + i) * b.padded_stride;
+    std::size_t e = 0;
+    for (; e + 64 <= n; e += 64) block_avx2<fused, 8>(rows, b.kernel, b.kx, b.ky, b.channels, b.acc, e);
+    for (; e + 8 <= n; e += 8) block_avx2<fused, 1>(rows, b.kernel, b.kx, b.ky, b.channels, b.acc, e);
+    if (e < n) {
+      std::fill(b.acc + e, b.acc + n, 0.0f);
+      for (int i = 0; i < b.ky; ++i)
+        for (int j = 0; j < b.kx; ++j)
+          accumulate<fused>(b.acc + e, rows[i] + static_cast<std::ptrdiff_t>(j) * b.channels + e,
+                            b.kernel[i * b.kx + j], n - e);
+    }
+    // torch.round (half to even), clamped, to uint8.
+    std::uint8_t* out = b.out.row(y);
+    e = 0;
+    for (; e + 8 <= n; e += 8) {
+      __m256 v = _mm256_round_ps(_mm256_loadu_ps(b.acc + e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+      const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + e), _mm_packus_epi16(w16, w16));
+    }
+    for (; e < n; ++e) out[e] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(b.acc[e]), 0.0f, 255.0f));
+  }
+}
+
+void run_blur_avx2(const blur_job& b) {
+  if (b.fused) run_blur_avx2<true>(b);
+  else run_blur_avx2<false>(b);
 }
 bool cpu_has_avx2_fma() { return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2"); }
 #else
