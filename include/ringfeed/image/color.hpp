@@ -106,4 +106,13 @@ void invert(image_view src, image_buffer& dst);
 void gaussian_blur(image_view src, std::array<int, 2> kernel_size, std::array<double, 2> sigma,
                    image_buffer& dst);
 
+/// Test hook: false makes gaussian_blur() take its portable path (every tap,
+/// in order) even where the CPU has AVX2 and FMA (process-wide; both paths
+/// compute the same bytes).
+void set_blur_simd(bool enabled) noexcept;
+/// Test hook: while `sums` is set, this thread's gaussian_blur() calls
+/// also store their float32 sums (row-major, width · channels per row)
+/// there, before torch.round; nullptr stops it.
+void set_blur_sums(std::vector<float>* sums) noexcept;
+
 }  // namespace ringfeed::image
