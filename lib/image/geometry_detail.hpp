@@ -1,7 +1,9 @@
-// Private to geometry.cpp and geometry_transform.cpp: argument checks and
-// row sizes both halves of the geometry ops use.
+// Private to geometry.cpp, geometry_transform.cpp and affine_avx2.cpp:
+// argument checks and row sizes both halves of the geometry ops use, and
+// the AVX2 bilinear affine.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -22,5 +24,19 @@ inline void check_source(const char* op, image_view src) {
 inline std::size_t row_bytes(int width, int channels) {
   return static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
 }
+
+// Row y of Pillow's bilinear affine of an RGB image (geometry_transform.cpp's
+// generic_affine) on AVX2, four output pixels at a time from x = 0 while
+// x + 4 <= width, written to `out` (the row) where all four pixels' corners
+// lie inside the image. Returns how many groups it left, their first x in
+// `left` (room for width / 4), for the caller's portable loop, as are the
+// last width % 4 pixels (affine_avx2.cpp). Call only where
+// affine_filter_simd().
+int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
+                          int* left);
+/// Whether the CPU has AVX2 and the test hook allows the AVX2 path.
+bool affine_filter_simd() noexcept;
+/// Test hook: false keeps the bilinear affine on its portable loop.
+void set_affine_filter_simd(bool enabled) noexcept;
 
 }  // namespace ringfeed::image::geometry_detail
