@@ -13,6 +13,16 @@ both alike. Each contender runs one epoch in a fresh process:
               SOURCE, transform=T), batch_size=B, shuffle=True, num_workers=W,
               persistent_workers=True)
 
+With --floor, a third contender in the same rounds:
+
+  floor       ringfeed.Loader(SOURCE, transform=<the recipe's leading
+              Resize / CenterCrop / RandomResizedCrop / flip only>, ...)
+
+the decode and geometry every recipe starts with, as uint8 images: the
+part no op-level work can shrink (ringfeed decodes only the pixels the crop
+needs, at bare libjpeg-turbo speed). floor / DataLoader is then the most a
+recipe can reach against the DataLoader on these files.
+
 Both consumers touch every batch alike (one element per sample and the
 labels). Each run does --epochs epochs (default 2) and times the last one,
 from iter() to its last batch: start-up (imports, threads, worker
@@ -69,6 +79,17 @@ def recipes():
     }
 
 
+def head(t):
+    """The recipe's leading decode-side geometry (see --floor)."""
+    import torchvision.transforms as T
+    ops = []
+    for op in t.transforms:
+        if not isinstance(op, (T.Resize, T.CenterCrop, T.RandomResizedCrop, T.RandomHorizontalFlip)):
+            break
+        ops.append(op)
+    return T.Compose(ops)
+
+
 def touch(x, y):
     return float(x.reshape(x.shape[0], -1)[:, 0].float().sum()) + int(y.sum())
 
@@ -77,6 +98,8 @@ def child(args):
     """One epoch of one contender; prints {"images", "seconds"} as JSON."""
     import torch
     t = recipes()[args.recipe]
+    if args.contender == "floor":
+        args.contender, t = "ringfeed", head(t)
     if args.contender == "ringfeed":
         import ringfeed
         loader = ringfeed.Loader(args.source, batch_size=args.batch, transform=t, threads=args.workers,
@@ -119,29 +142,38 @@ def main():
     ap.add_argument("--exact", action="store_true", help="ringfeed in exact mode (default: fast)")
     ap.add_argument("--recipes", help="comma-separated subset")
     ap.add_argument("--out", help="write the results as JSON here")
-    ap.add_argument("--child", choices=["ringfeed", "dataloader"], help=argparse.SUPPRESS)
+    ap.add_argument("--floor", action="store_true", help="also time each recipe's decode + geometry head alone")
+    ap.add_argument("--child", choices=["ringfeed", "dataloader", "floor"], help=argparse.SUPPRESS)
     ap.add_argument("--recipe", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         args.contender = args.child
         return child(args)
     names = args.recipes.split(",") if args.recipes else list(recipes())
-    runs = {n: {"ringfeed": [], "dataloader": []} for n in names}
+    contenders = ("ringfeed", "dataloader") + (("floor",) if args.floor else ())
+    runs = {n: {c: [] for c in contenders} for n in names}
     for r in range(args.rounds):
         for n in names:
-            order = ("ringfeed", "dataloader") if r % 2 == 0 else ("dataloader", "ringfeed")
+            order = contenders if r % 2 == 0 else contenders[::-1]
             for c in order:
                 runs[n][c].append(run(args, c, n))
-            print(f"round {r + 1}/{args.rounds} {n}: ringfeed {runs[n]['ringfeed'][-1]:.0f} img/s, "
-                  f"DataLoader {runs[n]['dataloader'][-1]:.0f} img/s", file=sys.stderr)
+            print(f"round {r + 1}/{args.rounds} {n}: " + ", ".join(f"{c} {runs[n][c][-1]:.0f} img/s" for c in contenders),
+                  file=sys.stderr)
     rows = []
-    print(f"\n{'recipe':28} {'ringfeed img/s':>15} {'DataLoader img/s':>17} {'ratio':>7}  goal >= 3x")
+    floor_head = f" {'floor img/s':>12} {'ceiling':>8}" if args.floor else ""
+    print(f"\n{'recipe':28} {'ringfeed img/s':>15} {'DataLoader img/s':>17} {'ratio':>7}{floor_head}  goal >= 3x")
     for n in names:
         a = statistics.median(runs[n]["ringfeed"])
         b = statistics.median(runs[n]["dataloader"])
-        rows.append({"recipe": n, "ringfeed_images_per_s": a, "dataloader_images_per_s": b, "ratio": a / b,
-                     "ringfeed_runs": runs[n]["ringfeed"], "dataloader_runs": runs[n]["dataloader"]})
-        print(f"{n:28} {a:15.0f} {b:17.0f} {a / b:6.2f}x  {'ok' if a / b >= 3 else 'SHORT'}")
+        row = {"recipe": n, "ringfeed_images_per_s": a, "dataloader_images_per_s": b, "ratio": a / b,
+               "ringfeed_runs": runs[n]["ringfeed"], "dataloader_runs": runs[n]["dataloader"]}
+        extra = ""
+        if args.floor:
+            f = statistics.median(runs[n]["floor"])
+            row.update({"floor_images_per_s": f, "ceiling_ratio": f / b, "floor_runs": runs[n]["floor"]})
+            extra = f" {f:12.0f} {f / b:7.2f}x"
+        rows.append(row)
+        print(f"{n:28} {a:15.0f} {b:17.0f} {a / b:6.2f}x{extra}  {'ok' if a / b >= 3 else 'SHORT'}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"source": args.source, "batch": args.batch, "workers": args.workers, "rounds": args.rounds,

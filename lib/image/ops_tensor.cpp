@@ -3,6 +3,7 @@
 // arithmetic (v / 255, (v − mean) / std) so results are bit-identical.
 #include "ops_detail.hpp"
 
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -11,15 +12,21 @@ namespace ringfeed::image {
 
 namespace {
 
-// image or uint8 tensor → float32 CHW, v / 255 (ToTensor, ConvertImageDtype).
+// image or uint8 tensor → float32 CHW, v / 255 (ToTensor, ConvertImageDtype):
+// each of the 256 quotients computed once, as torch rounds it.
 void to_float(frame& f) {
+  static const std::array<float, 256> quotient = [] {
+    std::array<float, 256> q{};
+    for (int i = 0; i < 256; ++i) q[static_cast<std::size_t>(i)] = static_cast<float>(i) / 255.0f;
+    return q;
+  }();
   const image_view v = f.pixels.view();
   f.reset_tensor(v.channels, v.height, v.width);
   for (int c = 0; c < v.channels; ++c) {
     float* out = f.plane(c);
     for (int y = 0; y < v.height; ++y) {
-      const std::uint8_t* row = v.row(y);
-      for (int x = 0; x < v.width; ++x) *out++ = static_cast<float>(row[x * v.channels + c]) / 255.0f;
+      const std::uint8_t* row = v.row(y) + c;
+      for (int x = 0; x < v.width; ++x) *out++ = quotient[row[x * v.channels]];
     }
   }
 }
