@@ -189,7 +189,10 @@ struct plan {
 
 [[noreturn]] void unsupported(std::string_view name, const layout& l, std::string_view what) {
   std::string extra;
-  for (std::uint16_t e : l.extra) extra += (extra.empty() ? "" : ",") + std::to_string(e);
+  for (std::uint16_t e : l.extra) {  // appended piecewise: GCC 12 -Wrestrict false positive (PR 105651)
+    if (!extra.empty()) extra += ',';
+    extra += std::to_string(e);
+  }
   throw image_error(name, "TIFF: unsupported " + std::string(what) + " (photometric " +
                               std::to_string(l.photometric) + ", " + std::to_string(l.samples) + " samples of " +
                               std::to_string(l.bits) + " bits, sample format " + std::to_string(l.format) +

@@ -25,10 +25,10 @@ storage_info probe_local(const std::string& location) {
   while (!at.empty() && ::stat(at.c_str(), &st) != 0) {
     const auto slash = at.find_last_of('/');
     if (slash == std::string::npos) {
-      at = ".";
+      at.assign(1, '.');  // not = ".": GCC 12 -Wrestrict false positive (PR 105651)
       break;
     }
-    at = slash == 0 ? "/" : at.substr(0, slash);
+    at.resize(slash == 0 ? 1 : slash);  // the parent ("/" for a top-level entry)
   }
   return probe_source(at.empty() ? "." : at);
 }

@@ -125,7 +125,7 @@ object_url object_url::parse(std::string_view url) {
   }
   const std::size_t q = tail.find('?');
   out.path = std::string(tail.substr(0, q));
-  if (out.path.empty()) out.path = "/";
+  if (out.path.empty()) out.path.assign(1, '/');  // not = "/": GCC 12 -Wrestrict false positive (PR 105651)
   if (q != std::string_view::npos) out.query = std::string(tail.substr(q + 1));
   return out;
 }
@@ -190,7 +190,8 @@ object_url object_url::resolve(std::string_view ref) const {
     const std::size_t slash = path.rfind('/');  // path starts with '/'
     joined = path.substr(1, slash) + std::string(r);
   }
-  out.path = "/" + normalize_relative(joined, whole);
+  out.path = normalize_relative(joined, whole);
+  out.path.insert(out.path.begin(), '/');  // not "/" + ...: GCC 12 -Wrestrict false positive (PR 105651)
   out.query = std::string(ref_query);
   return out;
 }
