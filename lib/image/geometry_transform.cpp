@@ -397,17 +397,33 @@ void transpose(image_view src, int quarter_turns, image_buffer& dst) {
   const mutable_image_view o = dst.view();
   constexpr int tile = 32;
   // 90 (counter-clockwise): out[w-1-x][y] = in[y][x]; 270: out[x][h-1-y].
-  for (int y0 = 0; y0 < h; y0 += tile) {
+  // Pixels move as 4-byte words (copy_pixel_wide) except from the source's
+  // last row (its extra byte may lie past the image) and into an output
+  // row's last pixel. The extra byte written lands on the output pixel that
+  // comes next along the row, written later: 90 walks y (= the output
+  // column) upwards, 270 walks it downwards, tiles included.
+  const bool ccw = quarter_turns == 1;
+  const int tiles = (h + tile - 1) / tile;
+  for (int t = 0; t < tiles; ++t) {
+    const int y0 = (ccw ? t : tiles - 1 - t) * tile;
     const int y1 = std::min(h, y0 + tile);
     for (int x0 = 0; x0 < w; x0 += tile) {
       const int x1 = std::min(w, x0 + tile);
       for (int x = x0; x < x1; ++x) {
-        if (quarter_turns == 1) {
+        if (ccw) {
           std::uint8_t* out = o.row(w - 1 - x);
-          for (int y = y0; y < y1; ++y) copy_pixel<C>(src.row(y) + x * C, out + y * C);
+          for (int y = y0; y < y1; ++y) {
+            const std::uint8_t* in = src.row(y) + x * C;
+            if (y < h - 1) copy_pixel_wide<C>(in, out + y * C);
+            else copy_pixel<C>(in, out + y * C);
+          }
         } else {
           std::uint8_t* out = o.row(x) + static_cast<std::ptrdiff_t>(h - 1) * C;
-          for (int y = y0; y < y1; ++y) copy_pixel<C>(src.row(y) + x * C, out - y * C);
+          for (int y = y1 - 1; y >= y0; --y) {
+            const std::uint8_t* in = src.row(y) + x * C;
+            if (y > 0 && y < h - 1) copy_pixel_wide<C>(in, out - y * C);
+            else copy_pixel<C>(in, out - y * C);
+          }
         }
       }
     }
