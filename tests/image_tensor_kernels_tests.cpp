@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "simd_switch.hpp"
+
 namespace img = ringfeed::image;
 namespace tk = ringfeed::image::tensor;
 
@@ -34,13 +36,6 @@ std::vector<std::uint8_t> bytes_of(const img::image_buffer& b) {
     out.insert(out.end(), b.view().row(y), b.view().row(y) + b.width() * b.channels());
   return out;
 }
-
-struct simd_off {
-  simd_off() { tk::set_affine_simd(false); }
-  ~simd_off() { tk::set_affine_simd(true); }
-  simd_off(const simd_off&) = delete;
-  simd_off& operator=(const simd_off&) = delete;
-};
 
 }  // namespace
 
@@ -63,7 +58,7 @@ TEST_CASE("the affine's portable and AVX2 paths give the same bytes", "[image][t
             img::image_buffer fast, portable;
             tk::affine(src.view(), m, bilinear, fill, fast);
             {
-              const simd_off off;
+              const ringfeed::test::simd_off off(tk::set_affine_simd);
               tk::affine(src.view(), m, bilinear, fill, portable);
             }
             INFO(size.width << "x" << size.height << "x" << channels << " case " << k << " bilinear " << bilinear);
