@@ -4,6 +4,7 @@
 #include "ops_detail.hpp"
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -13,20 +14,17 @@ namespace ringfeed::image {
 namespace {
 
 // image or uint8 tensor → float32 CHW, v / 255 (ToTensor, ConvertImageDtype):
-// each of the 256 quotients computed once, as torch rounds it.
+// the 256 quotients' bits from normalize_table (no Normalize), as the fused
+// output writes them.
 void to_float(frame& f) {
-  static const std::array<float, 256> quotient = [] {
-    std::array<float, 256> q{};
-    for (int i = 0; i < 256; ++i) q[static_cast<std::size_t>(i)] = static_cast<float>(i) / 255.0f;
-    return q;
-  }();
+  static const std::array<std::uint32_t, 256> quotient = normalize_table(dtype::float32, nullptr)[0];
   const image_view v = f.pixels.view();
   f.reset_tensor(v.channels, v.height, v.width);
   for (int c = 0; c < v.channels; ++c) {
     float* out = f.plane(c);
     for (int y = 0; y < v.height; ++y) {
       const std::uint8_t* row = v.row(y) + c;
-      for (int x = 0; x < v.width; ++x) *out++ = quotient[row[x * v.channels]];
+      for (int x = 0; x < v.width; ++x) *out++ = std::bit_cast<float>(quotient[row[x * v.channels]]);
     }
   }
 }
