@@ -5,7 +5,7 @@
 // The portable loop (geometry_transform.cpp, generic_affine) converts each
 // corner byte to double and interpolates lane by lane. Here four pixels
 // whose corners all lie inside the image (no clamping, a row below) take
-// one 4-byte gather per corner (its R, G, B and one byte more), then per
+// one 4-byte load per corner (its R, G, B and one byte more), then per
 // channel the portable loop's arithmetic on four lanes: the same doubles,
 // multiplied and added in the same order, never fused (no FMA in this
 // target, and the file is compiled with -ffp-contract=off), the same

@@ -434,8 +434,8 @@ void gaussian_blur(image_view src, std::array<int, 2> kernel_size, std::array<do
   }
   const bool fused = torch_uses_onednn(c, kernel_size[0], kernel_size[1], pw, ph);
   blur_job job{scratch.padded.data(), pstride, scratch.kernel.data(), kernel_size[0], kernel_size[1],
-                     c, fused, scratch.acc.data(), scratch.rows.data(), scratch.runs.data(),
-                     scratch.runs.size(), dst.view(), nullptr};
+               c, fused, scratch.acc.data(), scratch.rows.data(), scratch.runs.data(),
+               scratch.runs.size(), dst.view(), nullptr};
   if (kept_sums != nullptr) {
     kept_sums->assign(static_cast<std::size_t>(src.width) * static_cast<std::size_t>(c) *
                           static_cast<std::size_t>(src.height), 0.0f);

@@ -283,10 +283,9 @@ void bicubic_at(image_view src, double xin, double yin, std::uint8_t* out) {
   }
 }
 
-// ImagingGenericTransform with affine_transform: each output pixel's centre
-// mapped through the matrix (no accumulation), then the filter; points
-// outside [0, w) × [0, h) keep the fill.
-// One output pixel of the generic transform.
+// One output pixel of ImagingGenericTransform with affine_transform: its
+// centre mapped through the matrix (no accumulation), then the filter; a
+// point outside [0, w) × [0, h) keeps the fill.
 template <int C, bool Bicubic>
 [[gnu::always_inline]] inline void generic_pixel(image_view src, const std::array<double, 6>& a, int x, double yin,
                                                  std::uint8_t* out) {
@@ -300,6 +299,7 @@ template <int C, bool Bicubic>
     bilinear_at<C>(src, xx, yy, out + x * C);
 }
 
+// ImagingGenericTransform with affine_transform, pixel by pixel.
 template <int C, bool Bicubic>
 void generic_affine(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
   for (int y = 0; y < dst.height; ++y) {
