@@ -9,13 +9,16 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "image/planes.hpp"
 #include "image_test_data.hpp"
+#include "simd_switch.hpp"
 
 namespace img = ringfeed::image;
 using ringfeed::output_spec;
@@ -405,6 +408,70 @@ TEST_CASE("write_output flips and converts consistently", "[image][transforms]")
   CHECK_THROWS_AS(img::write_output(src, false, output_spec::float32_nchw(), nullptr,
                                     std::as_writable_bytes(std::span(u8))),
                   std::invalid_argument);
+}
+
+TEST_CASE("float32 write_output is ToTensor+Normalize per pixel at every width, flipped, strided",
+          "[image][transforms]") {
+  // The AVX2 path takes eight pixels a block: widths 1-41 cover every
+  // remainder, flip reads the blocks from the row's far end, and the view's
+  // stride is wider than its rows.
+  std::mt19937 gen(7);
+  for (int width = 1; width <= 41; ++width) {
+    const int height = 3;
+    const int stride = width * 3 + 5;
+    std::vector<std::uint8_t> px(static_cast<std::size_t>(stride) * height);
+    for (auto& b : px) b = static_cast<std::uint8_t>(gen());
+    const img::image_view src{px.data(), width, height, 3, stride};
+    for (const bool flip : {false, true}) {
+      std::vector<float> out(static_cast<std::size_t>(width) * height * 3);
+      img::write_output(src, flip, output_spec::float32_nchw(), &img::imagenet_normalize,
+                        std::as_writable_bytes(std::span(out)));
+      int wrong = 0;
+      for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < height; ++y)
+          for (int x = 0; x < width; ++x) {
+            const std::uint8_t v = px[static_cast<std::size_t>(y) * stride + (flip ? width - 1 - x : x) * 3 + c];
+            const float want = (static_cast<float>(v) / 255.0f - img::imagenet_normalize.mean[c]) /
+                               img::imagenet_normalize.std[c];
+            wrong += out[(static_cast<std::size_t>(c) * height + y) * width + x] != want;
+          }
+      INFO("width " << width << (flip ? " flipped" : ""));
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("lookup_planes: the AVX2 path equals the portable loop, 1 and 3 channels", "[image][transforms]") {
+  if (!ringfeed::test::cpu_has_avx2_fma()) {
+    WARN("no AVX2 on this CPU: only the portable loop runs, nothing to compare");
+    return;
+  }
+  std::mt19937 gen(11);
+  std::vector<std::uint32_t> tables(3 * 256);
+  for (auto& t : tables) t = gen();
+  const std::uint32_t* const table[3] = {tables.data(), tables.data() + 256, tables.data() + 512};
+  for (const int channels : {1, 3})
+    for (int width = 1; width <= 35; ++width) {
+      const int height = 2;
+      const int stride = width * channels + 3;
+      std::vector<std::uint8_t> px(static_cast<std::size_t>(stride) * height);
+      for (auto& b : px) b = static_cast<std::uint8_t>(gen());
+      const img::image_view src{px.data(), width, height, channels, stride};
+      for (const bool flip : {false, true}) {
+        const std::size_t n = static_cast<std::size_t>(width) * height * channels;
+        std::vector<std::uint32_t> fast(n), portable(n);
+        img::detail::lookup_planes(src, flip, table, fast.data());
+        {
+          const ringfeed::test::simd_off off(img::detail::set_lookup_planes_simd);
+          img::detail::lookup_planes(src, flip, table, portable.data());
+        }
+        INFO(channels << " channels, width " << width << (flip ? " flipped" : ""));
+        CHECK(fast == portable);
+        // and both are the definition, for the first row's last pixel
+        const std::size_t sx = flip ? 0 : static_cast<std::size_t>(width - 1);
+        CHECK(portable[static_cast<std::size_t>(width - 1)] == table[0][px[sx * channels]]);
+      }
+    }
 }
 
 TEST_CASE("float_to_half rounds to nearest even", "[image][transforms]") {

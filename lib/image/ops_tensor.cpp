@@ -2,6 +2,7 @@
 // ConvertImageDtype, Normalize and RandomErasing, with torch's float32
 // arithmetic (v / 255, (v − mean) / std) so results are bit-identical.
 #include "ops_detail.hpp"
+#include "image/planes.hpp"
 
 #include <array>
 #include <bit>
@@ -18,15 +19,10 @@ namespace {
 // output writes them.
 void to_float(frame& f) {
   static const std::array<std::uint32_t, 256> quotient = normalize_table(dtype::float32, nullptr)[0];
+  const std::uint32_t* const table[3] = {quotient.data(), quotient.data(), quotient.data()};
   const image_view v = f.pixels.view();
   f.reset_tensor(v.channels, v.height, v.width);
-  for (int c = 0; c < v.channels; ++c) {
-    float* out = f.plane(c);
-    for (int y = 0; y < v.height; ++y) {
-      const std::uint8_t* row = v.row(y) + c;
-      for (int x = 0; x < v.width; ++x) *out++ = std::bit_cast<float>(quotient[row[x * v.channels]]);
-    }
-  }
+  detail::lookup_planes(v, false, table, reinterpret_cast<std::uint32_t*>(f.values.data()));
 }
 
 class to_tensor_op final : public transform_op {

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "image/planes.hpp"
+
 namespace ringfeed::image {
 
 // --- torchvision parameter rules ------------------------------------------------
@@ -117,6 +119,33 @@ normalize_table_t normalize_table(dtype type, const normalize_params* norm) {
   return table;
 }
 
+namespace detail {
+
+// normalize_table(type, norm), kept per thread for the next sample of the
+// same recipe (768 float divisions saved per sample).
+const normalize_table_t& cached_normalize_table(dtype type, const normalize_params* norm) {
+  struct entry {
+    bool valid = false;
+    dtype type = dtype::uint8;
+    bool has_norm = false;
+    normalize_params norm{};
+    normalize_table_t table{};
+  };
+  thread_local entry cache;
+  const bool same = cache.valid && cache.type == type && cache.has_norm == (norm != nullptr) &&
+                    (norm == nullptr || (cache.norm.mean == norm->mean && cache.norm.std == norm->std));
+  if (!same) {
+    cache.table = normalize_table(type, norm);
+    cache.type = type;
+    cache.has_norm = norm != nullptr;
+    if (norm != nullptr) cache.norm = *norm;
+    cache.valid = true;
+  }
+  return cache.table;
+}
+
+}  // namespace detail
+
 void write_output(image_view src, bool flip, output_spec spec, const normalize_params* norm,
                   std::span<std::byte> dst) {
   if (src.channels != 3) throw std::invalid_argument("write_output: source must be RGB");
@@ -144,15 +173,13 @@ void write_output(image_view src, bool flip, output_spec spec, const normalize_p
       break;
     }
     case dtype::float32: {
-      const normalize_table_t table = normalize_table(spec.dtype, norm);
-      float lut[3][256];
-      for (std::size_t c = 0; c < 3; ++c)
-        for (std::size_t v = 0; v < 256; ++v) lut[c][v] = std::bit_cast<float>(table[c][v]);
-      write_planes<float>(src, flip, lut, dst);
+      const normalize_table_t& table = detail::cached_normalize_table(spec.dtype, norm);
+      const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
+      detail::lookup_planes(src, flip, lut, reinterpret_cast<std::uint32_t*>(dst.data()));
       break;
     }
     case dtype::float16: {
-      const normalize_table_t table = normalize_table(spec.dtype, norm);
+      const normalize_table_t& table = detail::cached_normalize_table(spec.dtype, norm);
       std::uint16_t lut[3][256];
       for (std::size_t c = 0; c < 3; ++c)
         for (std::size_t v = 0; v < 256; ++v) lut[c][v] = static_cast<std::uint16_t>(table[c][v]);

@@ -1,0 +1,33 @@
+// Private to lib/image: uint8 HWC pixels to 32-bit channel planes through
+// one 256-entry table per channel, the last step of ToTensor [+ Normalize]
+// (the tables hold the float32 bits torch computes for each byte value,
+// normalize_table). The output is the tables' entries, so every path gives
+// the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include <ringfeed/image/transforms.hpp>
+
+namespace ringfeed::image::detail {
+
+/// out[c][x] = table[c][in[sx * channels + c]] for x in [0, width), where
+/// sx = width − 1 − x when `flip` (RandomHorizontalFlip), else x; channels
+/// is 1, 2 or 3 (the entries past it unused). With AVX2,
+/// eight pixels at a time (a shuffle splits the channels, a gather reads
+/// the tables); the portable loop elsewhere.
+void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool flip,
+                       const std::uint32_t* const table[3], std::uint32_t* const out[3]) noexcept;
+
+/// lookup_planes_row for every row of `src` (1 to 3 channels): channel c
+/// of pixel (y, x) goes to out[c · height · width + y · width + x], CHW.
+void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint32_t* out) noexcept;
+
+/// normalize_table(type, norm) (transforms.hpp), kept per thread for the
+/// next sample of the same recipe: 768 float divisions saved per sample.
+[[nodiscard]] const normalize_table_t& cached_normalize_table(dtype type, const normalize_params* norm);
+
+/// For tests: false makes lookup_planes_row use the portable loop. Default true.
+void set_lookup_planes_simd(bool enabled) noexcept;
+
+}  // namespace ringfeed::image::detail
