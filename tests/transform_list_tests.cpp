@@ -91,6 +91,54 @@ TEST_CASE("a fused head gives the pixels of the same ops run one by one", "[tran
   }
 }
 
+TEST_CASE("trailing RandomErasing on the written output equals it on the tensor", "[transform_list]") {
+  // compile() runs a list's trailing RandomErasing ops on the float output
+  // in the slot; the unfused pipeline runs them on the float tensor and
+  // converts after. Same draws, same values, float32 and float16.
+  const char* const specs[] = {
+      "RandomResizedCrop(48); RandomHorizontalFlip(); ToTensor(); Normalize((0.5,), (0.25,)); "
+      "RandomErasing(p=0.8, value='random')",  // nothing left between the decoder and the output
+      "Resize(64); CenterCrop(40); PILToTensor(); ConvertImageDtype(float32); Normalize((0.4, 0.5, 0.6), (0.2, 0.3, "
+      "0.4)); RandomErasing(p=1, value=(0.1, 0.2, 0.3)); RandomErasing(p=0.5, scale=(0.1, 0.5))",
+      "RandomResizedCrop(40); TrivialAugmentWide(); PILToTensor(); ConvertImageDtype(float32); "
+      "Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)); RandomErasing(p=0.9)",  // after a tail op
+      "CenterCrop(33); Grayscale(); ToTensor(); RandomErasing(p=1, value='random')",  // one channel
+  };
+  for (const char* spec : specs) {
+    const auto list = img::transform_list::parse(spec);
+    img::pipeline fused = list.compile(img::pipeline_mode::exact);
+    REQUIRE(!fused.output_ops().empty());
+    CHECK(!fused.device_convertible());
+    img::pipeline plain = unfused(list);
+    const std::string head(spec, std::string_view(spec).find("; RandomErasing"));
+    img::pipeline without_erasing = img::transform_list::parse(head).compile(img::pipeline_mode::exact);
+    for (const auto out : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
+      fused.set_output(out);
+      plain.set_output(out);
+      without_erasing.set_output(out);
+      int erased = 0;
+      for (const char* name : photo_names) {
+        const auto bytes = photo(name);
+        for (std::uint64_t index = 0; index < 6; ++index) {
+          INFO(spec << " on " << name << " sample " << index << " as " << ringfeed::to_string(out));
+          img::output_shape a, b;
+          const auto x = run(fused, bytes, {9, 1, index}, &a);
+          const auto y = run(plain, bytes, {9, 1, index}, &b);
+          REQUIRE(a == b);
+          CHECK(x == y);
+          erased += x != run(without_erasing, bytes, {9, 1, index});  // a box was erased
+        }
+      }
+      CHECK(erased > 10);
+    }
+  }
+  img::pipeline p = img::transform_list::parse("CenterCrop(8); ToTensor(); RandomErasing()").compile();
+  CHECK_THROWS_WITH(p.append_on_output(img::transform_list::parse("Grayscale()").ops()[0], 9),
+                    Catch::Matchers::Contains("cannot run on the output"));
+  CHECK_THROWS_WITH(p.append(img::transform_list::parse("Grayscale()").ops()[0], 9),
+                    Catch::Matchers::Contains("go before the output's ops"));
+}
+
 TEST_CASE("spec() reads back to the same list", "[transform_list]") {
   const std::string spec =
       "Compose([RandomApply([RandomAffine((-5, 5), translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(1, 2, 3, 4), "

@@ -97,6 +97,17 @@ struct fusable_geometry {
 /// True for Normalize; sets its mean and std.
 [[nodiscard]] bool is_normalize_op(const transform_op& op, std::vector<double>& mean, std::vector<double>& stddev);
 
+/// True for an op that can also run on the float output in the batch slot,
+/// after the output conversion (RandomErasing on a float tensor): compile()
+/// moves such ops at the end of a list there, so ToTensor [+ Normalize]
+/// still writes the slot in one pass.
+[[nodiscard]] bool runs_on_output(const transform_op& op);
+/// Runs such an op on `dst`, an output of `shape` (float32 or float16
+/// NCHW), drawing from (key, stream) as run_op does: the same values as
+/// the op on the float tensor, then the output conversion.
+void run_on_output(const transform_op& op, std::span<std::byte> dst, const output_shape& shape, const sample_key& key,
+                   std::uint32_t stream);
+
 /// True when `op` is a RandomHorizontalFlip (`horizontal`) or
 /// RandomVerticalFlip; sets `p`. For compile(), which fuses flips.
 [[nodiscard]] bool is_flip_op(const transform_op& op, bool horizontal, double& p);

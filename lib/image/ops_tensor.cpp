@@ -202,22 +202,48 @@ class random_erasing_op final : public transform_op {
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch&) const override {
     const params p = draw(rng, f.size());
     if (!p.erase) return;
+    if (f.kind == frame_kind::tensor_f32) {
+      fill(p, f.channels, rng, [&](int c, std::size_t at, float v) { f.plane(c)[at] = v; }, f.width);
+      return;
+    }
+    // Assigning a float/int value into a uint8 tensor truncates.
     for (int c = 0; c < f.channels; ++c) {
-      const double v = m_random ? 0.0 : m_value[m_value.size() == 1 ? 0 : c];
+      const auto v = static_cast<std::uint8_t>(static_cast<int>(value(c)));
       for (int y = p.i; y < p.i + p.h; ++y)
-        for (int x = p.j; x < p.j + p.w; ++x) {
-          if (f.kind == frame_kind::tensor_f32) {
-            f.plane(c)[static_cast<std::size_t>(y) * f.width + x] =
-                m_random ? static_cast<float>(normal(rng)) : static_cast<float>(v);
-          } else {
-            // Assigning a float/int value into a uint8 tensor truncates.
-            f.pixels.view().row(y)[x * f.channels + c] = static_cast<std::uint8_t>(static_cast<int>(v));
-          }
-        }
+        for (int x = p.j; x < p.j + p.w; ++x) f.pixels.view().row(y)[x * f.channels + c] = v;
+    }
+  }
+  // run() on a float tensor, then the output conversion, straight on the
+  // output (run_on_output).
+  void erase_output(std::span<std::byte> dst, const output_shape& shape, sample_rng& rng) const {
+    const params p = draw(rng, {shape.width, shape.height});
+    if (!p.erase) return;
+    const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
+    if (shape.spec.dtype == dtype::float32) {
+      auto* out = reinterpret_cast<float*>(dst.data());
+      fill(p, shape.channels, rng, [&](int c, std::size_t at, float v) { out[c * plane + at] = v; }, shape.width);
+    } else {
+      auto* out = reinterpret_cast<std::uint16_t*>(dst.data());
+      fill(p, shape.channels, rng, [&](int c, std::size_t at, float v) { out[c * plane + at] = float_to_half(v); },
+           shape.width);
     }
   }
 
  private:
+  double value(int c) const { return m_random ? 0.0 : m_value[m_value.size() == 1 ? 0 : static_cast<std::size_t>(c)]; }
+  // The erased box's floats, channel by channel, row by row: `store(c,
+  // y * width + x, v)`; 'random' draws one normal value per element in
+  // that order, as torch's normal_() fills a [C, h, w] tensor.
+  template <class Store>
+  void fill(const params& p, int channels, sample_rng& rng, Store store, int width) const {
+    for (int c = 0; c < channels; ++c) {
+      const auto v = static_cast<float>(value(c));
+      for (int y = p.i; y < p.i + p.h; ++y)
+        for (int x = p.j; x < p.j + p.w; ++x)
+          store(c, static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(x),
+                m_random ? static_cast<float>(normal(rng)) : v);
+    }
+  }
   static double normal(sample_rng& rng) {  // Box–Muller; torch's normal_() is N(0, 1) too
     const double u1 = 1.0 - rng.uniform();
     const double u2 = rng.uniform();
@@ -278,6 +304,17 @@ bool is_normalize_op(const transform_op& op, std::vector<double>& mean, std::vec
   mean = n->mean();
   stddev = n->stddev();
   return true;
+}
+
+bool runs_on_output(const transform_op& op) { return dynamic_cast<const random_erasing_op*>(&op) != nullptr; }
+
+void run_on_output(const transform_op& op, std::span<std::byte> dst, const output_shape& shape, const sample_key& key,
+                   std::uint32_t stream) {
+  const auto* erasing = dynamic_cast<const random_erasing_op*>(&op);
+  if (erasing == nullptr || !shape.spec.normalized())
+    throw std::invalid_argument(std::string(op.name()) + " cannot run on a " + to_string(shape.spec) + " output");
+  sample_rng rng(key, stream);
+  erasing->erase_output(dst, shape, rng);
 }
 
 std::span<const op_entry> tensor_op_entries() {

@@ -292,8 +292,12 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
                                   std::string_view name, const sample_key& key, std::span<std::byte> dst) const {
   if (const auto fixed = fixed_shape()) check_dst(*fixed, dst);
   pipeline_workspace::impl& w = *ws.m_impl;
-  if (m_tail.empty())
-    return run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false, pixels);
+  if (m_tail.empty()) {
+    sample_result result =
+        run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false, pixels);
+    run_output_ops(shape_for(result.plan.source), key, dst);
+    return result;
+  }
   sample_result result =
       run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
   frame& f = w.head;
@@ -304,7 +308,13 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
                                 "x" + std::to_string(f.width) + " output, the batch slot holds " +
                                 std::to_string(dst.size()) + " bytes");
   write_frame(f, m_output, m_normalize, dst);
+  run_output_ops(got, key, dst);
   return result;
+}
+
+void pipeline::run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const {
+  for (std::size_t i = 0; i < m_output_ops.size(); ++i)
+    run_on_output(*m_output_ops[i], dst, shape, key, m_output_streams[i]);
 }
 
 sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
@@ -316,12 +326,14 @@ sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::by
   shape = output_shape{f.channels, f.height, f.width, m_output};
   dst.resize(shape.bytes());
   write_frame(f, m_output, m_normalize, dst);
+  run_output_ops(shape, key, dst);
   return result;
 }
 
 sample_result pipeline::apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                                    const sample_plan& plan, std::span<std::byte> dst) const {
-  if (!m_tail.empty()) throw std::invalid_argument("pipeline::apply_plan: not for a pipeline with appended ops");
+  if (!m_tail.empty() || !m_output_ops.empty())
+    throw std::invalid_argument("pipeline::apply_plan: not for a pipeline with appended ops");
   check_dst(output_shape{3, plan.window.height, plan.window.width, m_output}, dst);
   if (plan.crop.empty() || intersect(plan.crop, {0, 0, plan.source.height, plan.source.width}) != plan.crop)
     throw std::invalid_argument("pipeline::apply_plan: crop outside the source");

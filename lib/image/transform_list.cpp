@@ -176,8 +176,11 @@ pipeline transform_list::compile(pipeline_mode mode) const {
     ++i;
   }
   // The output suffix: ToTensor [Normalize] (or PILToTensor +
-  // ConvertImageDtype(float32)) on an image is the output conversion.
-  std::size_t end = n;
+  // ConvertImageDtype(float32)) on an image is the output conversion, and
+  // RandomErasing ops after it run on the output it writes.
+  std::size_t on_output = n;
+  while (on_output > i && runs_on_output(*m_ops[on_output - 1])) --on_output;
+  std::size_t end = on_output;
   std::vector<double> mean, stddev;
   bool normalize = false;
   if (end > i && is_normalize_op(*m_ops[end - 1], mean, stddev)) {
@@ -193,8 +196,9 @@ pipeline transform_list::compile(pipeline_mode mode) const {
     to_float = true;
     end -= 2;
   }
-  if (!to_float) {  // Normalize stays an op of its own
+  if (!to_float) {  // Normalize and RandomErasing stay ops of their own
     end = n;
+    on_output = n;
     normalize = false;
   }
   for (std::size_t k = i; k < end; ++k) p.append(m_ops[k], static_cast<std::uint32_t>(k + 1));
@@ -213,6 +217,7 @@ pipeline transform_list::compile(pipeline_mode mode) const {
       p.normalize(np);
     }
     p.set_output(output_spec::float32_nchw());
+    for (std::size_t k = on_output; k < n; ++k) p.append_on_output(m_ops[k], static_cast<std::uint32_t>(k + 1));
   }
   return p;
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "image/ops_detail.hpp"
 #include "image/planes.hpp"
 
 namespace ringfeed::image {
@@ -275,6 +276,11 @@ pipeline& pipeline::normalize(const normalize_params& params) {
 pipeline& pipeline::set_output(output_spec spec) {
   spec.check();
   const frame_shape last = last_frame();
+  if (!m_output_ops.empty() && !spec.normalized())
+    throw std::invalid_argument("pipeline: the transforms end with a float tensor (" +
+                                std::string(m_output_ops.back()->name()) +
+                                " runs on the float output); the output must be float32 or float16, not " +
+                                to_string(spec));
   if (last.kind == frame_kind::tensor_f32 && !spec.normalized())
     throw std::invalid_argument("pipeline: the transforms end with a float tensor; the output must be float32 or "
                                 "float16, not " + to_string(spec));
@@ -313,12 +319,29 @@ frame_shape pipeline::head_frame() const noexcept {
 pipeline& pipeline::append(std::shared_ptr<const transform_op> op, std::uint32_t stream) {
   if (!op) throw std::invalid_argument("pipeline::append: null op");
   if (m_normalize) throw std::invalid_argument("pipeline::append: ops go before normalize");
+  if (!m_output_ops.empty()) throw std::invalid_argument("pipeline::append: ops go before the output's ops");
   m_tail_shape = op->infer(last_frame());
   m_tail.push_back(std::move(op));
   m_tail_streams.push_back(stream);
   if (m_tail_shape.kind == frame_kind::tensor_u8) m_output = output_spec::uint8_nchw();
   if (m_tail_shape.kind == frame_kind::tensor_f32 && !m_output.normalized()) m_output = output_spec::float32_nchw();
   if (m_tail_shape.kind == frame_kind::image && m_output == output_spec::uint8_nchw()) m_output = output_spec::uint8_nhwc();
+  return *this;
+}
+
+pipeline& pipeline::append_on_output(std::shared_ptr<const transform_op> op, std::uint32_t stream) {
+  if (!op) throw std::invalid_argument("pipeline::append_on_output: null op");
+  if (!m_output.normalized())
+    throw std::invalid_argument("pipeline::append_on_output: " + std::string(op->name()) +
+                                " needs a float output, not " + to_string(m_output));
+  if (!runs_on_output(*op))
+    throw std::invalid_argument("pipeline::append_on_output: " + std::string(op->name()) +
+                                " cannot run on the output (RandomErasing can)");
+  frame_shape f = last_frame();
+  f.kind = frame_kind::tensor_f32;
+  (void)op->infer(f);  // checks its arguments against the channels
+  m_output_ops.push_back(std::move(op));
+  m_output_streams.push_back(stream);
   return *this;
 }
 

@@ -207,6 +207,12 @@ class pipeline {
   /// transform_op.hpp for the stream rule). Throws std::invalid_argument
   /// when the op cannot take what the pipeline gives at that point.
   pipeline& append(std::shared_ptr<const transform_op> op, std::uint32_t stream);
+  /// Appends an op that runs on the float output in the batch slot, after
+  /// the output conversion (transform_list::compile puts a list's trailing
+  /// RandomErasing here, so ToTensor [+ Normalize] still writes the slot in
+  /// one pass), drawing from `stream`. Needs a float output; throws
+  /// std::invalid_argument for an op that cannot run there.
+  pipeline& append_on_output(std::shared_ptr<const transform_op> op, std::uint32_t stream);
   /// The resampling filter of resize / random_resized_crop (bilinear by
   /// default).
   pipeline& set_filter(resample_filter filter) noexcept;
@@ -232,13 +238,17 @@ class pipeline {
   [[nodiscard]] double fast_min_reduction() const noexcept { return m_fast_min_reduction; }
   /// The ops appended after the fused steps.
   [[nodiscard]] const std::vector<std::shared_ptr<const transform_op>>& tail() const noexcept { return m_tail; }
+  /// The ops that run on the output (append_on_output).
+  [[nodiscard]] const std::vector<std::shared_ptr<const transform_op>>& output_ops() const noexcept {
+    return m_output_ops;
+  }
   /// What the pipeline's last step gives, before the output conversion.
   [[nodiscard]] frame_shape last_frame() const noexcept { return m_tail.empty() ? head_frame() : m_tail_shape; }
   /// True when the output can be made on a device from uint8 NHWC RGB
-  /// (no appended op leaves a tensor or one channel).
+  /// (no appended op leaves a tensor or one channel, none runs on the output).
   [[nodiscard]] bool device_convertible() const noexcept {
     const frame_shape f = last_frame();
-    return f.kind == frame_kind::image && f.channels == 3;
+    return f.kind == frame_kind::image && f.channels == 3 && m_output_ops.empty();
   }
 
   /// The output shape when it does not depend on the image (a crop last).
@@ -287,6 +297,7 @@ class pipeline {
   sample_result apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_view* pixels,
                           std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
   frame_shape head_frame() const noexcept;
+  void run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const;
 
   geometry m_geometry = geometry::none;
   size2 m_size{};          // resize_exact / random_resized_crop output size
@@ -305,6 +316,8 @@ class pipeline {
   std::vector<std::shared_ptr<const transform_op>> m_tail;
   std::vector<std::uint32_t> m_tail_streams;
   frame_shape m_tail_shape{};
+  std::vector<std::shared_ptr<const transform_op>> m_output_ops;
+  std::vector<std::uint32_t> m_output_streams;
 };
 
 /// Per-thread scratch for pipeline::apply: a decoder, a resampler and pixel
