@@ -219,6 +219,12 @@ inline std::uint8_t clip8f(float in) {
   return static_cast<std::uint8_t>(static_cast<int>(std::min(std::max(in, 0.0f), 255.0f)));
 }
 
+// The SMOOTH filter's bytes [d, n − d) of one row (the ends are copied).
+RINGFEED_ROW_CLONES void smooth_row(const std::uint8_t* below, const std::uint8_t* in, const std::uint8_t* above,
+                                    std::uint8_t* out, std::size_t n, std::size_t d) {
+  for (std::size_t x = d; x < n - d; ++x) out[x] = clip8f(smooth_at(below, in, above, x, d));
+}
+
 // out[x] = blend(out[x], in[x]) for a row: `out` holds the degenerate image.
 RINGFEED_ROW_CLONES void blend_row_in_place(std::uint8_t* out, const std::uint8_t* in, std::size_t n, float alpha) {
   if (in_unit_range(alpha))
@@ -353,7 +359,7 @@ void adjust_sharpness(image_view src, double factor, image_buffer& dst) {
     std::uint8_t* out = dst.view().row(y);
     std::memcpy(out, in, d);
     std::memcpy(out + n - d, in + n - d, d);
-    for (std::size_t x = d; x < n - d; ++x) out[x] = clip8f(smooth_at(below, in, above, x, d));
+    smooth_row(below, in, above, out, n, d);
     blend_row_in_place(out + d, in + d, n - 2 * d, al);
   }
 }
