@@ -115,21 +115,50 @@ void apply_luts(image_view src, const std::array<lut256, 3>& luts, image_buffer&
   }
 }
 
-// Per-channel histograms (Image.histogram).
+// Per-channel histograms (Image.histogram). Neighbouring pixels often
+// share a value, and incrementing one counter twice in a row waits for the
+// first store; alternate pixels therefore count into two 32-bit copies,
+// summed into the 64-bit result every `block` pixels (before a copy can
+// overflow). About 2x faster on photos; the counts are the same.
 std::array<std::array<std::uint64_t, 256>, 3> histograms(image_view src) {
   std::array<std::array<std::uint64_t, 256>, 3> h{};
+  std::array<std::array<std::uint32_t, 256>, 6> part{};  // [copy * 3 + channel]
+  constexpr std::uint64_t block = std::uint64_t{1} << 30;
+  std::uint64_t pending = 0;
+  const auto flush = [&] {
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t v = 0; v < 256; ++v) h[k][v] += std::uint64_t{part[k][v]} + part[k + 3][v];
+    part = {};
+    pending = 0;
+  };
   for (int y = 0; y < src.height; ++y) {
+    if (pending + static_cast<std::uint64_t>(src.width) > block) flush();
+    pending += static_cast<std::uint64_t>(src.width);
     const std::uint8_t* in = src.row(y);
+    int x = 0;
     if (src.channels == 1) {
-      for (int x = 0; x < src.width; ++x) ++h[0][in[x]];
+      for (; x + 1 < src.width; x += 2) {
+        ++part[0][in[x]];
+        ++part[3][in[x + 1]];
+      }
+      if (x < src.width) ++part[0][in[x]];
     } else {
-      for (int x = 0; x < src.width; ++x, in += 3) {
-        ++h[0][in[0]];
-        ++h[1][in[1]];
-        ++h[2][in[2]];
+      for (; x + 1 < src.width; x += 2, in += 6) {
+        ++part[0][in[0]];
+        ++part[1][in[1]];
+        ++part[2][in[2]];
+        ++part[3][in[3]];
+        ++part[4][in[4]];
+        ++part[5][in[5]];
+      }
+      if (x < src.width) {
+        ++part[0][in[0]];
+        ++part[1][in[1]];
+        ++part[2][in[2]];
       }
     }
   }
+  flush();
   return h;
 }
 
@@ -378,7 +407,10 @@ void solarize(image_view src, double threshold, image_buffer& dst) {
   if (std::isnan(threshold)) throw std::invalid_argument("solarize: threshold is NaN");
   // v < threshold exactly as Python compares an int with a float.
   const int first = threshold > 255.0 ? 256 : threshold <= 0.0 ? 0 : static_cast<int>(std::ceil(threshold));
-  map_bytes(src, dst, [first](std::uint8_t v) { return static_cast<std::uint8_t>(v < first ? v : 255 - v); });
+  if (first == 0) return invert(src, dst);
+  // v < first ⟺ v ≤ last, in bytes: the loop vectorizes 16 or 32 lanes wide.
+  const auto last = static_cast<std::uint8_t>(first - 1);
+  map_bytes(src, dst, [last](std::uint8_t v) { return v <= last ? v : static_cast<std::uint8_t>(255 - v); });
 }
 
 void autocontrast(image_view src, image_buffer& dst) {
