@@ -94,6 +94,11 @@ check "export --on-error skip lists the skipped file and why in skipped.tsv" \
 # A completed export leaves no INCOMPLETE marker; a failed one keeps it.
 check "a completed export has no INCOMPLETE marker" test ! -e "$work/exp-skip/INCOMPLETE" -a ! -e "$work/exp/INCOMPLETE"
 check "a failed export is marked INCOMPLETE" test -f "$work/exp-fail/INCOMPLETE"
+# export writes images: a list ending with RandomErasing (which runs on the
+# float output) is refused before any sample, naming it.
+out="$("$cli" export "$work/a/train" --out "$work/exp-erase" --transform 'CenterCrop(8); ToTensor(); RandomErasing()' 2>&1)"; rc=$?
+check "export refuses a list that ends with RandomErasing, naming it" \
+  test "$rc" -ne 0 -a -n "$(grep -F 'ends with RandomErasing' <<<"$out")"
 
 # Hostile bytes: file names in Latin-1 (bytes, not UTF-8; one with a tab and
 # a newline) and images whose bytes quote raw into a decoder's message. The

@@ -81,9 +81,11 @@ int run_export(const export_options& opt) {
   loader_options o;
   o.source = opt.source;
   apply_recipe(o, opt.recipe, opt.exact, opt.seed, opt.max_pixels);
-  if (o.pipeline.last_frame().kind != image::frame_kind::image || o.pipeline.last_frame().channels != 3)
+  const bool erases = !o.pipeline.output_ops().empty();  // RandomErasing on the float output
+  if (erases || o.pipeline.last_frame().kind != image::frame_kind::image || o.pipeline.last_frame().channels != 3)
     throw std::runtime_error("export writes RGB images (PPM): this transform list ends with " +
-                             std::string(image::to_string(o.pipeline.last_frame().kind)) +
+                             (erases ? std::string("RandomErasing on a float tensor")
+                                     : std::string(image::to_string(o.pipeline.last_frame().kind))) +
                              "; end it with an image, or with ToTensor() [+ Normalize], which export leaves out");
   o.output = output_spec::uint8_nhwc();
   o.device = -1;
