@@ -5,7 +5,6 @@
 #include "image/planes.hpp"
 
 #include <array>
-#include <bit>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>

@@ -250,7 +250,8 @@ void write_frame(frame& f, output_spec spec, const std::optional<normalize_param
     return;
   }
   if (f.kind != frame_kind::tensor_f32) {  // ToTensor [+ Normalize], as write_output
-    const normalize_table_t& table = detail::cached_normalize_table(spec.dtype, spec.normalized() && norm ? &*norm : nullptr);
+    const normalize_table_t& table =
+        detail::cached_normalize_table(spec.dtype, spec.normalized() && norm ? &*norm : nullptr);
     const image_view v = f.pixels.view();
     if (spec.dtype == dtype::float32) {
       const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
@@ -295,7 +296,7 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
   if (m_tail.empty()) {
     sample_result result =
         run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false, pixels);
-    run_output_ops(shape_for(result.plan.source), key, dst);
+    if (!m_output_ops.empty()) run_output_ops(shape_for(result.plan.source), key, dst);
     return result;
   }
   sample_result result =

@@ -276,14 +276,12 @@ pipeline& pipeline::normalize(const normalize_params& params) {
 pipeline& pipeline::set_output(output_spec spec) {
   spec.check();
   const frame_shape last = last_frame();
-  if (!m_output_ops.empty() && !spec.normalized())
-    throw std::invalid_argument("pipeline: the transforms end with a float tensor (" +
-                                std::string(m_output_ops.back()->name()) +
-                                " runs on the float output); the output must be float32 or float16, not " +
-                                to_string(spec));
-  if (last.kind == frame_kind::tensor_f32 && !spec.normalized())
-    throw std::invalid_argument("pipeline: the transforms end with a float tensor; the output must be float32 or "
-                                "float16, not " + to_string(spec));
+  if ((last.kind == frame_kind::tensor_f32 || !m_output_ops.empty()) && !spec.normalized()) {
+    const std::string why =
+        m_output_ops.empty() ? "" : " (" + std::string(m_output_ops.back()->name()) + " runs on the float output)";
+    throw std::invalid_argument("pipeline: the transforms end with a float tensor" + why +
+                                "; the output must be float32 or float16, not " + to_string(spec));
+  }
   if (last.kind == frame_kind::tensor_u8 && spec != output_spec::uint8_nchw())
     throw std::invalid_argument("pipeline: the transforms end with a uint8 tensor (PILToTensor); the output is "
                                 "uint8 NCHW, not " + to_string(spec));
