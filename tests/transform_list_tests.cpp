@@ -34,6 +34,15 @@ std::vector<std::byte> run(const img::pipeline& p, std::span<const std::byte> by
   return out;
 }
 
+// apply() into a slot of the pipeline's fixed output shape, as the loader
+// calls it.
+std::vector<std::byte> run_slot(const img::pipeline& p, std::span<const std::byte> bytes, const img::sample_key& key) {
+  img::pipeline_workspace ws;
+  std::vector<std::byte> out(p.fixed_shape().value().bytes());
+  (void)p.apply(ws, bytes, "photo", key, out);
+  return out;
+}
+
 // The same ops appended one by one: nothing fused with the decoder.
 img::pipeline unfused(const img::transform_list& t) {
   img::pipeline p;
@@ -126,6 +135,7 @@ TEST_CASE("trailing RandomErasing on the written output equals it on the tensor"
           const auto y = run(plain, bytes, {9, 1, index}, &b);
           REQUIRE(a == b);
           CHECK(x == y);
+          CHECK(run_slot(fused, bytes, {9, 1, index}) == x);  // apply(), into a batch slot
           erased += x != run(without_erasing, bytes, {9, 1, index});  // a box was erased
         }
       }
