@@ -75,19 +75,30 @@ def write_folder(root, images, cli):
                        stdout=subprocess.DEVNULL)
 
 
+def cifar10(work, transform):
+    """torchvision's CIFAR10 training split over write_cifar's files."""
+    import torchvision
+    # The files are ours, not the published ones: skip the MD5 check.
+    torchvision.datasets.CIFAR10._check_integrity = lambda self: True
+    torchvision.datasets.cifar.check_integrity = lambda *a, **k: True
+    return torchvision.datasets.CIFAR10(os.path.join(work, "cifar"), train=True, transform=transform)
+
+
+def mnist(work, transform):
+    """torchvision's MNIST training split over write_mnist's files."""
+    import torchvision
+    return torchvision.datasets.MNIST(os.path.join(work, "mnist"), train=True, transform=transform)
+
+
 def dataset(case, work):
     import torchvision
     import torchvision.transforms as T
     if case == "cifar10":
-        # The files are ours, not the published ones: skip the MD5 check.
-        torchvision.datasets.CIFAR10._check_integrity = lambda self: True
-        torchvision.datasets.cifar.check_integrity = lambda *a, **k: True
         t = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(),
                        T.Normalize((0.4914, 0.4822, 0.4465), (0.247, 0.243, 0.261))])
-        return torchvision.datasets.CIFAR10(os.path.join(work, "cifar"), train=True, transform=t), 256
+        return cifar10(work, t), 256
     if case == "mnist":
-        t = T.Compose([T.ToTensor(), T.Normalize((0.1307,), (0.3081,))])
-        return torchvision.datasets.MNIST(os.path.join(work, "mnist"), train=True, transform=t), 256
+        return mnist(work, T.Compose([T.ToTensor(), T.Normalize((0.1307,), (0.3081,))])), 256
     t = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
                    T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
     return torchvision.datasets.ImageFolder(os.path.join(work, "folder", "train"), transform=t), 64

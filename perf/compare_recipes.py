@@ -145,25 +145,14 @@ def write_native(work, images):
 def native_child(args):
     """One epoch of one contender on a native case; prints {"images", "seconds"}."""
     import torch
-    import torchvision
     name, data, form = native_cases()[args.recipe]
     t = native_recipes()[name][1]
     if form == "png":
-        source = os.path.join(args.native, f"cifar10-png-{args.native_images}")
-        if args.contender == "ringfeed":
-            import ringfeed
-            loader = ringfeed.Loader(source, batch_size=args.batch, transform=t, threads=args.workers, seed=1)
-        else:
-            loader = torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(source, transform=t),
-                                                 batch_size=args.batch, shuffle=True, num_workers=args.workers,
-                                                 persistent_workers=True)
+        loader = folder_loader(args, os.path.join(args.native, f"cifar10-png-{args.native_images}"), t)
     else:
-        if data == "cifar10":  # the files are ours, not the published ones: skip the MD5 check
-            torchvision.datasets.CIFAR10._check_integrity = lambda self: True
-            torchvision.datasets.cifar.check_integrity = lambda *a, **k: True
-            ds = torchvision.datasets.CIFAR10(os.path.join(args.native, "cifar"), train=True, transform=t)
-        else:
-            ds = torchvision.datasets.MNIST(os.path.join(args.native, "mnist"), train=True, transform=t)
+        sys.path.insert(0, HERE)
+        import compare_dataloader as cd
+        ds = (cd.cifar10 if data == "cifar10" else cd.mnist)(args.native, t)
         if args.contender == "ringfeed":
             import ringfeed
             make = ringfeed.DataLoader
@@ -206,22 +195,24 @@ def touch(x, y):
 
 def child(args):
     """One epoch of one contender; prints {"images", "seconds"} as JSON."""
-    import torch
     if args.recipe in native_cases():
         return native_child(args)
     t = recipes()[args.recipe]
     if args.contender == "floor":
         args.contender, t = "ringfeed", head(t)
+    return timed_epochs(folder_loader(args, args.source, t), args.epochs)
+
+
+def folder_loader(args, source, t):
+    """The contender's loader over the ImageFolder `source` with transform `t`."""
     if args.contender == "ringfeed":
         import ringfeed
-        loader = ringfeed.Loader(args.source, batch_size=args.batch, transform=t, threads=args.workers,
-                                 exact=args.exact, seed=1)
-    else:
-        import torchvision
-        ds = torchvision.datasets.ImageFolder(args.source, transform=t)
-        loader = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.workers,
-                                             persistent_workers=True)
-    return timed_epochs(loader, args.epochs)
+        return ringfeed.Loader(source, batch_size=args.batch, transform=t, threads=args.workers, exact=args.exact,
+                               seed=1)
+    import torch
+    import torchvision
+    return torch.utils.data.DataLoader(torchvision.datasets.ImageFolder(source, transform=t), batch_size=args.batch,
+                                       shuffle=True, num_workers=args.workers, persistent_workers=True)
 
 
 def run(args, contender, recipe):
@@ -256,14 +247,15 @@ def main():
     if args.child:
         args.contender = args.child
         return child(args)
-    names = args.recipes.split(",") if args.recipes else list(recipes()) + (list(native_cases()) if args.native else [])
-    if any(n in native_cases() for n in names):
+    native = native_cases()
+    names = args.recipes.split(",") if args.recipes else list(recipes()) + (list(native) if args.native else [])
+    if any(n in native for n in names):
         if not args.native:
             sys.exit("the @memory / @png cases need --native WORK")
         write_native(args.native, args.native_images)
     contenders = ("ringfeed", "dataloader") + (("floor",) if args.floor else ())
     # A native case has no floor: its recipe is its whole head.
-    runs = {n: {c: [] for c in contenders if c != "floor" or n not in native_cases()} for n in names}
+    runs = {n: {c: [] for c in contenders if c != "floor" or n not in native} for n in names}
     for r in range(args.rounds):
         for n in names:
             order = list(runs[n]) if r % 2 == 0 else list(runs[n])[::-1]
