@@ -29,19 +29,25 @@
 #       the headers the build includes, pkgconf, and Python headers of
 #       PY (default: a python3.12 here) for an interpreter without its own
 #       (perf/gpu_deps.sh; 14.3 MiB)
-#   perf/gpu_machine.sh --deps DIR --out RESULTS [--quick] [--step S] [--jobs N]
-#       on the GPU machine, against DIR alone; S is one of
+#   perf/gpu_machine.sh --deps DIR --out RESULTS [--quick] [--step S[,S...]] [--jobs N]
+#                       [--recipe R]
+#       on the GPU machine, against DIR alone; S is one or more of
 #         build   Release + CUDA + the Python module for python3, into
 #                 build/gpu-deps (the CUDA tests' targets, the CLI, h2d_bench)
 #         tests   ctest -L cuda, and pytest tests/python/test_device*.py
+#         goldens the transform golden tests (test_transforms.py,
+#                 test_augmix.py -k golden: no torchvision needed): the
+#                 SIMD kernels, built by that machine's compiler for its
+#                 CPU, against the committed torchvision 0.14 bytes
 #         bench   `ringfeed gen`, then h2d_bench with the synchronizing-call count
-#         train   perf/train_gpu.py (ResNet-50, ringfeed vs DataLoader)
-#         all     the four in order (default; the full run takes longer
-#                 than one 10-minute command: run one step per command there)
+#         train   perf/train_gpu.py (ResNet-50, ringfeed vs DataLoader;
+#                 --recipe R: its --recipe, default train)
+#         all     the five in order (default; the full run takes longer
+#                 than one 10-minute command: run a few steps per command there)
 #       each step under `timeout 540` (9 minutes; each reuses the build
 #       before it). RESULTS gets at most 8 plain files: summary.txt (the
 #       machine and every step's status so far, kept across steps in
-#       build/gpu-deps) and build.log, tests.txt, h2d_bench.txt,
+#       build/gpu-deps) and build.log, tests.txt, goldens.txt, h2d_bench.txt,
 #       h2d_bench.json, train_gpu.txt, train_gpu.json.
 #       RINGFEED_CUDA=OFF builds without CUDA; --targets all builds every
 #       target and --step-limit S changes the 540 s (the self-test does both);
@@ -71,6 +77,7 @@ prepare=""
 deps=""
 selftest=""
 step_name="all"
+recipe="train"
 targets="gpu"
 limit=540
 bdir="$here/build/gpu-deps"
@@ -85,6 +92,7 @@ while [ $# -gt 0 ]; do
     --python) extra+=(--python "$2"); shift ;;
     --deps) deps="$2"; shift ;;
     --step) step_name="$2"; shift ;;
+    --recipe) recipe="$2"; shift ;;
     --targets) targets="$2"; shift ;;
     --step-limit) limit="$2"; shift ;;
     --build-dir) bdir="$(mkdir -p "$2" && cd "$2" && pwd)"; shift ;;
@@ -101,10 +109,15 @@ fi
 if [ -n "$selftest" ]; then
   exec "$here/perf/gpu_hidden_selftest.sh" "$selftest" ${out:+--out "$out"}
 fi
-case "$step_name" in
-  build|tests|bench|train|all) ;;
-  *) echo "gpu_machine: --step is build, tests, bench, train or all, not $step_name" >&2; exit 2 ;;
-esac
+for s in ${step_name//,/ }; do
+  case "$s" in
+    build|tests|goldens|bench|train|all) ;;
+    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train or all (comma-separated), not $s" >&2
+       exit 2 ;;
+  esac
+done
+# has_step S: S was asked for (by name or by all)
+has_step() { [[ ",$step_name," == *",$1,"* || ",$step_name," == *",all,"* ]]; }
 case "$targets" in
   gpu|all) ;;
   *) echo "gpu_machine: --targets is gpu or all, not $targets" >&2; exit 2 ;;
@@ -185,7 +198,7 @@ if [ -n "$deps" ]; then
   source "$here/perf/gpu_deps.sh"
   mkdir -p "$bdir"
   kept="$bdir/gpu-machine-summary.txt"  # every step's status on this machine, across commands
-  case "$step_name" in build|all) rm -f "$kept" ;; esac  # a new run starts with the build
+  has_step build && rm -f "$kept"  # a new run starts with the build
   if [ -f "$kept" ]; then cp "$kept" "$summary"; else : >"$summary"; fi
   if ! grep -q '^date:' "$summary"; then
     system_info >>"$summary" 2>&1
@@ -227,9 +240,13 @@ if [ -n "$deps" ]; then
     local rc=0
     (cd "$bdir" && ctest -L cuda --output-on-failure --timeout 300) || rc=1
     PYTHONPATH="$bdir/python" RINGFEED_CLI="$bdir/bin/ringfeed" PYTHONDONTWRITEBYTECODE=1 \
-      "$py" -m pytest -q -p no:cacheprovider -rs tests/python/test_device.py tests/python/test_device_gpu.py || rc=1
+      "$py" -m pytest -q -p no:cacheprovider -rs tests/python/test_device*.py || rc=1
     if [ "$has_gpu" = 0 ] && [ "$rc" = 0 ]; then echo "$gpu_why: the CUDA tests above skipped"; return 77; fi
     return "$rc"
+  }
+  deps_goldens() {
+    PYTHONPATH="$bdir/python" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider -rs \
+      -k golden tests/python/test_transforms.py tests/python/test_augmix.py
   }
   deps_bench() {
     local h2d="$bdir/perf/h2d_bench" images=10000 data
@@ -245,7 +262,7 @@ if [ -n "$deps" ]; then
   deps_train() {
     local args=() rc
     [ "$quick" = 1 ] && args=(--steps 30 --warmup 10)
-    "$py" perf/train_gpu.py "${args[@]}" --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
+    "$py" perf/train_gpu.py "${args[@]}" --recipe "$recipe" --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
       --json "$out/train_gpu.json"
     rc=$?
     [ "$rc" = 77 ] || return "$rc"
@@ -261,17 +278,18 @@ if [ -n "$deps" ]; then
     step_file="$out/$3"
     step_what="$2 (at most ${limit}s) -> $out/$3"
     step "$1" timeout "$limit" bash -c "set -uo pipefail; $(declare -f "$2" gen_dataset)
-      $(declare -p bdir out py quick has_gpu gpu_why targets jobs here pybind gpu_deps_cmake_args); cd \"\$here\"; $2"
+      $(declare -p bdir out py quick has_gpu gpu_why targets jobs here pybind gpu_deps_cmake_args recipe); cd \"\$here\"; $2"
     rc=$?
     step_file="" step_what=""
     cp "$summary" "$kept"
     return "$rc"
   }
   export PATH CMAKE_PREFIX_PATH PKG_CONFIG CMAKE_POLICY_VERSION_MINIMUM
-  case "$step_name" in build|all) run_step build deps_build build.log || exit 1 ;; esac
-  case "$step_name" in tests|all) run_step tests deps_tests tests.txt ;; esac
-  case "$step_name" in bench|all) run_step bench deps_bench h2d_bench.txt ;; esac
-  case "$step_name" in train|all) run_step train deps_train train_gpu.txt ;; esac
+  if has_step build; then run_step build deps_build build.log || exit 1; fi
+  if has_step tests; then run_step tests deps_tests tests.txt; fi
+  if has_step goldens; then run_step goldens deps_goldens goldens.txt; fi
+  if has_step bench; then run_step bench deps_bench h2d_bench.txt; fi
+  if has_step train; then run_step train deps_train train_gpu.txt; fi
   echo
   cat "$summary"
   echo "[gpu_machine] results in $out ($(find "$out" -maxdepth 1 -type f | wc -l) files)"

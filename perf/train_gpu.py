@@ -11,7 +11,11 @@ The loop (identical for both loaders): torchvision ResNet-50 (--model) in
 channels_last, autocast bf16 (or fp16 with a GradScaler where bf16 is not
 supported; --amp-dtype), SGD (momentum 0.9, weight decay 1e-4), cross
 entropy, batch 256 of RandomResizedCrop(224) + RandomHorizontalFlip +
-ToTensor + Normalize. Fed by
+ToTensor + Normalize (--recipe train; --recipe ta_wide or autoaugment:
+torchvision's reference training preset with TrivialAugmentWide or
+AutoAugment and RandomErasing(0.1), both loaders built from one recipe()
+of the same class names: ringfeed.Loader gets ringfeed.transforms' list as
+`transform`, the DataLoaders torchvision's). Fed by
 
   ringfeed    ringfeed.Loader(SOURCE, batch_size=B, pipeline="train",
               device="cuda", threads=T, drop_last=True): batches arrive on
@@ -97,6 +101,23 @@ LOADERS = ("ringfeed", "dataloader", "rf_dataloader")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 FULL = dict(model="resnet50", batch=256, steps=100, warmup=20, size=224)
 DRY = dict(model="resnet18", batch=8, steps=3, warmup=2, size=64, gen_images=200, gen_classes=10)
+RECIPES = ("train", "ta_wide", "autoaugment")
+
+
+def recipe(T, name, size, torch):
+    """--recipe's transform list, built from T: torchvision.transforms or
+    ringfeed.transforms (the same names and arguments). train: the loop's
+    RandomResizedCrop + flip + ToTensor + Normalize; ta_wide / autoaugment:
+    torchvision's reference training preset (references/classification/
+    presets.py) with that policy and --random-erase 0.1."""
+    head = [T.RandomResizedCrop(size), T.RandomHorizontalFlip()]
+    if name == "train":
+        return T.Compose(head + [T.ToTensor(), T.Normalize(MEAN, STD)])
+    bilinear = T.InterpolationMode.BILINEAR
+    aug = (T.TrivialAugmentWide(interpolation=bilinear) if name == "ta_wide"
+           else T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=bilinear))
+    return T.Compose(head + [aug, T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD),
+                             T.RandomErasing(0.1)])
 
 
 def first_existing(*paths):
@@ -219,9 +240,11 @@ def make_loader(args, torch, device):
     cuda = device.type == "cuda"
     if args.child == "ringfeed":
         import ringfeed
-        loader = ringfeed.Loader(args.source, batch_size=args.batch, pipeline="train", size=args.size,
-                                 output=args.ringfeed_output, device=device if cuda else None,
-                                 threads=args.threads, drop_last=True)
+        import ringfeed.transforms
+        how = (dict(pipeline="train", size=args.size) if args.recipe == "train"
+               else dict(transform=recipe(ringfeed.transforms, args.recipe, args.size, torch)))
+        loader = ringfeed.Loader(args.source, batch_size=args.batch, **how, output=args.ringfeed_output,
+                                 device=device if cuda else None, threads=args.threads, drop_last=True)
         fallback = []
 
         def to_device(images, labels):
@@ -233,7 +256,7 @@ def make_loader(args, torch, device):
 
     import torchvision
     import torchvision.transforms as T
-    tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
+    tf = recipe(T, args.recipe, args.size, torch)
     ds = torchvision.datasets.ImageFolder(args.source, transform=tf)
     module = torch.utils.data
     if args.child == "rf_dataloader":  # the same call with the import swapped (strict: native or an error)
@@ -370,7 +393,7 @@ def measure(args):
         st = loader.stats()
         result["ringfeed"] = {"module": ringfeed.__file__, "version": ringfeed.__version__,
                               "host_batches_moved": len(fallback),
-                              **{k: st.get(k) for k in ("device", "host_reason", "bottleneck", "stages",
+                              **{k: st.get(k) for k in ("device", "host_reason", "output_made_on", "bottleneck", "stages",
                                                         "threads", "backend", "output", "images_per_s")}}
     close = getattr(loader, "close", None)
     if close:
@@ -460,13 +483,13 @@ def run_child(args, name, env):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--source", args.source,
            "--device", args.device, "--model", args.model, "--batch", str(args.batch), "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--size", str(args.size), "--threads", str(args.threads),
-           "--amp-dtype", args.amp_dtype, "--ringfeed-output", args.ringfeed_output,
+           "--amp-dtype", args.amp_dtype, "--ringfeed-output", args.ringfeed_output, "--recipe", args.recipe,
            "--num-classes", str(args.num_classes)]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)  # its stderr (log lines) passes through
-    if done.returncode != 0:
-        sys.exit(f"train_gpu: the {name} run failed (exit {done.returncode}; PYTHONPATH="
-                 f"{env.get('PYTHONPATH', '')!r})")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    if done.returncode != 0:  # the others still run: one failed loader does not cost the rest
+        return None, (f"the {name} run failed (exit {done.returncode}; its error is above; PYTHONPATH="
+                      f"{env.get('PYTHONPATH', '')!r})")
+    return json.loads(done.stdout.strip().splitlines()[-1]), None
 
 
 def report(args, results, info):
@@ -475,7 +498,7 @@ def report(args, results, info):
     first = next(iter(results.values()))
     amp = first["amp"]
     print(f"\ntrain_gpu{' --dry-run (a functional check: these numbers mean nothing)' if args.dry_run else ''}: "
-          f"{args.model}, batch {args.batch}, {args.size} px, amp {amp}"
+          f"{args.model}, recipe {args.recipe}, batch {args.batch}, {args.size} px, amp {amp}"
           f"{' + GradScaler' if cuda and amp == 'float16' else ''}, channels_last, SGD; "
           f"{args.warmup} warm-up + {args.steps} measured steps")
     print(f"{first.get('gpu', 'CPU') + ' (' + args.device + ')' if cuda else 'CPU'}; {args.threads} threads/workers, "
@@ -535,6 +558,8 @@ def parse_args():
                     help="autocast dtype; auto: bf16 where supported, else fp16 with a GradScaler (default %(default)s)")
     ap.add_argument("--ringfeed-output", choices=["float32", "float16"], default="float32",
                     help="ringfeed's batch dtype (default float32: the DataLoader's)")
+    ap.add_argument("--recipe", choices=RECIPES, default="train",
+                    help="the transform list both loaders run (default %(default)s; see recipe())")
     ap.add_argument("--dry-run", action="store_true", help="tiny functional check of the whole path (see above)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--python-path", help="directory holding the ringfeed package")
@@ -603,21 +628,29 @@ def main():
     info = {"source": args.source, "files": len(files), "bytes": size, "classes": len(classes), "warmed": warmed,
             "cores": cores(), "machine_cores": os.cpu_count()}
 
-    results = {}
+    results, failed = {}, {}
     for name in args.loaders:
         print(f"train_gpu: {name}: {args.warmup} warm-up + {args.steps} steps of {args.model}, batch {args.batch}, "
-              f"on {args.device}", file=sys.stderr, flush=True)
-        results[name] = run_child(args, name, env)
-        r = results[name]
+              f"recipe {args.recipe}, on {args.device}", file=sys.stderr, flush=True)
+        r, why = run_child(args, name, env)
+        if r is None:
+            print(f"train_gpu: {why}", file=sys.stderr, flush=True)
+            failed[name] = why
+            continue
+        results[name] = r
         print(f"train_gpu: {name}: {r['images_per_s']:.1f} images/s, data wait {100 * r['data_wait_share']:.1f}%",
               file=sys.stderr, flush=True)
-    summary = report(args, results, info)
+    summary = report(args, results, info) if results else {}
+    for name, why in failed.items():
+        print(f"FAILED: {why}")
     if args.json:
-        config = {k: getattr(args, k) for k in ("model", "batch", "size", "steps", "warmup", "threads", "device",
-                                                "amp_dtype", "ringfeed_output", "loaders", "dry_run", "num_classes")}
+        config = {k: getattr(args, k) for k in ("model", "recipe", "batch", "size", "steps", "warmup", "threads",
+                                                "device", "amp_dtype", "ringfeed_output", "loaders", "dry_run",
+                                                "num_classes")}
         with open(args.json, "w") as fh:
-            json.dump({"config": config, "dataset": info, **summary, "results": results}, fh, indent=1)
-    return 0
+            json.dump({"config": config, "dataset": info, **summary, "results": results, "failed": failed}, fh,
+                      indent=1)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -450,6 +450,7 @@ int run_loader_bench(const bench_options& opt) {
         {"mb_per_s", mb_per_s},
         {"device", l.uses_device() ? "cuda:" + std::to_string(opt.device) : "host"},
         {"host_reason", l.host_reason()},
+        {"output_made_on", l.converts_on_device() ? "device" : "host"},
         {"output", output_name},
         {"batch", opt.batch},
         {"epochs", opt.epochs},
@@ -481,7 +482,8 @@ int run_loader_bench(const bench_options& opt) {
     std::printf("    decode   %8.3f s  %5.1f%% of %zu threads\n", st.decode.busy_s, 100 * st.decode_utilization(),
                 st.decode_threads);
     if (l.uses_device())
-      std::printf("    upload   %8.3f s  %5.1f%%\n", st.upload.busy_s, 100 * st.upload_utilization());
+      std::printf("    upload   %8.3f s  %5.1f%% (%s made on the %s)\n", st.upload.busy_s,
+                  100 * st.upload_utilization(), output_name, l.converts_on_device() ? "device" : "host");
     else
       std::printf("    upload   none: %s\n", l.host_reason().c_str());
     std::printf("    consumer waited %.3f s (%.1f%% of the run)\n", st.consumer_wait_s,

@@ -311,6 +311,11 @@ class loader {
   /// Whether batches are on a CUDA device, and if not, why.
   [[nodiscard]] bool uses_device() const noexcept;
   [[nodiscard]] const std::string& host_reason() const noexcept;
+  /// True when batches reach the device as uint8 and the device makes the
+  /// output (float, Normalize); false when the host makes it and the
+  /// upload copies it as it is (a recipe that ends in one channel, a
+  /// tensor op or RandomErasing; uint8 NCHW output), or on host batches.
+  [[nodiscard]] bool converts_on_device() const noexcept;
 
  private:
   std::shared_ptr<detail::loader_core> m_core;

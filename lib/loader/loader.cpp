@@ -42,6 +42,7 @@ const data::dataset& loader::dataset() const noexcept { return m_core->dataset()
 std::size_t loader::batches_per_epoch() const noexcept { return m_core->batches_per_epoch(); }
 bool loader::uses_device() const noexcept { return m_core->uses_device(); }
 const std::string& loader::host_reason() const noexcept { return m_core->host_reason(); }
+bool loader::converts_on_device() const noexcept { return m_core->converts_on_device(); }
 tensor_view loader::batch_layout() const noexcept { return m_core->layout_of(m_core->batch_capacity()); }
 
 }  // namespace ringfeed

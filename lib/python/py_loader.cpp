@@ -414,6 +414,7 @@ std::size_t py_loader::dataset_size() const {
 
 bool py_loader::uses_device() const { return m_loader && m_loader->uses_device(); }
 std::string py_loader::host_reason() const { return m_loader ? m_loader->host_reason() : std::string(); }
+bool py_loader::converts_on_device() const { return m_loader && m_loader->converts_on_device(); }
 
 void py_loader::close() {
   if (!m_loader) return;
@@ -443,6 +444,7 @@ void bind_loader(py::module_& m) {
       .def_property_readonly("dataset_size", &py_loader::dataset_size)
       .def_property_readonly("uses_device", &py_loader::uses_device)
       .def_property_readonly("host_reason", &py_loader::host_reason)
+      .def_property_readonly("converts_on_device", &py_loader::converts_on_device)
       .def_property_readonly("started", &py_loader::started)
       .def_property_readonly("held", &py_loader::held)
       .def_property_readonly("buffers", &py_loader::buffers);

@@ -61,6 +61,7 @@ class py_loader {
   [[nodiscard]] std::size_t dataset_size() const;
   [[nodiscard]] bool uses_device() const;
   [[nodiscard]] std::string host_reason() const;
+  [[nodiscard]] bool converts_on_device() const;
   [[nodiscard]] bool started() const noexcept { return m_started; }
   [[nodiscard]] std::size_t held() const noexcept { return m_held->load(std::memory_order_relaxed); }
   [[nodiscard]] std::size_t buffers() const noexcept { return m_buffers; }

@@ -82,7 +82,7 @@ def test_without_cuda_device_batches_stay_on_host(train_dir):
     kw = dict(KW, batch_size=64)
     loader = ringfeed.Loader(train_dir, **kw, device="cuda")
     stats = loader.stats()
-    assert stats["device"] == "host" and stats["host_reason"], stats
+    assert stats["device"] == "host" and stats["host_reason"] and stats["output_made_on"] == "host", stats
     got = epoch_batches(loader)
     assert all(x.device.type == "cpu" for x, _ in got)
     assert_same_batches(got, epoch_batches(ringfeed.Loader(train_dir, **kw)), "host fallback vs. device=None")

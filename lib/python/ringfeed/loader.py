@@ -377,7 +377,8 @@ class Loader:
                  pipeline="transform" if self._options["transform"] else self._options["pipeline"],
                  mode="exact" if self._options["exact"] else "fast", batch=self._options["batch_size"],
                  output=self._options["output"],
-                 device=f"cuda:{self._device}" if core.uses_device else "host", host_reason=core.host_reason)
+                 device=f"cuda:{self._device}" if core.uses_device else "host", host_reason=core.host_reason,
+                 output_made_on="device" if core.converts_on_device else "host")
         return s
 
     def close(self):
