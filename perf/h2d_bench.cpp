@@ -316,10 +316,10 @@ struct stage {
   /// Seconds for `n` batches after `warmup` more, synchronized once at the end.
   double run(slab_queue& q, std::size_t images, std::size_t warmup, std::size_t n) {
     for (std::size_t k = 0; k < warmup; ++k) one(q, images);
-    check(cudaStreamSynchronize(static_cast<cudaStream_t>(up.stream())), "cudaStreamSynchronize");
+    up.synchronize();
     const auto t0 = clock_type::now();
     for (std::size_t k = 0; k < n; ++k) one(q, images);
-    check(cudaStreamSynchronize(static_cast<cudaStream_t>(up.stream())), "cudaStreamSynchronize");
+    up.synchronize();
     return seconds_since(t0);
   }
 };
@@ -362,7 +362,7 @@ json count_stage(const options& o, cuda_sync_counter& counter, ringfeed::output_
   counter.start();
   for (std::size_t k = 0; k < o.batches; ++k) st.one(q, o.batch);
   const auto r = counter.stop();
-  check(cudaStreamSynchronize(static_cast<cudaStream_t>(st.up.stream())), "cudaStreamSynchronize");
+  st.up.synchronize();
   return sync_json(r, o.batches);
 }
 

@@ -3,7 +3,8 @@
 // the default one included, holds back the next write into its buffer;
 // a failed enqueue leaves no callback behind; destruction waits for pending
 // releases; the caller's current device is left alone; the host copy is
-// not held back by a consumer still reading the buffer. Delays make every
+// not held back by a consumer still reading the buffer, nor by the previous
+// batch's conversion, whose staging buffer it leaves alone. Delays make every
 // missing wait or release show up as wrong bytes.
 #include <catch2/catch.hpp>
 
@@ -237,4 +238,54 @@ TEST_CASE("the host copy is not held back by a consumer still reading the buffer
   sim.dev->drain();
   REQUIRE(back_early);
   sim.dev->destroy_stream(consumer);
+}
+
+TEST_CASE("the next batch's copy is not held back by the previous batch's conversion", "[device_sim][uploader]") {
+  // Float outputs convert on a stream of their own: batch k+1's copy runs
+  // while batch k's kernel does, so the stage costs the longer of the two.
+  sim_scope sim;
+  const auto o = small(output_spec::float32_nchw(), 2);
+  cu::uploader up(o);
+  ringfeed::test::sim_gate gate;  // every conversion kernel waits here
+  sim.dev->gate_kernels(gate.opened());
+  const auto first = noise(4 * 16 * 12 * 3, 7), second = noise(4 * 16 * 12 * 3, 8);
+  std::atomic<int> freed{0};
+  up.enqueue(0, first.data(), 4, count_call, &freed);
+  std::promise<void> copied;
+  up.enqueue(
+      1, second.data(), 4, [](void* c) { static_cast<std::promise<void>*>(c)->set_value(); }, &copied);
+  const bool back_early = copied.get_future().wait_for(10s) == std::future_status::ready;
+  gate.open();
+  reading a, b;
+  up.wait(0, nullptr);
+  consume(*sim.dev, nullptr, up.output(0), expected(first, 4, o).size(), 0ms, a);
+  up.wait(1, nullptr);
+  consume(*sim.dev, nullptr, up.output(1), expected(second, 4, o).size(), 0ms, b);
+  sim.dev->drain();
+  REQUIRE(back_early);
+  REQUIRE(a.bytes == expected(first, 4, o));
+  REQUIRE(b.bytes == expected(second, 4, o));
+}
+
+TEST_CASE("a staging buffer is refilled only after the kernel reading it is done", "[device_sim][uploader]") {
+  // Copies are instant and kernels slow: every third batch's copy goes to
+  // the staging buffer a kernel may still read, and must wait for it.
+  sim_scope sim;
+  sim.dev->set_timing({0ms, 4ms});
+  for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
+    const auto o = small(format, 5);
+    cu::uploader up(o);
+    std::vector<std::vector<std::uint8_t>> hosts;
+    for (unsigned k = 0; k < 5; ++k) hosts.push_back(noise(4 * 16 * 12 * 3, 20 + k));
+    std::atomic<int> freed{0};
+    for (std::size_t k = 0; k < hosts.size(); ++k) up.enqueue(k, hosts[k].data(), 4 - k % 2, count_call, &freed);
+    std::vector<reading> got(hosts.size());
+    for (std::size_t k = 0; k < hosts.size(); ++k) {
+      up.wait(k, nullptr);
+      consume(*sim.dev, nullptr, up.output(k), expected(hosts[k], 4 - k % 2, o).size(), 0ms, got[k]);
+    }
+    sim.dev->drain();
+    for (std::size_t k = 0; k < hosts.size(); ++k) REQUIRE(got[k].bytes == expected(hosts[k], 4 - k % 2, o));
+    REQUIRE(freed.load() == 5);
+  }
 }

@@ -2,6 +2,7 @@
 // to the device only through cuda::device_api (device_api.hpp): CUDA's in a
 // CUDA build, a simulated device in the device_sim tests.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -28,11 +29,14 @@ struct uploader::impl {
     }
     for (event_t e : released) api->destroy_event(e);
     for (event_t e : ready) api->destroy_event(e);
+    for (event_t e : converted)
+      if (e != nullptr) api->destroy_event(e);
     if (copied != nullptr) api->destroy_event(copied);
     for (void* p : outputs) api->deallocate(p);
-    api->deallocate(staging);
+    for (void* p : staging) api->deallocate(p);
     api->deallocate(table);
     if (callbacks != nullptr) api->destroy_stream(callbacks);
+    if (kernels != nullptr) api->destroy_stream(kernels);
     if (stream != nullptr) api->destroy_stream(stream);
   }
   impl(const impl&) = delete;
@@ -48,11 +52,18 @@ struct uploader::impl {
   // The kernel converts uint8 NHWC into a float output; a uint8 output,
   // or host slabs that already hold the output, are copied as they are.
   bool converts() const noexcept { return opt.sample_bytes == 0 && opt.output.normalized(); }
-  stream_t stream = nullptr;     // copies, kernels, ready events
+  stream_t stream = nullptr;     // copies (and ready events of uint8 output)
+  stream_t kernels = nullptr;    // conversion kernels and their ready events (float outputs only)
   stream_t callbacks = nullptr;  // host-free callbacks, each after its copy
-  event_t copied = nullptr;      // the latest copy is done (callbacks waits for it)
+  event_t copied = nullptr;      // the latest copy is done (callbacks and kernels wait for it)
   void* table = nullptr;
-  void* staging = nullptr;  // uint8 input of the kernel (float outputs only)
+  // Float outputs: two uint8 staging buffers in turn, so batch k+1's copy
+  // runs while batch k's kernel reads the other one. converted[j]: the
+  // last kernel that read staging[j] is done (the next copy into it waits).
+  std::array<void*, 2> staging{};
+  std::array<event_t, 2> converted{};
+  std::array<bool, 2> staging_used{};
+  std::size_t next_staging = 0;
   std::vector<void*> outputs;
   std::vector<event_t> ready;
   std::vector<event_t> released;
@@ -97,12 +108,18 @@ uploader::uploader(const options& o) : m_impl(std::make_unique<impl>(o)) {
   m.stream = api.create_stream();
   m.callbacks = api.create_stream();
   m.copied = api.create_event();
+  if (m.converts()) {
+    m.kernels = api.create_stream();
+    for (std::size_t j = 0; j < m.staging.size(); ++j) {
+      m.staging[j] = api.allocate(m.in_bytes);
+      m.converted[j] = api.create_event();
+    }
+  }
   const image::normalize_table_t host_table =
       image::normalize_table(o.output.dtype, o.normalize ? &*o.normalize : nullptr);
   m.table = api.allocate(sizeof host_table);
   // A one-time synchronous copy: host_table is on this stack frame.
   api.copy_to_device(m.table, host_table.data(), sizeof host_table);
-  if (m.converts()) m.staging = api.allocate(m.in_bytes);
   m.outputs.reserve(o.buffers);
   m.ready.reserve(o.buffers);
   m.released.reserve(o.buffers);
@@ -133,11 +150,20 @@ uploader::~uploader() {
   for (std::size_t i = 0; i < m.outputs.size(); ++i)
     if (m.release_pending[i].load(std::memory_order_acquire)) attempt([&] { m.api->synchronize(m.released[i]); });
   attempt([&] { m.api->synchronize(m.stream); });
+  if (m.kernels != nullptr) attempt([&] { m.api->synchronize(m.kernels); });
   attempt([&] { m.api->synchronize(m.callbacks); });
 }
 
+void uploader::synchronize() const {
+  impl& m = *m_impl;
+  m.noting_loss([&] {
+    const device_guard on(*m.api, m.opt.device);
+    m.api->synchronize(m.stream);
+    if (m.kernels != nullptr) m.api->synchronize(m.kernels);
+  });
+}
+
 std::size_t uploader::buffers() const noexcept { return m_impl->outputs.size(); }
-stream_t uploader::stream() const noexcept { return m_impl->stream; }
 std::size_t uploader::output_bytes() const noexcept { return m_impl->out_bytes; }
 void* uploader::output(std::size_t i) const noexcept { return m_impl->outputs[i]; }
 event_t uploader::ready_event(std::size_t i) const noexcept { return m_impl->ready[i]; }
@@ -160,6 +186,7 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
   const stream_t s = m.stream;
   const bool convert = m.converts();
   const bool consumer_first = m.release_pending[i].load(std::memory_order_acquire);
+  const std::size_t j = m.next_staging;  // float outputs: the staging buffer of this batch
   bool queued = false;  // work that reads host_nhwc is on the stream
   try {
     // The consumer's work on buffer i's previous contents comes before
@@ -167,21 +194,32 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
     // only the kernel (the copy goes to staging, so the host slab comes
     // back while the consumer still reads).
     if (consumer_first && !convert) api.wait(s, m.released[i]);
-    api.copy_to_device_async(convert ? m.staging : m.outputs[i], host_nhwc, n * m.image_bytes, s);
+    if (convert && m.staging_used[j]) api.wait(s, m.converted[j]);  // its last reader is done
+    api.copy_to_device_async(convert ? m.staging[j] : m.outputs[i], host_nhwc, n * m.image_bytes, s);
     queued = true;
     api.record(m.copied, s);
-    if (consumer_first && convert) api.wait(s, m.released[i]);
-    if (convert && n > 0) {
-      convert_launch k;
-      k.in = static_cast<const std::uint8_t*>(m.staging);
-      k.out = m.outputs[i];
-      k.table = static_cast<const std::uint32_t*>(m.table);
-      k.pixels = m.pixels;
-      k.images = n;
-      k.dtype = m.opt.output.dtype;
-      api.launch_convert(k, s);
+    stream_t done_on = s;  // where buffer i's last write is queued
+    if (convert) {
+      // On a stream of its own, so the next batch's copy overlaps this
+      // kernel: per batch the stage costs the longer of the two, not both.
+      done_on = m.kernels;
+      api.wait(m.kernels, m.copied);
+      if (consumer_first) api.wait(m.kernels, m.released[i]);
+      if (n > 0) {
+        convert_launch k;
+        k.in = static_cast<const std::uint8_t*>(m.staging[j]);
+        k.out = m.outputs[i];
+        k.table = static_cast<const std::uint32_t*>(m.table);
+        k.pixels = m.pixels;
+        k.images = n;
+        k.dtype = m.opt.output.dtype;
+        api.launch_convert(k, m.kernels);
+      }
+      api.record(m.converted[j], m.kernels);
+      m.staging_used[j] = true;
+      m.next_staging = (j + 1) % m.staging.size();
     }
-    api.record(m.ready[i], s);
+    api.record(m.ready[i], done_on);
     // The host-free callback on its own stream, after the copy only: the
     // kernel and the ready event never wait for a round trip through a
     // CPU thread. Queued last: once it is, it runs exactly once.
@@ -193,6 +231,9 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
     if (queued) {
       try {
         api.synchronize(s);
+        // A kernel this call queued may not have recorded converted[j]:
+        // none may still read staging[j] when the next copy fills it.
+        if (convert) api.synchronize(m.kernels);
       } catch (...) {
         // A lost context runs nothing more: the copy is not reading either.
       }

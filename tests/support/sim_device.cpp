@@ -303,10 +303,21 @@ void sim_device::launch_host_func(cuda::stream_t s, void (*fn)(void*), void* ctx
   resolve(s).push([fn, ctx] { fn(ctx); });
 }
 
+void sim_device::gate_kernels(std::shared_future<void> open) {
+  std::lock_guard lock(m_mutex);
+  m_kernel_gate = std::move(open);
+}
+
 void sim_device::launch_convert(const cuda::convert_launch& k, cuda::stream_t s) {
   enter(op::convert);
   const std::chrono::microseconds t(m_kernel_us.load());
-  resolve(s).push([k, t] {
+  std::shared_future<void> gate;
+  {
+    std::lock_guard lock(m_mutex);
+    gate = m_kernel_gate;
+  }
+  resolve(s).push([k, t, gate] {
+    if (gate.valid()) gate.wait();
     // The table is device memory, that is host memory here.
     image::normalize_table_t table;
     std::memcpy(table.data(), k.table, sizeof table);

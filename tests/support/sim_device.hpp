@@ -54,6 +54,9 @@ class sim_device final : public cuda::device_api {
   sim_device& operator=(const sim_device&) = delete;
 
   void set_timing(timing t);
+  /// Conversion kernels launched from now on run only once `open` is ready
+  /// (a default future: no gate).
+  void gate_kernels(std::shared_future<void> open);
   /// The call of `o` after the next `skip` ones throws cuda_error(code);
   /// sticky: so does every later call of any kind.
   void fail(op o, int code, bool sticky, int skip = 0);
@@ -110,6 +113,7 @@ class sim_device final : public cuda::device_api {
   const int m_devices;
   const std::size_t m_id;  // this simulator's key in the per-thread device map
   std::atomic<std::int64_t> m_copy_us{0}, m_kernel_us{0};
+  std::shared_future<void> m_kernel_gate;  // guarded by m_mutex
   std::atomic<std::size_t> m_copies_in_flight{0};
   std::atomic<std::size_t> m_blocked_event_waits{0};
   std::array<std::atomic<std::size_t>, static_cast<std::size_t>(op::count_)> m_calls{};
@@ -143,6 +147,7 @@ class sim_gate {
     dev.enqueue(s, [open = m_open] { open.wait(); });
   }
   void open() { m_promise.set_value(); }
+  [[nodiscard]] std::shared_future<void> opened() const { return m_open; }
 
  private:
   std::promise<void> m_promise;

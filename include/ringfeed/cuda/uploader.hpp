@@ -1,20 +1,26 @@
 // ringfeed::cuda::uploader — the upload stage: uint8 NHWC batches from
 // pinned host slabs to the device, converted there to normalized float32 or
-// float16 NCHW (or kept as uint8 NHWC), on one non-blocking stream, never
+// float16 NCHW (or kept as uint8 NHWC), on non-blocking streams, never
 // synchronizing the host.
 //
-// Per batch, on the uploader's stream:
-//   cudaMemcpyAsync host slab → device staging (uint8 output: straight into
+// Per batch, on the uploader's copy stream:
+//   [float output: wait for converted[j], the last kernel that read
+//   staging buffer j (two in turn)]
+//   cudaMemcpyAsync host slab → staging j (uint8 output: straight into
 //   buffer i, after the consumer's release event of buffer i)
 //   cudaEventRecord(copied)
-//   [float output: wait for the consumer's release event of buffer i]
-//   conversion kernel staging → buffer i (table lookups: see
+//   [uint8 output: cudaEventRecord(ready event i)]
+// float output, on the kernel stream, after `copied`:
+//   wait for the consumer's release event of buffer i
+//   conversion kernel staging j → buffer i (table lookups: see
 //   image::normalize_table, shared with the CPU path)
-//   cudaEventRecord(ready event i)
-// and on a second stream, after `copied`: the host-free callback (the host
-// slab may be reused), so neither the kernel nor the ready event waits for a
-// round trip through a CPU thread, and the host slab comes back as soon as
-// its copy is done, even while a consumer still reads buffer i.
+//   cudaEventRecord(converted[j]), cudaEventRecord(ready event i)
+// so batch k+1's copy runs while batch k converts (the stage costs the
+// longer of the two per batch, not their sum); and on a third stream, after
+// `copied`: the host-free callback (the host slab may be reused), so neither
+// the kernel nor the ready event waits for a round trip through a CPU
+// thread, and the host slab comes back as soon as its copy is done, even
+// while a consumer still reads buffer i.
 // The consumer makes its stream wait for the ready event (wait()), and gives
 // the buffer back with release(i, its stream), which records an event there
 // that the next write into buffer i waits for on the device.
@@ -95,9 +101,9 @@ class uploader {
     std::size_t sample_bytes = 0;
   };
 
-  /// Creates, on o.device, two non-blocking streams, `buffers` output
-  /// buffers, a uint8 staging buffer, the events and the device copy of the
-  /// conversion table. Throws cuda_error naming the failed call, having
+  /// Creates, on o.device, the non-blocking streams, `buffers` output
+  /// buffers, two uint8 staging buffers (float outputs), the events and the
+  /// device copy of the conversion table. Throws cuda_error naming the failed call, having
   /// freed what it made.
   explicit uploader(const options& o);
   /// Waits for the consumers' pending release events and for the streams
@@ -108,7 +114,9 @@ class uploader {
   uploader& operator=(const uploader&) = delete;
 
   [[nodiscard]] std::size_t buffers() const noexcept;
-  [[nodiscard]] stream_t stream() const noexcept;
+  /// Blocks the calling thread until every queued copy and kernel is done
+  /// (benchmarks and tests; the loader never calls it). Throws cuda_error.
+  void synchronize() const;
   /// Bytes of one full output buffer.
   [[nodiscard]] std::size_t output_bytes() const noexcept;
 
