@@ -410,7 +410,7 @@ TEST_CASE("write_output flips and converts consistently", "[image][transforms]")
                   std::invalid_argument);
 }
 
-TEST_CASE("float32 write_output is ToTensor+Normalize per pixel at every width, flipped, strided",
+TEST_CASE("float write_output is ToTensor+Normalize per pixel at every width, flipped, strided",
           "[image][transforms]") {
   // The AVX2 path takes eight pixels a block: widths 1-41 cover every
   // remainder, flip reads the blocks from the row's far end, and the view's
@@ -424,24 +424,31 @@ TEST_CASE("float32 write_output is ToTensor+Normalize per pixel at every width, 
     const img::image_view src{px.data(), width, height, 3, stride};
     for (const bool flip : {false, true}) {
       std::vector<float> out(static_cast<std::size_t>(width) * height * 3);
+      std::vector<std::uint16_t> half(out.size());
       img::write_output(src, flip, output_spec::float32_nchw(), &img::imagenet_normalize,
                         std::as_writable_bytes(std::span(out)));
-      int wrong = 0;
+      img::write_output(src, flip, output_spec::float16_nchw(), &img::imagenet_normalize,
+                        std::as_writable_bytes(std::span(half)));
+      int wrong = 0, wrong_half = 0;
       for (int c = 0; c < 3; ++c)
         for (int y = 0; y < height; ++y)
           for (int x = 0; x < width; ++x) {
             const std::uint8_t v = px[static_cast<std::size_t>(y) * stride + (flip ? width - 1 - x : x) * 3 + c];
             const float want = (static_cast<float>(v) / 255.0f - img::imagenet_normalize.mean[c]) /
                                img::imagenet_normalize.std[c];
-            wrong += out[(static_cast<std::size_t>(c) * height + y) * width + x] != want;
+            const std::size_t at = (static_cast<std::size_t>(c) * height + y) * width + x;
+            wrong += out[at] != want;
+            wrong_half += half[at] != img::float_to_half(want);
           }
       INFO("width " << width << (flip ? " flipped" : ""));
       CHECK(wrong == 0);
+      CHECK(wrong_half == 0);
     }
   }
 }
 
-TEST_CASE("lookup_planes: the AVX2 path equals the portable loop, 1 and 3 channels", "[image][transforms]") {
+TEST_CASE("lookup_planes: the AVX2 path equals the portable loop, 1 and 3 channels, 32 and 16 bits",
+          "[image][transforms]") {
   if (!ringfeed::test::cpu_has_avx2_fma()) {
     WARN("no AVX2 on this CPU: only the portable loop runs, nothing to compare");
     return;
@@ -465,8 +472,17 @@ TEST_CASE("lookup_planes: the AVX2 path equals the portable loop, 1 and 3 channe
           const ringfeed::test::simd_off off(img::detail::set_lookup_planes_simd);
           img::detail::lookup_planes(src, flip, table, portable.data());
         }
+        std::vector<std::uint16_t> fast16(n), portable16(n);
+        img::detail::lookup_planes(src, flip, table, fast16.data());
+        {
+          const ringfeed::test::simd_off off(img::detail::set_lookup_planes_simd);
+          img::detail::lookup_planes(src, flip, table, portable16.data());
+        }
         INFO(channels << " channels, width " << width << (flip ? " flipped" : ""));
         CHECK(fast == portable);
+        CHECK(fast16 == portable16);
+        for (std::size_t k = 0; k < n; ++k)  // the low halves of the 32-bit entries
+          if (portable16[k] != static_cast<std::uint16_t>(portable[k])) FAIL("16-bit plane value " << k);
         // and both are the definition, for the first row's last pixel
         const std::size_t sx = flip ? 0 : static_cast<std::size_t>(width - 1);
         CHECK(portable[static_cast<std::size_t>(width - 1)] == table[0][px[sx * channels]]);

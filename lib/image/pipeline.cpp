@@ -253,17 +253,11 @@ void write_frame(frame& f, output_spec spec, const std::optional<normalize_param
     const normalize_table_t& table =
         detail::cached_normalize_table(spec.dtype, spec.normalized() && norm ? &*norm : nullptr);
     const image_view v = f.pixels.view();
-    if (spec.dtype == dtype::float32) {
-      const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
+    const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
+    if (spec.dtype == dtype::float32)
       detail::lookup_planes(v, false, lut, reinterpret_cast<std::uint32_t*>(dst.data()));
-      return;
-    }
-    const std::uint8_t* in = f.pixels.data();
-    for (int c = 0; c < ch; ++c) {
-      const auto& t = table[static_cast<std::size_t>(c)];
-      auto* out = reinterpret_cast<std::uint16_t*>(dst.data()) + c * plane;
-      for (std::size_t i = 0; i < plane; ++i) out[i] = static_cast<std::uint16_t>(t[in[i * ch + c]]);
-    }
+    else
+      detail::lookup_planes(v, false, lut, reinterpret_cast<std::uint16_t*>(dst.data()));
     return;
   }
   if (spec.dtype == dtype::float32) {

@@ -1,5 +1,6 @@
-// lookup_planes_row (planes.hpp): the portable loop, and with AVX2 eight
-// pixels at a time. Both write table entries only, so they agree bit for
+// lookup_planes_row and lookup_planes (planes.hpp): the portable loop,
+// and with AVX2 eight pixels at a time, into 32-bit or 16-bit planes. Both
+// write table entries (or their low halves) only, so they agree bit for
 // bit; the AVX2 path is about 1.8x faster at 224x224 (a gather of eight
 // entries against eight scalar loads of bytes and entries).
 #include "image/planes.hpp"
@@ -19,11 +20,14 @@ namespace {
 
 std::atomic<bool> simd_enabled{true};
 
+// T: uint32_t (float32 bits), or uint16_t (float16 bits, the entries' low
+// halves).
+template <class T>
 void portable(const std::uint8_t* in, int x0, int width, int channels, bool flip, const std::uint32_t* const table[3],
-              std::uint32_t* const out[3]) noexcept {
+              T* const out[3]) noexcept {
   for (int x = x0; x < width; ++x) {
     const std::uint8_t* p = in + static_cast<std::ptrdiff_t>(flip ? width - 1 - x : x) * channels;
-    for (int c = 0; c < channels; ++c) out[c][x] = table[c][p[c]];
+    for (int c = 0; c < channels; ++c) out[c][x] = static_cast<T>(table[c][p[c]]);
   }
 }
 
@@ -62,15 +66,27 @@ __attribute__((target("avx2"))) inline __m128i load_mask(const std::array<std::i
   return _mm_load_si128(reinterpret_cast<const __m128i*>(m.data()));
 }
 
+__attribute__((target("avx2"))) inline __m256i gather(const std::uint32_t* table, __m128i bytes) {
+  return _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), _mm256_cvtepu8_epi32(bytes), 4);
+}
+
 __attribute__((target("avx2"))) inline void gather_store(const std::uint32_t* table, __m128i bytes, std::uint32_t* out) {
-  const __m256i index = _mm256_cvtepu8_epi32(bytes);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                      _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), index, 4));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), gather(table, bytes));
+}
+
+// The eight entries' low halves: bytes 0-1, 4-5, 8-9, 12-13 of each lane
+// to its first eight bytes, then the two lanes' first quadwords together.
+__attribute__((target("avx2"))) inline void gather_store(const std::uint32_t* table, __m128i bytes, std::uint16_t* out) {
+  const __m256i low_halves = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                              0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(gather(table, bytes), low_halves), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
 }
 
 // Pixels [0, width − width % 8); returns where the portable loop goes on.
+template <class T>
 __attribute__((target("avx2"))) int rows_avx2(const std::uint8_t* in, int width, int channels, bool flip,
-                                              const std::uint32_t* const table[3], std::uint32_t* const out[3]) {
+                                              const std::uint32_t* const table[3], T* const out[3]) {
   const int f = flip ? 1 : 0;
   int x = 0;
   if (channels != 3) {
@@ -99,12 +115,9 @@ __attribute__((target("avx2"))) int rows_avx2(const std::uint8_t* in, int width,
 
 #endif
 
-}  // namespace
-
-void set_lookup_planes_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
-
-void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool flip,
-                       const std::uint32_t* const table[3], std::uint32_t* const out[3]) noexcept {
+template <class T>
+void row(const std::uint8_t* in, int width, int channels, bool flip, const std::uint32_t* const table[3],
+         T* const out[3]) noexcept {
   int x = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (simd_enabled.load(std::memory_order_relaxed) && cpu_has_avx2()) x = rows_avx2(in, width, channels, flip, table, out);
@@ -112,14 +125,32 @@ void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool fli
   portable(in, x, width, channels, flip, table, out);
 }
 
-void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint32_t* out) noexcept {
+template <class T>
+void planes_of(image_view src, bool flip, const std::uint32_t* const table[3], T* out) noexcept {
   const std::size_t plane = static_cast<std::size_t>(src.height) * static_cast<std::size_t>(src.width);
-  std::uint32_t* planes[3] = {out, nullptr, nullptr};
+  T* planes[3] = {out, nullptr, nullptr};
   for (int c = 1; c < src.channels; ++c) planes[c] = planes[c - 1] + plane;
   for (int y = 0; y < src.height; ++y) {
-    lookup_planes_row(src.row(y), src.width, src.channels, flip, table, planes);
+    row(src.row(y), src.width, src.channels, flip, table, planes);
     for (int c = 0; c < src.channels; ++c) planes[c] += src.width;
   }
+}
+
+}  // namespace
+
+void set_lookup_planes_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
+
+void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool flip,
+                       const std::uint32_t* const table[3], std::uint32_t* const out[3]) noexcept {
+  row(in, width, channels, flip, table, out);
+}
+
+void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint32_t* out) noexcept {
+  planes_of(src, flip, table, out);
+}
+
+void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint16_t* out) noexcept {
+  planes_of(src, flip, table, out);
 }
 
 }  // namespace ringfeed::image::detail

@@ -22,6 +22,9 @@ void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool fli
 /// lookup_planes_row for every row of `src` (1 to 3 channels): channel c
 /// of pixel (y, x) goes to out[c · height · width + y · width + x], CHW.
 void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint32_t* out) noexcept;
+/// The same into 16-bit planes: each entry's low half (the float16 bits
+/// of a normalize_table(float16, ...)).
+void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint16_t* out) noexcept;
 
 /// normalize_table(type, norm) (transforms.hpp), kept per thread for the
 /// next sample of the same recipe: 768 float divisions saved per sample.

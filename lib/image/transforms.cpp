@@ -84,24 +84,6 @@ float normalized(int v, int c, const normalize_params* norm) {
   return x;
 }
 
-template <class T, class Table>
-void write_planes(image_view src, bool flip, const Table& lut, std::span<std::byte> dst) {
-  const std::size_t plane = static_cast<std::size_t>(src.width) * static_cast<std::size_t>(src.height);
-  T* out = reinterpret_cast<T*>(dst.data());
-  T* planes[3] = {out, out + plane, out + 2 * plane};
-  for (int y = 0; y < src.height; ++y) {
-    const std::uint8_t* in = src.row(y);
-    const std::size_t base = static_cast<std::size_t>(y) * static_cast<std::size_t>(src.width);
-    for (int x = 0; x < src.width; ++x) {
-      const int sx = flip ? src.width - 1 - x : x;
-      const std::uint8_t* p = in + sx * 3;
-      planes[0][base + static_cast<std::size_t>(x)] = lut[0][p[0]];
-      planes[1][base + static_cast<std::size_t>(x)] = lut[1][p[1]];
-      planes[2][base + static_cast<std::size_t>(x)] = lut[2][p[2]];
-    }
-  }
-}
-
 }  // namespace
 
 normalize_table_t normalize_table(dtype type, const normalize_params* norm) {
@@ -173,18 +155,14 @@ void write_output(image_view src, bool flip, output_spec spec, const normalize_p
       }
       break;
     }
-    case dtype::float32: {
-      const normalize_table_t& table = detail::cached_normalize_table(spec.dtype, norm);
-      const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
-      detail::lookup_planes(src, flip, lut, reinterpret_cast<std::uint32_t*>(dst.data()));
-      break;
-    }
+    case dtype::float32:
     case dtype::float16: {
       const normalize_table_t& table = detail::cached_normalize_table(spec.dtype, norm);
-      std::uint16_t lut[3][256];
-      for (std::size_t c = 0; c < 3; ++c)
-        for (std::size_t v = 0; v < 256; ++v) lut[c][v] = static_cast<std::uint16_t>(table[c][v]);
-      write_planes<std::uint16_t>(src, flip, lut, dst);
+      const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
+      if (spec.dtype == dtype::float32)
+        detail::lookup_planes(src, flip, lut, reinterpret_cast<std::uint32_t*>(dst.data()));
+      else
+        detail::lookup_planes(src, flip, lut, reinterpret_cast<std::uint16_t*>(dst.data()));
       break;
     }
   }
