@@ -1,10 +1,11 @@
 // The loader end to end on real photos: order and completeness, pixels equal
 // to the image pipeline's, determinism across thread counts and backends,
-// resume, error policies, the memory bound, the consumer APIs, host
-// fallback, and lifetime/stress under concurrency.
+// resume, error policies, the memory bound, the consumer APIs (next_handoff
+// too), host fallback, and lifetime/stress under concurrency.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,7 @@
 #include <ringfeed/io/ring.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
+#include <ringfeed/next_handoff.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
@@ -350,6 +352,19 @@ TEST_CASE("on_error fail delivers what came before, then throws naming the file"
   for (int k = 0; k < 4; ++k) REQUIRE(ringfeed::sync_wait(l.next()));
   REQUIRE_THROWS_WITH(ringfeed::sync_wait(l.next()), Catch::Contains("zz_corrupt.jpg"));
   REQUIRE_THROWS_WITH(ringfeed::sync_wait(l.next()), Catch::Contains("zz_corrupt.jpg"));  // sticky
+  // The same error through a next_handoff: handed back, or rethrown by take().
+  const auto h = ringfeed::next_handoff::start(l);
+  while (!h->wait_for(std::chrono::milliseconds(5))) {
+  }
+  std::optional<batch> none;
+  const std::exception_ptr error = h->take(none);
+  REQUIRE(error);
+  REQUIRE_FALSE(none);
+  REQUIRE_THROWS_WITH(std::rethrow_exception(error), Catch::Contains("zz_corrupt.jpg"));
+  const auto again = ringfeed::next_handoff::start(l);
+  while (!again->wait_for(std::chrono::milliseconds(5))) {
+  }
+  REQUIRE_THROWS_WITH(again->take(), Catch::Contains("zz_corrupt.jpg"));
 }
 
 TEST_CASE("prefetch never runs past the memory budget, however slow the consumer", "[loader][memory]") {
@@ -445,6 +460,20 @@ TEST_CASE("consumer APIs: co_await next(), async_next with Asio tokens, epoch ra
     REQUIRE(images == 16);
     REQUIRE(batches == 4);
     REQUIRE(on_io_thread);
+  }
+  SECTION("next_handoff: waited for in slices, taken once it is here, then the epoch's end") {
+    loader l(o);
+    std::vector<std::size_t> got;
+    for (;;) {
+      const auto h = ringfeed::next_handoff::start(l);
+      while (!h->wait_for(std::chrono::milliseconds(5))) {
+      }
+      const std::optional<batch> b = h->take();
+      if (!b) break;
+      got.insert(got.end(), b->indices().begin(), b->indices().end());
+    }
+    const ringfeed::data::sampler s(16, o.sampler);
+    REQUIRE(got == s.indices(0));
   }
   SECTION("blocking epoch ranges, and set_epoch repositions") {
     loader l(o);

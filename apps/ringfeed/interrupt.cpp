@@ -8,13 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
-#include <mutex>
 #include <system_error>
 
+#include <ringfeed/next_handoff.hpp>
 #include <ringfeed/text.hpp>
 
 namespace ringfeed::cli {
@@ -112,34 +110,6 @@ void interrupt_watch::watch() {
   }
 }
 
-namespace {
-
-// A next() in flight: the waiting command and the loader's completion share it.
-struct pending_next {
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;                // guarded by mutex
-  std::exception_ptr error;         // guarded by mutex
-  std::optional<batch> result;      // guarded by mutex
-};
-
-class next_done final : public next_completion {
- public:
-  explicit next_done(std::shared_ptr<pending_next> p) : m_p(std::move(p)) {}
-  void complete(std::exception_ptr error, std::optional<batch> result) override {
-    std::lock_guard lock(m_p->mutex);
-    m_p->error = std::move(error);
-    m_p->result = std::move(result);
-    m_p->done = true;
-    m_p->done_cv.notify_all();
-  }
-
- private:
-  std::shared_ptr<pending_next> m_p;
-};
-
-}  // namespace
-
 bool open_unless_interrupted(std::optional<loader>& out, loader_options o, const interrupt_watch& interrupt,
                              const char* command) {
   o.stop = interrupt.stop_token();
@@ -157,15 +127,12 @@ bool open_unless_interrupted(std::optional<loader>& out, loader_options o, const
 
 std::optional<batch> next_unless_interrupted(loader& l, const interrupt_watch& interrupt) {
   if (interrupt.requested()) return std::nullopt;
-  auto p = std::make_shared<pending_next>();
-  l.start_next(std::make_unique<next_done>(p));
-  std::unique_lock lock(p->mutex);
+  const auto p = next_handoff::start(l);
   // The signal arrives on the watcher's thread, which does not know this
   // wait: the flag is looked at every 50 ms, a delay no one at a terminal sees.
-  while (!p->done_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return p->done; }))
+  while (!p->wait_for(std::chrono::milliseconds(50)))
     if (interrupt.requested()) return std::nullopt;
-  if (p->error) std::rethrow_exception(p->error);
-  return std::move(p->result);
+  return p->take();
 }
 
 }  // namespace ringfeed::cli

@@ -176,10 +176,12 @@ class busy_guard {
   std::atomic<bool>& m_busy;
 };
 
-// Waits for the slot's result in 50 ms slices with the GIL released,
-// raising what a signal handler raised (KeyboardInterrupt) in between. The
-// request stays out: a later call takes its result.
-void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>& result, double timeout = 0) {
+// Waits for the pending request's result in 50 ms slices with the GIL
+// released, raising what a signal handler raised (KeyboardInterrupt) in
+// between; then takes it and clears `pending`. Interrupted, the request
+// stays out: a later call takes its result.
+void wait_done(std::shared_ptr<next_handoff>& pending, std::exception_ptr& error, std::optional<batch>& result,
+               double timeout = 0) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
   for (;;) {
     if (timeout > 0 && std::chrono::steady_clock::now() >= deadline) {  // DataLoader words it as torch does
@@ -188,13 +190,9 @@ void wait_done(next_slot& slot, std::exception_ptr& error, std::optional<batch>&
     }
     {
       py::gil_scoped_release nogil;
-      std::unique_lock lock(slot.mutex);
-      if (slot.ready.wait_for(lock, std::chrono::milliseconds(50), [&] { return slot.done; })) {
-        error = std::exchange(slot.error, nullptr);
-        result = std::move(slot.result);
-        slot.result.reset();
-        slot.pending = false;
-        slot.done = false;
+      if (pending->wait_for(std::chrono::milliseconds(50))) {
+        error = pending->take(result);
+        pending.reset();
         return;
       }
     }
@@ -288,26 +286,9 @@ loader& py_loader::checked() {
 }
 
 void py_loader::issue() {
-  {
-    std::lock_guard lock(m_slot->mutex);
-    if (m_slot->pending) return;
-    m_slot->pending = true;
-    m_slot->done = false;
-  }
+  if (m_pending) return;  // an interrupted request is still out: its result comes first
   m_started = true;
-  // The completion may run inline (a batch was ready) or on a pool thread.
-  struct fill_slot final : next_completion {
-    explicit fill_slot(std::shared_ptr<next_slot> s) : slot(std::move(s)) {}
-    void complete(std::exception_ptr error, std::optional<batch> result) override {
-      std::lock_guard lock(slot->mutex);
-      slot->error = error;
-      slot->result = std::move(result);
-      slot->done = true;
-      slot->ready.notify_all();
-    }
-    std::shared_ptr<next_slot> slot;
-  };
-  m_loader->start_next(std::make_unique<fill_slot>(m_slot));
+  m_pending = next_handoff::start(*m_loader);
 }
 
 py::object py_loader::next(std::uintptr_t stream, double timeout) {
@@ -319,7 +300,7 @@ py::object py_loader::next(std::uintptr_t stream, double timeout) {
   }
   std::exception_ptr error;
   std::optional<batch> got;
-  wait_done(*m_slot, error, got, timeout);
+  wait_done(m_pending, error, got, timeout);
   m_position = l.state();
   if (error) std::rethrow_exception(error);
   if (!got) return py::none();  // end of the epoch
@@ -345,15 +326,10 @@ py::object py_loader::next(std::uintptr_t stream, double timeout) {
 }
 
 void py_loader::drop_pending() {
-  bool pending = false;
-  {
-    std::lock_guard lock(m_slot->mutex);
-    pending = m_slot->pending;
-  }
-  if (pending) {  // a request interrupted by Ctrl-C: let it land, then drop it
+  if (m_pending) {  // a request interrupted by Ctrl-C: let it land, then drop it
     std::exception_ptr error;
     std::optional<batch> dropped;
-    wait_done(*m_slot, error, dropped);
+    wait_done(m_pending, error, dropped);
   }
 }
 

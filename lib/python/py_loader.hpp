@@ -7,31 +7,17 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <memory>
-#include <mutex>
-#include <optional>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <ringfeed/loader.hpp>
+#include <ringfeed/next_handoff.hpp>
 
 namespace ringfeed::python {
-
-/// One next() request in flight: filled by the loader's completion on a
-/// pool thread, taken by the Python thread.
-struct next_slot {
-  std::mutex mutex;
-  std::condition_variable ready;
-  bool pending = false;  // guarded by mutex: a request is out
-  bool done = false;     // guarded by mutex: its result is here
-  std::exception_ptr error;
-  std::optional<batch> result;
-};
 
 class py_loader {
  public:
@@ -79,7 +65,7 @@ class py_loader {
   void restart(Restart&& restart);
 
   std::unique_ptr<loader> m_loader;
-  std::shared_ptr<next_slot> m_slot = std::make_shared<next_slot>();
+  std::shared_ptr<next_handoff> m_pending;  // the next() request out, if any (the Python thread's)
   // Batches whose images Python still views (decremented by their deleters).
   std::shared_ptr<std::atomic<std::size_t>> m_held = std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t m_buffers = 0;   // slabs (host) or device buffers the consumer may hold
