@@ -4,7 +4,7 @@
 #
 # On a machine with Debian 12's development packages (./bootstrap.sh deps):
 #
-#   perf/gpu_machine.sh [--quick] [--with-tests] [--out DIR] [--jobs N]
+#   perf/gpu_machine.sh [--quick] [--with-tests] [--out DIR] [--jobs N] [--recipe R]
 #
 #   1. builds build/release (Release, -DRINGFEED_CUDA=AUTO: the CUDA stage
 #      when nvcc is at /usr/local/cuda; the Python module for $PYTHON);
@@ -109,13 +109,19 @@ fi
 if [ -n "$selftest" ]; then
   exec "$here/perf/gpu_hidden_selftest.sh" "$selftest" ${out:+--out "$out"}
 fi
-for s in ${step_name//,/ }; do
+IFS=, read -ra steps <<<"$step_name"
+[ "${#steps[@]}" -gt 0 ] || { echo "gpu_machine: --step needs at least one step" >&2; exit 2; }
+for s in "${steps[@]}"; do
   case "$s" in
     build|tests|goldens|bench|train|all) ;;
-    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train or all (comma-separated), not $s" >&2
+    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train or all (comma-separated), not '$s'" >&2
        exit 2 ;;
   esac
 done
+case "$recipe" in
+  train|ta_wide|autoaugment) ;;
+  *) echo "gpu_machine: --recipe is train, ta_wide or autoaugment (perf/train_gpu.py), not $recipe" >&2; exit 2 ;;
+esac
 # has_step S: S was asked for (by name or by all)
 has_step() { [[ ",$step_name," == *",$1,"* || ",$step_name," == *",all,"* ]]; }
 case "$targets" in
@@ -350,7 +356,7 @@ fi
 
 # --- 5. target 4: a real training loop ----------------------------------------------------
 if [ "$quick" = 1 ]; then tg_args=(--steps 30 --warmup 10); else tg_args=(); fi
-step train_gpu "$py" perf/train_gpu.py "${tg_args[@]}" --ringfeed "$cli" --python-path "$here/build/release/python" \
+step train_gpu "$py" perf/train_gpu.py "${tg_args[@]}" --recipe "$recipe" --ringfeed "$cli" --python-path "$here/build/release/python" \
   --json "$out/train_gpu.json"
 if [ $? = 77 ]; then  # no GPU: at least the whole measuring path, on the CPU (it measures nothing)
   step train_gpu_dry_run "$py" perf/train_gpu.py --dry-run --device cpu --ringfeed "$cli" \

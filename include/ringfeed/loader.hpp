@@ -312,9 +312,9 @@ class loader {
   [[nodiscard]] bool uses_device() const noexcept;
   [[nodiscard]] const std::string& host_reason() const noexcept;
   /// True when batches reach the device as uint8 and the device makes the
-  /// output (float, Normalize); false when the host makes it and the
-  /// upload copies it as it is (a recipe that ends in one channel, a
-  /// tensor op or RandomErasing; uint8 NCHW output), or on host batches.
+  /// float output (ToTensor, Normalize); false when the host makes it and
+  /// the upload copies it as it is (uint8 output; a recipe that ends in one
+  /// channel, a tensor op or RandomErasing), or on host batches.
   [[nodiscard]] bool converts_on_device() const noexcept;
 
  private:

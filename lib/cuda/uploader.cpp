@@ -229,13 +229,17 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
     // The callback will not run: the caller takes the host memory back,
     // so no queued copy may still read it.
     if (queued) {
+      // Each wait on its own: one failing (a lost context) skips no other.
       try {
         api.synchronize(s);
-        // A kernel this call queued may not have recorded converted[j]:
-        // none may still read staging[j] when the next copy fills it.
-        if (convert) api.synchronize(m.kernels);
       } catch (...) {
         // A lost context runs nothing more: the copy is not reading either.
+      }
+      // A kernel this call queued may not have recorded converted[j]:
+      // none may still read staging[j] when the next copy fills it.
+      try {
+        if (convert) api.synchronize(m.kernels);
+      } catch (...) {
       }
     }
     throw;

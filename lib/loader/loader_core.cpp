@@ -130,7 +130,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
 
 loader_core::~loader_core() {
   // Only leases keep the core past the loader; by now every run is stopped.
-  m_uploader.reset();  // waits for its stream: no more host-free callbacks
+  m_uploader.reset();  // waits for its streams: no more host-free callbacks
   m_memory.reset();
 }
 

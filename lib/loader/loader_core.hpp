@@ -79,7 +79,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   [[nodiscard]] std::size_t batches_per_epoch() const noexcept { return m_plan.batches_per_epoch; }
   [[nodiscard]] bool uses_device() const noexcept { return m_uploader != nullptr; }
   [[nodiscard]] const std::string& host_reason() const noexcept { return m_plan.host_reason; }
-  [[nodiscard]] bool converts_on_device() const noexcept { return uses_device() && !m_plan.host_converted; }
+  [[nodiscard]] bool converts_on_device() const noexcept {
+    return uses_device() && !m_plan.host_converted && m_opt.output.normalized();  // uint8 NHWC: copied as made
+  }
   [[nodiscard]] std::size_t batch_capacity() const noexcept { return m_opt.batch_size; }
   /// The images view of a batch of n samples (data left null).
   [[nodiscard]] tensor_view layout_of(std::size_t n) const noexcept;

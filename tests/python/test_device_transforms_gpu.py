@@ -2,10 +2,10 @@
 device path): every recipe's device batches are bit for bit its host
 batches, and the output is made where the plan says.
 
-A list that ends in RGB bytes (then ToTensor / ConvertImageDtype, Normalize)
-is uploaded as uint8 and converted by the device kernel; a list whose output
-the kernel cannot make (one channel, a trailing RandomErasing, PILToTensor's
-uint8 NCHW) is made on the host and uploaded as it is. Both paths must give
+A list that ends in RGB bytes, then ToTensor / ConvertImageDtype (and
+Normalize), is uploaded as uint8 and converted by the device kernel; any
+other output (uint8 NHWC or NCHW, one channel, a trailing RandomErasing) is
+made on the host and uploaded as it is. Both paths must give
 the host loader's bytes: the kernel reads the same per-channel tables as the
 CPU's output write, and RandomErasing draws from the same stream.
 
@@ -45,7 +45,7 @@ RECIPES = {
                            T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD)]),
         None, "device", torch.float32, (3, 48, 48)),
     "no_tensor_op_uint8_nhwc": (lambda: T.Compose([T.RandomResizedCrop(40), T.ColorJitter(0.4, 0.4, 0.4, 0.1)]),
-                                None, "device", torch.uint8, (40, 40, 3)),
+                                None, "host", torch.uint8, (40, 40, 3)),
     "reference_random_erasing": (
         lambda: T.Compose(ta_tail() + [T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD),
                                        T.RandomErasing(0.9)]),
