@@ -42,6 +42,7 @@ def cases():
         "pad4_reflect": lambda im: F.pad(im, 4, padding_mode="reflect"),
         "affine_shear10_nearest": lambda im: F.affine(im, 0.0, [0, 0], 1.0, [10.0, 0.0]),
         "affine_all_bilinear": lambda im: F.affine(im, 25.0, [2, 1], 1.3, [12.0, -7.5], IM.BILINEAR),
+        "translate10_bilinear": lambda im: F.affine(im, 0.0, [10, 0], 1.0, [0.0, 0.0], IM.BILINEAR),
         "rotate17_nearest": lambda im: F.rotate(im, 17.0, IM.NEAREST),
         "rotate17_bilinear": lambda im: F.rotate(im, 17.0, IM.BILINEAR),
         "rotate17_bicubic": lambda im: F.rotate(im, 17.0, IM.BICUBIC),

@@ -14,6 +14,8 @@
 //     affine_shear10_nearest              RandomAffine(0, shear=(10,10,0,0))
 //     affine_all_bilinear                 angle 25, translate (2, 1), scale
 //                                         1.3, shear (12, -7.5)
+//     translate10_bilinear                the augment policies' TranslateX
+//                                         (translate (10, 0), bilinear)
 //     rotate17_{nearest,bilinear,bicubic} RandomRotation((17, 17))
 //     rotate17_expand_bilinear
 //     rotate90                            Pillow's transpose fast path
@@ -87,6 +89,11 @@ void register_all() {
       {"affine_all_bilinear",
        [](img::image_view s, img::image_buffer& d) {
          img::affine(s, img::inverse_affine_matrix(centre(s), 25.0, {2, 1}, 1.3, {12.0, -7.5}), s.size(), I::bilinear,
+                     {0, 0, 0}, d);
+       }},
+      {"translate10_bilinear",
+       [](img::image_view s, img::image_buffer& d) {
+         img::affine(s, img::inverse_affine_matrix(centre(s), 0.0, {10, 0}, 1.0, {0.0, 0.0}), s.size(), I::bilinear,
                      {0, 0, 0}, d);
        }},
       {"rotate17_nearest", rotate17(I::nearest, false)},

@@ -386,3 +386,52 @@ TEST_CASE("quarter turns move every pixel, across tiles, in views with a stride"
       }
     }
 }
+
+TEST_CASE("integer shifts copy pixels: the filters' own bytes, bilinear and bicubic", "[image][geometry]") {
+  // The augment policies' TranslateX/Y (int(magnitude)) and magnitude-0
+  // shears give torchvision matrices that only shift by whole pixels;
+  // those skip the filters (whose weights there are 1 and 0). The matrices
+  // qualify, other ones do not, and the copy equals the filters' output at
+  // every edge, shift, size and channel count.
+  namespace gd = img::geometry_detail;
+  for (const img::size2 size : {img::size2{176, 176}, img::size2{175, 131}, img::size2{1, 1}})
+    for (const std::array<double, 2> t : {std::array<double, 2>{0, 0}, {3, -7}, {-32, 15}, {500, 0}}) {
+      const std::array<double, 2> center{size.width * 0.5, size.height * 0.5};
+      const auto d = gd::integer_shift(img::inverse_affine_matrix(center, 0.0, t, 1.0, {0.0, 0.0}));
+      INFO(size.width << "x" << size.height << " translate " << t[0] << "," << t[1]);
+      REQUIRE(d);
+      CHECK((*d)[0] == -static_cast<int>(t[0]));
+      CHECK((*d)[1] == -static_cast<int>(t[1]));
+    }
+  const std::array<double, 2> c{20.5, 10.0};
+  CHECK_FALSE(gd::integer_shift(img::inverse_affine_matrix(c, 17.0, {3, 0}, 1.0, {0.0, 0.0})));
+  CHECK_FALSE(gd::integer_shift(img::inverse_affine_matrix(c, 0.0, {3, 0}, 1.0, {5.0, 0.0})));
+  CHECK_FALSE(gd::integer_shift(img::inverse_affine_matrix(c, 0.0, {3, 0}, 1.25, {0.0, 0.0})));
+  CHECK_FALSE(gd::integer_shift(img::inverse_affine_matrix(c, 0.0, {2.5, 0}, 1.0, {0.0, 0.0})));
+
+  std::mt19937 gen(12);
+  std::size_t compared = 0;
+  for (const int channels : {3, 1})
+    for (const img::size2 size : {img::size2{1, 1}, img::size2{4, 3}, img::size2{37, 29}, img::size2{64, 48}}) {
+      img::image_buffer src(size.width, size.height, channels);
+      for (int y = 0; y < size.height; ++y)
+        for (int i = 0; i < size.width * channels; ++i) src.view().row(y)[i] = static_cast<std::uint8_t>(gen());
+      for (const std::array<int, 2> d : {std::array<int, 2>{0, 0}, {1, 0}, {0, -1}, {-5, 3}, {8, 8}, {-36, 28},
+                                         {37, 0}, {0, -29}, {200, -200}})
+        for (const auto interp : {img::interpolation::bilinear, img::interpolation::bicubic}) {
+          const std::array<double, 6> m{1.0, -0.0, static_cast<double>(d[0]), 0.0, 1.0, static_cast<double>(d[1])};
+          const img::size2 out{size.width + (d[0] & 1) * 3, size.height + 2};
+          img::image_buffer fast, filtered;
+          img::affine(src.view(), m, out, interp, {7, 8, 9}, fast);
+          {
+            const ringfeed::test::simd_off off(gd::set_affine_shift_path);
+            img::affine(src.view(), m, out, interp, {7, 8, 9}, filtered);
+          }
+          INFO(channels << " channels, " << size.width << "x" << size.height << " shift " << d[0] << "," << d[1]
+                        << (interp == img::interpolation::bicubic ? " bicubic" : " bilinear"));
+          CHECK(data::packed(fast.view()) == data::packed(filtered.view()));
+          ++compared;
+        }
+    }
+  CHECK(compared == 2 * 4 * 9 * 2);
+}

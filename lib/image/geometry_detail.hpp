@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +35,15 @@ inline std::size_t row_bytes(int width, int channels) {
 // affine_filter_simd().
 int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
                           int* left);
+/// (dx, dy) when the inverse matrix `a` maps every output pixel centre to
+/// the source pixel centre (x + dx, y + dy) exactly, in Pillow's double
+/// arithmetic: a = (1, ±0, dx; ±0, 1, dy) with integer shifts, as
+/// torchvision's matrix for an integer translate with angle, shear 0 and
+/// scale 1 is (the augment policies' TranslateX/Y, a magnitude-0 shear).
+/// Bilinear and bicubic weights are then 0 and 1: the pixels themselves.
+std::optional<std::array<int, 2>> integer_shift(const std::array<double, 6>& a) noexcept;
+/// Test hook: false sends integer shifts through the filters too.
+void set_affine_shift_path(bool enabled) noexcept;
 /// Whether the CPU has AVX2 and the test hook allows the AVX2 path.
 bool affine_filter_simd() noexcept;
 /// Test hook: false keeps the bilinear affine on its portable loop.

@@ -13,6 +13,7 @@
 #include <ringfeed/image/resample.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -325,8 +326,29 @@ void bilinear_rgb_simd(image_view src, const std::array<double, 6> a, mutable_im
   }
 }
 
+std::atomic<bool> shift_path{true};
+
+// An integer shift (geometry_detail::integer_shift): the filters would read
+// each pixel with weights 1 and 0 and give it back, so rows are copied. The
+// inside test is generic_pixel's: 0 <= x + dx + 0.5 < width, that is
+// 0 <= x + dx < width for integers; other pixels keep the fill.
+template <int C>
+void shift_copy(image_view src, std::array<int, 2> d, mutable_image_view dst) {
+  const long x_begin = std::max(0L, -static_cast<long>(d[0]));
+  const long x_end = std::min(static_cast<long>(dst.width), static_cast<long>(src.width) - d[0]);
+  if (x_begin >= x_end) return;
+  const std::size_t n = row_bytes(static_cast<int>(x_end - x_begin), C);
+  for (int y = 0; y < dst.height; ++y) {
+    const long sy = static_cast<long>(y) + d[1];
+    if (sy < 0 || sy >= src.height) continue;
+    std::memcpy(dst.row(y) + x_begin * C, src.row(static_cast<int>(sy)) + (x_begin + d[0]) * C, n);
+  }
+}
+
 template <int C>
 void transform_affine(image_view src, const std::array<double, 6> a, interpolation interp, mutable_image_view dst) {
+  if (interp != interpolation::nearest && shift_path.load(std::memory_order_relaxed))
+    if (const auto d = geometry_detail::integer_shift(a)) return shift_copy<C>(src, *d, dst);
   if (interp == interpolation::bilinear) {
     if (C == 3 && geometry_detail::affine_filter_simd()) return bilinear_rgb_simd(src, a, dst);
     return generic_affine<C, false>(src, a, dst);
@@ -431,6 +453,22 @@ void transpose(image_view src, int quarter_turns, image_buffer& dst) {
 }
 
 }  // namespace
+
+namespace geometry_detail {
+
+std::optional<std::array<int, 2>> integer_shift(const std::array<double, 6>& a) noexcept {
+  // x + 0.5 (exact) times 1, plus ±0 times y + 0.5, plus an integer: exact
+  // for shifts this small, and the filters' x − 0.5 is then an integer.
+  constexpr double limit = 1 << 30;
+  const auto integral = [](double v) { return std::fabs(v) < limit && std::trunc(v) == v; };
+  if (a[0] != 1.0 || a[1] != 0.0 || a[3] != 0.0 || a[4] != 1.0 || !integral(a[2]) || !integral(a[5]))
+    return std::nullopt;
+  return std::array<int, 2>{static_cast<int>(a[2]), static_cast<int>(a[5])};
+}
+
+void set_affine_shift_path(bool enabled) noexcept { shift_path.store(enabled, std::memory_order_relaxed); }
+
+}  // namespace geometry_detail
 
 void resize(image_view src, size2 out, interpolation interp, image_buffer& dst) {
   check_source("resize", src);
