@@ -250,14 +250,8 @@ void write_frame(frame& f, output_spec spec, const std::optional<normalize_param
     return;
   }
   if (f.kind != frame_kind::tensor_f32) {  // ToTensor [+ Normalize], as write_output
-    const normalize_table_t& table =
-        detail::cached_normalize_table(spec.dtype, spec.normalized() && norm ? &*norm : nullptr);
-    const image_view v = f.pixels.view();
-    const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
-    if (spec.dtype == dtype::float32)
-      detail::lookup_planes(v, false, lut, reinterpret_cast<std::uint32_t*>(dst.data()));
-    else
-      detail::lookup_planes(v, false, lut, reinterpret_cast<std::uint16_t*>(dst.data()));
+    detail::write_normalized(f.pixels.view(), false, spec.dtype, spec.normalized() && norm ? &*norm : nullptr,
+                             dst.data());
     return;
   }
   if (spec.dtype == dtype::float32) {

@@ -26,9 +26,12 @@ void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3
 /// of a normalize_table(float16, ...)).
 void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint16_t* out) noexcept;
 
-/// normalize_table(type, norm) (transforms.hpp), kept per thread for the
-/// next sample of the same recipe: 768 float divisions saved per sample.
-[[nodiscard]] const normalize_table_t& cached_normalize_table(dtype type, const normalize_params* norm);
+/// ToTensor [+ Normalize] of `src` (1 to 3 channels) into float32 or
+/// float16 CHW planes at `dst`: lookup_planes through normalize_table(type,
+/// norm) (transforms.hpp), kept per thread for the next sample of the same
+/// recipe (768 float divisions saved per sample). write_output and the
+/// transform lists' output write both end here.
+void write_normalized(image_view src, bool flip, dtype type, const normalize_params* norm, std::byte* dst);
 
 /// For tests: false makes lookup_planes_row use the portable loop. Default true.
 void set_lookup_planes_simd(bool enabled) noexcept;

@@ -102,7 +102,7 @@ normalize_table_t normalize_table(dtype type, const normalize_params* norm) {
   return table;
 }
 
-namespace detail {
+namespace {
 
 // normalize_table(type, norm), kept per thread for the next sample of the
 // same recipe (768 float divisions saved per sample).
@@ -125,6 +125,19 @@ const normalize_table_t& cached_normalize_table(dtype type, const normalize_para
     cache.valid = true;
   }
   return cache.table;
+}
+
+}  // namespace
+
+namespace detail {
+
+void write_normalized(image_view src, bool flip, dtype type, const normalize_params* norm, std::byte* dst) {
+  const normalize_table_t& table = cached_normalize_table(type, norm);
+  const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
+  if (type == dtype::float32)
+    lookup_planes(src, flip, lut, reinterpret_cast<std::uint32_t*>(dst));
+  else
+    lookup_planes(src, flip, lut, reinterpret_cast<std::uint16_t*>(dst));
 }
 
 }  // namespace detail
@@ -156,15 +169,7 @@ void write_output(image_view src, bool flip, output_spec spec, const normalize_p
       break;
     }
     case dtype::float32:
-    case dtype::float16: {
-      const normalize_table_t& table = detail::cached_normalize_table(spec.dtype, norm);
-      const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
-      if (spec.dtype == dtype::float32)
-        detail::lookup_planes(src, flip, lut, reinterpret_cast<std::uint32_t*>(dst.data()));
-      else
-        detail::lookup_planes(src, flip, lut, reinterpret_cast<std::uint16_t*>(dst.data()));
-      break;
-    }
+    case dtype::float16: detail::write_normalized(src, flip, spec.dtype, norm, dst.data()); break;
   }
 }
 
