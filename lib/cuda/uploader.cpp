@@ -59,10 +59,10 @@ struct uploader::impl {
   void* table = nullptr;
   // Float outputs: two uint8 staging buffers in turn, so batch k+1's copy
   // runs while batch k's kernel reads the other one. converted[j]: the
-  // last kernel that read staging[j] is done (the next copy into it waits).
+  // last kernel that read staging[j] is done (the next copy into it waits;
+  // before its first record, device_api::wait on it is a no-op).
   std::array<void*, 2> staging{};
   std::array<event_t, 2> converted{};
-  std::array<bool, 2> staging_used{};
   std::size_t next_staging = 0;
   std::vector<void*> outputs;
   std::vector<event_t> ready;
@@ -194,7 +194,7 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
     // only the kernel (the copy goes to staging, so the host slab comes
     // back while the consumer still reads).
     if (consumer_first && !convert) api.wait(s, m.released[i]);
-    if (convert && m.staging_used[j]) api.wait(s, m.converted[j]);  // its last reader is done
+    if (convert) api.wait(s, m.converted[j]);  // its last reader is done
     api.copy_to_device_async(convert ? m.staging[j] : m.outputs[i], host_nhwc, n * m.image_bytes, s);
     queued = true;
     api.record(m.copied, s);
@@ -216,7 +216,6 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
         api.launch_convert(k, m.kernels);
       }
       api.record(m.converted[j], m.kernels);
-      m.staging_used[j] = true;
       m.next_staging = (j + 1) % m.staging.size();
     }
     api.record(m.ready[i], done_on);
