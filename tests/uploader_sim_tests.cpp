@@ -268,8 +268,9 @@ TEST_CASE("the next batch's copy is not held back by the previous batch's conver
 }
 
 TEST_CASE("a staging buffer is refilled only after the kernel reading it is done", "[device_sim][uploader]") {
-  // Copies are instant and kernels slow: every third batch's copy goes to
-  // the staging buffer a kernel may still read, and must wait for it.
+  // Copies are instant and kernels slow: from the third batch on, each copy
+  // goes to the staging buffer the batch two before it read, whose kernel
+  // may still run, and must wait for it.
   sim_scope sim;
   sim.dev->set_timing({0ms, 4ms});
   for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
