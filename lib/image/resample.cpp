@@ -16,6 +16,8 @@
 #include <numbers>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "image/resample_detail.hpp"
@@ -331,6 +333,18 @@ normalized_request normalize(const resample_request& rq) {
   return {box, window, need_h, need_v};
 }
 
+// The input pixels [lo, lo + len) that output pixels [first, first + count)
+// of one axis read.
+std::pair<int, int> source_span(int in_size, float in0, float in1, int out_size, const filter_def& f, int first,
+                                int count) {
+  const axis_geometry g(in_size, in0, in1, out_size, f);
+  double center;
+  int lo0, len0, lo1, len1;
+  g.bounds(first, center, lo0, len0);
+  g.bounds(first + count - 1, center, lo1, len1);
+  return {lo0, std::max(lo0 + len0, lo1 + len1) - lo0};
+}
+
 }  // namespace
 
 struct resampler::impl {
@@ -357,31 +371,13 @@ void resampler::resize(image_view src, mutable_image_view dst, resample_filter f
 crop_box resampler::source_region(const resample_request& rq) {
   const normalized_request n = normalize(rq);
   const filter_def f = filter_of(rq.filter);
-  crop_box region{};
-  if (n.need_horizontal) {
-    const axis_geometry g(rq.input.width, n.box.x0, n.box.x1, rq.output.width, f);
-    double center;
-    int lo0, len0, lo1, len1;
-    g.bounds(n.window.left, center, lo0, len0);
-    g.bounds(n.window.right() - 1, center, lo1, len1);
-    region.left = lo0;
-    region.width = std::max(lo0 + len0, lo1 + len1) - lo0;
-  } else {
-    region.left = n.window.left;
-    region.width = n.window.width;
-  }
-  if (n.need_vertical) {
-    const axis_geometry g(rq.input.height, n.box.y0, n.box.y1, rq.output.height, f);
-    double center;
-    int lo0, len0, lo1, len1;
-    g.bounds(n.window.top, center, lo0, len0);
-    g.bounds(n.window.bottom() - 1, center, lo1, len1);
-    region.top = lo0;
-    region.height = std::max(lo0 + len0, lo1 + len1) - lo0;
-  } else {
-    region.top = n.window.top;
-    region.height = n.window.height;
-  }
+  crop_box region{n.window.top, n.window.left, n.window.height, n.window.width};
+  if (n.need_horizontal)
+    std::tie(region.left, region.width) =
+        source_span(rq.input.width, n.box.x0, n.box.x1, rq.output.width, f, n.window.left, n.window.width);
+  if (n.need_vertical)
+    std::tie(region.top, region.height) =
+        source_span(rq.input.height, n.box.y0, n.box.y1, rq.output.height, f, n.window.top, n.window.height);
   return region;
 }
 
