@@ -474,9 +474,14 @@ void resize(image_view src, size2 out, interpolation interp, image_buffer& dst) 
   check_source("resize", src);
   if (out.width < 1 || out.height < 1)
     bad("resize", "height and width must be > 0, got " + std::to_string(out.width) + "x" + std::to_string(out.height));
-  if (src.width < 1 || src.height < 1) bad("resize", "the image is empty");
   if (out == src.size()) return dst.assign(src);
   dst.reset(out.width, out.height, src.channels);
+  if (src.width < 1 || src.height < 1) {
+    // An empty crop (RandomResizedCrop's fallback can give a zero side):
+    // Pillow's resample reads no source pixel, and each filter's sum is 0.
+    std::memset(dst.data(), 0, dst.size_bytes());
+    return;
+  }
   if (interp == interpolation::nearest) {
     // Pillow's _resize: an AFFINE transform with a = (box w / out w, 0, 0,
     // 0, box h / out h, 0), box sides as C floats; fill=1 zeroes first.

@@ -129,9 +129,12 @@ class random_order_op final : public transform_op {
     frame_shape out = in;
     for (const op_ptr& op : m_ops) {
       const frame_shape after = op->infer(in);
-      out = merge("RandomOrder", out, after);
       if (after.kind != in.kind || after.channels != in.channels)
-        throw std::invalid_argument("RandomOrder: its transforms must keep the kind and channels of their input");
+        throw std::invalid_argument("RandomOrder: its transforms must keep the kind and channels of their input, " +
+                                    std::string(op->name()) + " turns " + std::string(to_string(in.kind)) + ", " +
+                                    std::to_string(in.channels) + " channels into " +
+                                    std::string(to_string(after.kind)) + ", " + std::to_string(after.channels));
+      out = merge("RandomOrder", out, after);
     }
     return out;
   }

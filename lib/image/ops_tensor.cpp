@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <stdexcept>
 
@@ -54,6 +55,16 @@ class pil_to_tensor_op final : public transform_op {
   }
 };
 
+// torch's float → uint8 cast (`.to(torch.uint8)`) as x86 builds compile it:
+// truncation to int32 (cvttss2si), then the low byte. Values outside
+// [0, 256) wrap (1802.7 → 10, −49.5 → 207), and NaN, ±inf and values past
+// int32 give 0x80000000's low byte, 0. A Normalize before
+// ConvertImageDtype(uint8) makes such values; torchvision returns them so.
+std::uint8_t torch_to_uint8(float s) {
+  if (!(s >= -2147483648.0f && s < 2147483648.0f)) return 0;
+  return static_cast<std::uint8_t>(static_cast<std::int32_t>(s));
+}
+
 // ConvertImageDtype(torch.float32 | torch.uint8), F_t.convert_image_dtype.
 class convert_dtype_op final : public transform_op {
  public:
@@ -78,11 +89,7 @@ class convert_dtype_op final : public transform_op {
       const float* in = f.plane(c);
       for (int y = 0; y < f.height; ++y)
         for (int x = 0; x < f.width; ++x) {
-          const float s = *in++ * scale;
-          // to(uint8) truncates toward zero; out-of-range values wrap in
-          // torch (undefined in C++), so clamp them: a float image outside
-          // [0, 1] is not a valid input of this op.
-          v.row(y)[x * f.channels + c] = static_cast<std::uint8_t>(s <= 0 ? 0.0f : s >= 255.0f ? 255.0f : s);
+          v.row(y)[x * f.channels + c] = torch_to_uint8(*in++ * scale);
         }
     }
     f.kind = frame_kind::tensor_u8;

@@ -83,9 +83,13 @@ struct run_context {
   }
 
   // Resamples `src` per `rq` into the plan's window (zeros where the window
-  // leaves the resized image) and writes it to dst in the output format.
+  // leaves the resized image) and writes it to dst in the output format. An
+  // empty crop (RandomResizedCrop's fallback on a 1-pixel-high image) reads
+  // no pixel: Pillow resamples it to black.
   void render(image_view src, resample_request rq, const sample_plan& plan, std::span<std::byte> dst) const {
-    const crop_box inner = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
+    const bool nothing_read = rq.input.width < 1 || rq.input.height < 1;
+    const crop_box inner =
+        nothing_read ? crop_box{} : intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
     rq.window = inner;
     if (out() == output_spec::uint8_nhwc() && inner == plan.window) {
       const mutable_image_view out{reinterpret_cast<std::uint8_t*>(dst.data()), plan.window.width,
@@ -120,7 +124,7 @@ struct run_context {
     rq.output = plan.resized;
     rq.filter = plan.filter;
     rq.window = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
-    if (rq.window.empty()) {  // all padding
+    if (rq.window.empty() || plan.crop.empty()) {  // all padding, or an empty crop
       render(source.view(), rq, plan, dst);
       return 1;
     }

@@ -105,6 +105,32 @@ def test_an_op_that_cannot_take_what_comes_before_it_is_named():
         ringfeed.decode(_read("decode/rgb.jpg"), transform=[RT.ToTensor(), RT.Normalize((0.5, 0.5), (0.5, 0.5))])
 
 
+def test_random_order_names_the_transform_that_changes_channels():
+    # every order of [Grayscale()] gives 1 channel, but ringfeed requires each
+    # transform of a RandomOrder to keep its input's kind and channels
+    with pytest.raises(ValueError, match=r"RandomOrder: .*keep the kind and channels.*Grayscale turns a PIL image, 3 "
+                                         r"channels into a PIL image, 1"):
+        ringfeed.decode(_read("decode/rgb.jpg"), transform=[RT.RandomOrder([RT.Grayscale()])])
+
+
+@pytest.mark.parametrize("name", ["transforms/row_10x1.png", "transforms/row_10x1.jpg"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_an_empty_random_resized_crop_first_gives_black_as_pillow(name, exact):
+    # torchvision's fallback on a 10x1 image at ratio 1/4 crops (0, 5, 1, 0):
+    # Pillow resamples that empty crop to zeros. First in the list, the crop
+    # runs in the fused decode (fast mode: the JPEG region path).
+    crop = RT.RandomResizedCrop(5, scale=(1.0, 1.0), ratio=(0.25, 0.25))
+    got = ringfeed.decode(_read(name), transform=[crop], exact=exact)
+    assert got.shape == (5, 5, 3) and not got.any()
+    got = ringfeed.decode(_read(name), transform=[crop, RT.RandomHorizontalFlip(1.0), RT.ToTensor(),
+                                                  RT.Normalize((0.5,), (0.5,))], exact=exact)
+    assert got.shape == (3, 5, 5) and bool((got == -1.0).all())
+    if TV is not None:
+        t = TV.Compose([TV.RandomResizedCrop(5, scale=(1.0, 1.0), ratio=(0.25, 0.25)), TV.PILToTensor()])
+        assert torch.equal(ringfeed.decode(_read(name), transform=t, exact=exact),
+                           R.reference(t, os.path.join(R.DATA, name)))
+
+
 def test_the_spec_grammar_reports_the_column():
     with pytest.raises(ValueError, match="column 9"):
         _ringfeed._transform_spec("Resize(3; CenterCrop(2)")

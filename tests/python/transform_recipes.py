@@ -98,6 +98,15 @@ def recipes(T, torch):
         "equalize": T.Compose([T.Resize((30, 30)), T.RandomEqualize(p=1.0)]),
         "sharpness_2": T.Compose([T.Resize((30, 30)), T.RandomAdjustSharpness(2.0, p=1.0)]),
         "invert": T.Compose([T.Resize((30, 30)), T.RandomInvert(p=1.0), T.ToTensor()]),
+        # torchvision refuses only a zero std; a negative one flips the sign
+        "normalize_negative_std": T.Compose([T.Resize((13, 11)), T.ToTensor(), T.Normalize((0.5,), (-0.25,))]),
+        # values outside [0, 1] wrap in torch's float -> uint8 cast (1802 -> 10)
+        "normalize_then_uint8_wraps": T.Compose([T.Resize((9, 14)), T.ToTensor(), T.Normalize((0.5,), (0.2,)),
+                                                 T.ConvertImageDtype(torch.uint8)]),
+        # RandomResizedCrop's fallback crop of a 1-row image is 0 wide: Pillow
+        # resamples that empty crop to black
+        "rrc_empty_crop": T.Compose([T.Resize((1, 10)), T.RandomResizedCrop(5, scale=(1.0, 1.0), ratio=(0.25, 0.25))]),
+        "gray_image_out": T.Compose([T.Resize((7, 5)), T.Grayscale()]),
         "simclr_pinned": T.Compose([T.Resize((36, 36)), T.RandomApply([T.ColorJitter(saturation=(1.4, 1.4))], p=1.0),
                                     T.RandomGrayscale(p=1.0), T.GaussianBlur(3, sigma=(0.5, 0.5)), T.ToTensor()]),
     }
@@ -202,5 +211,6 @@ def reference(transform, path):
     with Image.open(path) as im:
         out = transform(im.convert("RGB"))
     if not isinstance(out, torch.Tensor):
-        out = torch.from_numpy(np.array(out))
+        a = np.array(out)
+        out = torch.from_numpy(a[:, :, None] if a.ndim == 2 else a)  # an "L" image: HW1, as ringfeed gives it
     return out

@@ -41,7 +41,18 @@ def augmix_goldens():
     return out
 
 
+def one_row_images():
+    """transforms/row_10x1.{png,jpg}: a 10x1 image, whose RandomResizedCrop
+    fallback at ratio 1/4 is 0 pixels wide (test_transforms.py)."""
+    import numpy as np
+    from PIL import Image
+    im = Image.fromarray(np.arange(30, dtype=np.uint8).reshape(1, 10, 3) * 8)
+    for ext, opts in (("png", {}), ("jpg", {"quality": 90})):
+        im.save(os.path.join(R.DATA, "transforms", f"row_10x1.{ext}"), **opts)
+
+
 def main():
+    one_row_images()
     out = {}
     for rid, transform in R.recipes(T, torch).items():
         out[rid] = {img: R.digest(R.reference(transform, os.path.join(R.DATA, img))) for img in R.IMAGES}
