@@ -140,15 +140,37 @@ void affine_fixed(image_view src, const std::array<double, 6> a, mutable_image_v
   std::uint32_t a5 = static_cast<std::uint32_t>(fix(a[5] + a[3] * 0.5 + a[4] * 0.5));
   const int w = src.width;
   const int h = src.height;
+  const auto inside = [w, h](std::uint32_t px, std::uint32_t py) {
+    const int xin = static_cast<std::int32_t>(px) >> 16;
+    const int yin = static_cast<std::int32_t>(py) >> 16;
+    return xin >= 0 && xin < w && yin >= 0 && yin < h;
+  };
+  // The wide copy's extra byte must exist: not past the view's last pixel.
+  const std::uint8_t* const last = src.row(h - 1) + static_cast<std::ptrdiff_t>(w - 1) * C;
   for (int y = 0; y < dst.height; ++y) {
+    // check_fixed keeps every coordinate within ±32768 << 16: no step wraps,
+    // so along a row the coordinates are linear and the pixels inside the
+    // source form one run [x, end). Find its ends, then copy it unchecked.
     std::uint32_t xx = a2;
     std::uint32_t yy = a5;
+    int x = 0;
+    while (x < dst.width && !inside(xx, yy)) {
+      xx += a0;
+      yy += a3;
+      ++x;
+    }
+    int end = dst.width;
+    while (end > x && !inside(a2 + a0 * static_cast<std::uint32_t>(end - 1),
+                              a5 + a3 * static_cast<std::uint32_t>(end - 1)))
+      --end;
     std::uint8_t* out = dst.row(y);
-    for (int x = 0; x < dst.width; ++x) {
-      const int xin = static_cast<std::int32_t>(xx) >> 16;
-      const int yin = static_cast<std::int32_t>(yy) >> 16;
-      if (xin >= 0 && xin < w && yin >= 0 && yin < h)
-        copy_pixel<C>(src.row(yin) + static_cast<std::ptrdiff_t>(xin) * C, out + x * C);
+    for (; x < end; ++x) {
+      const std::uint8_t* in =
+          src.row(static_cast<std::int32_t>(yy) >> 16) + static_cast<std::ptrdiff_t>(static_cast<std::int32_t>(xx) >> 16) * C;
+      if (x + 1 < end && in != last)
+        copy_pixel_wide<C>(in, out + x * C);  // its extra byte: the next pixel's, written next
+      else
+        copy_pixel<C>(in, out + x * C);
       xx += a0;
       yy += a3;
     }
