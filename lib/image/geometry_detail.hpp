@@ -1,6 +1,6 @@
 // Private to geometry.cpp, geometry_transform.cpp and affine_avx2.cpp:
 // argument checks and row sizes both halves of the geometry ops use, and
-// the AVX2 bilinear affine.
+// the AVX2 bilinear and bicubic affine.
 #pragma once
 
 #include <array>
@@ -35,6 +35,10 @@ inline std::size_t row_bytes(int width, int channels) {
 // affine_filter_simd().
 int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
                           int* left);
+/// The same for the bicubic affine, four pixels at a time where all their
+/// 4 × 4 taps lie inside the image.
+int bicubic_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
+                         int* left);
 /// (dx, dy) when the inverse matrix `a` maps every output pixel centre to
 /// the source pixel centre (x + dx, y + dy) exactly, in Pillow's double
 /// arithmetic: a = (1, ±0, dx; ±0, 1, dy) with integer shifts, as
@@ -46,7 +50,7 @@ std::optional<std::array<int, 2>> integer_shift(const std::array<double, 6>& a) 
 void set_affine_shift_path(bool enabled) noexcept;
 /// Whether the CPU has AVX2 and the test hook allows the AVX2 path.
 bool affine_filter_simd() noexcept;
-/// Test hook: false keeps the bilinear affine on its portable loop.
+/// Test hook: false keeps the bilinear and bicubic affine on their portable loop.
 void set_affine_filter_simd(bool enabled) noexcept;
 
 }  // namespace ringfeed::image::geometry_detail

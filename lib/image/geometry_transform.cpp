@@ -332,19 +332,23 @@ void generic_affine(image_view src, const std::array<double, 6> a, mutable_image
   }
 }
 
-// The same, four pixels at a time on AVX2 where their corners are all
-// inside the image (geometry_detail::bilinear_row_rgb_avx2: the same bytes).
-void bilinear_rgb_simd(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
+// The same, four pixels at a time on AVX2 where all their taps are inside
+// the image (geometry_detail's bilinear / bicubic_row_rgb_avx2: the same
+// bytes); the groups it leaves and the last width % 4 pixels go pixel by
+// pixel.
+template <bool Bicubic>
+void affine_rgb_simd(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
   thread_local std::vector<int> left;
   left.resize(static_cast<std::size_t>(dst.width / 4) + 1);
   for (int y = 0; y < dst.height; ++y) {
     std::uint8_t* out = dst.row(y);
     const double yin = y + 0.5;
-    const int n = geometry_detail::bilinear_row_rgb_avx2(src, a, y, out, dst.width, left.data());
+    const int n = Bicubic ? geometry_detail::bicubic_row_rgb_avx2(src, a, y, out, dst.width, left.data())
+                          : geometry_detail::bilinear_row_rgb_avx2(src, a, y, out, dst.width, left.data());
     for (int i = 0; i < n; ++i)
       for (int x = left[static_cast<std::size_t>(i)]; x < left[static_cast<std::size_t>(i)] + 4; ++x)
-        generic_pixel<3, false>(src, a, x, yin, out);
-    for (int x = dst.width & ~3; x < dst.width; ++x) generic_pixel<3, false>(src, a, x, yin, out);
+        generic_pixel<3, Bicubic>(src, a, x, yin, out);
+    for (int x = dst.width & ~3; x < dst.width; ++x) generic_pixel<3, Bicubic>(src, a, x, yin, out);
   }
 }
 
@@ -371,11 +375,11 @@ template <int C>
 void transform_affine(image_view src, const std::array<double, 6> a, interpolation interp, mutable_image_view dst) {
   if (interp != interpolation::nearest && shift_path.load(std::memory_order_relaxed))
     if (const auto d = geometry_detail::integer_shift(a)) return shift_copy<C>(src, *d, dst);
-  if (interp == interpolation::bilinear) {
-    if (C == 3 && geometry_detail::affine_filter_simd()) return bilinear_rgb_simd(src, a, dst);
-    return generic_affine<C, false>(src, a, dst);
-  }
-  if (interp == interpolation::bicubic) return generic_affine<C, true>(src, a, dst);
+  const bool simd = C == 3 && geometry_detail::affine_filter_simd();
+  if (interp == interpolation::bilinear)
+    return simd ? affine_rgb_simd<false>(src, a, dst) : generic_affine<C, false>(src, a, dst);
+  if (interp == interpolation::bicubic)
+    return simd ? affine_rgb_simd<true>(src, a, dst) : generic_affine<C, true>(src, a, dst);
   if (a[1] == 0 && a[3] == 0) return scale_affine<C>(src, a, dst);
   const int ow = dst.width;
   const int oh = dst.height;
