@@ -1,6 +1,7 @@
 // Pillow's bilinear and bicubic affine (ImagingGenericTransform with
 // affine_transform, bilinear_filter32RGB and bicubic_filter32RGB) on RGB
-// images, four output pixels at a time with AVX2 doubles.
+// images, four output pixels at a time with AVX2 doubles; and the inside
+// runs of its nearest-neighbour affine (affine_fixed), eight at a time.
 //
 // The portable loop (geometry_transform.cpp, generic_affine) converts each
 // source byte to double and filters lane by lane. Here four pixels whose
@@ -198,6 +199,42 @@ __attribute__((target("avx2"), always_inline)) inline bool bicubic_four(image_vi
 
 }  // namespace
 
+__attribute__((target("avx2"))) int nearest_run_rgb_avx2(image_view src, std::uint32_t xx, std::uint32_t yy,
+                                                         std::uint32_t a0, std::uint32_t a3, int n,
+                                                         std::uint8_t* out) {
+  // Eight pixels per step: offsets yin * stride + xin * 3 in int32 (the
+  // caller checks the view fits), one gather of eight 4-byte words, packed
+  // to 24 bytes by two 16-byte stores; the second store's last 4 bytes
+  // belong to the next two pixels, which are copied after, so at least two
+  // pixels always remain for the caller.
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i vx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(xx)),
+                                _mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(a0)), lane));
+  __m256i vy = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(yy)),
+                                _mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(a3)), lane));
+  const __m256i step_x = _mm256_set1_epi32(static_cast<int>(a0 * 8));
+  const __m256i step_y = _mm256_set1_epi32(static_cast<int>(a3 * 8));
+  const __m256i stride = _mm256_set1_epi32(static_cast<int>(src.stride));
+  // The image's last pixel: its fourth byte may lie past the buffer.
+  const __m256i last = _mm256_set1_epi32(static_cast<int>((src.height - 1) * src.stride + (src.width - 1) * 3));
+  const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,  //
+                                        0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const int* base = reinterpret_cast<const int*>(src.row(0));
+  int x = 0;
+  for (; x + 10 <= n; x += 8) {
+    const __m256i xin = _mm256_srai_epi32(vx, 16);
+    const __m256i yin = _mm256_srai_epi32(vy, 16);
+    const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(yin, stride), _mm256_add_epi32(xin, _mm256_add_epi32(xin, xin)));
+    if (!_mm256_testz_si256(_mm256_cmpeq_epi32(off, last), _mm256_cmpeq_epi32(off, last))) break;
+    const __m256i px = _mm256_shuffle_epi8(_mm256_i32gather_epi32(base, off, 1), pack);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x * 3), _mm256_castsi256_si128(px));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x * 3 + 12), _mm256_extracti128_si256(px, 1));
+    vx = _mm256_add_epi32(vx, step_x);
+    vy = _mm256_add_epi32(vy, step_y);
+  }
+  return x;
+}
+
 __attribute__((target("avx2"))) int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y,
                                                           std::uint8_t* out, int width, int* left) {
   // Corners (floor, floor + 1): floors in [0, size - 2].
@@ -227,6 +264,10 @@ int all_left(int width, int* left) {
   return n;
 }
 }  // namespace
+
+int nearest_run_rgb_avx2(image_view, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, int, std::uint8_t*) {
+  return 0;
+}
 
 int bilinear_row_rgb_avx2(image_view, const std::array<double, 6>&, int, std::uint8_t*, int width, int* left) {
   return all_left(width, left);

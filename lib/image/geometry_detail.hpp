@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,13 @@ inline std::size_t row_bytes(int width, int channels) {
 // affine_filter_simd().
 int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
                           int* left);
+/// Copies the first pixels of a run of `n` RGB pixels of the nearest affine
+/// (geometry_transform.cpp's affine_fixed), all inside `src`, whose 16.16
+/// coordinates start at (xx, yy) and step by (a0, a3), eight at a time on
+/// AVX2; returns how many it copied (it leaves at least two). Call only
+/// where affine_filter_simd() and offsets within `src` fit an int32.
+int nearest_run_rgb_avx2(image_view src, std::uint32_t xx, std::uint32_t yy, std::uint32_t a0, std::uint32_t a3,
+                         int n, std::uint8_t* out);
 /// The same for the bicubic affine, four pixels at a time where all their
 /// 4 × 4 taps lie inside the image.
 int bicubic_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,

@@ -147,6 +147,10 @@ void affine_fixed(image_view src, const std::array<double, 6> a, mutable_image_v
   };
   // The wide copy's extra byte must exist: not past the view's last pixel.
   const std::uint8_t* const last = src.row(h - 1) + static_cast<std::ptrdiff_t>(w - 1) * C;
+  // Runs of RGB pixels eight at a time on AVX2 where every byte offset in
+  // the view fits an int32.
+  const bool simd = C == 3 && geometry_detail::affine_filter_simd() && src.stride > 0 &&
+                    static_cast<double>(src.stride) * h < 2147483647.0;
   for (int y = 0; y < dst.height; ++y) {
     // check_fixed keeps every coordinate within ±32768 << 16: no step wraps,
     // so along a row the coordinates are linear and the pixels inside the
@@ -164,6 +168,13 @@ void affine_fixed(image_view src, const std::array<double, 6> a, mutable_image_v
                               a5 + a3 * static_cast<std::uint32_t>(end - 1)))
       --end;
     std::uint8_t* out = dst.row(y);
+    if constexpr (C == 3)
+      if (simd && end - x >= 10) {
+        const int done = geometry_detail::nearest_run_rgb_avx2(src, xx, yy, a0, a3, end - x, out + x * C);
+        xx += a0 * static_cast<std::uint32_t>(done);
+        yy += a3 * static_cast<std::uint32_t>(done);
+        x += done;
+      }
     for (; x < end; ++x) {
       const std::uint8_t* in =
           src.row(static_cast<std::int32_t>(yy) >> 16) + static_cast<std::ptrdiff_t>(static_cast<std::int32_t>(xx) >> 16) * C;
