@@ -80,12 +80,13 @@ int floor_int(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : sta
 
 // ImagingScaleAffine: no rotation terms; source positions accumulate in
 // doubles from the first pixel's centre. Pixels outside the source keep
-// what dst holds (the caller's fill).
+// what dst holds (the caller's fill), or with `zero_outside` are zeroed
+// here (resize's fill 0, without a pass over the pixels it then copies).
 //
 // The kernels take the matrix and the output view by value: locals the
 // compiler knows no pixel store can alias, so nothing reloads per pixel.
 template <int C>
-void scale_affine(image_view src, const std::array<double, 6> a, mutable_image_view dst) {
+void scale_affine(image_view src, const std::array<double, 6> a, mutable_image_view dst, bool zero_outside = false) {
   const int ow = dst.width;
   thread_local std::vector<int> xintab;
   xintab.assign(static_cast<std::size_t>(ow), 0);
@@ -103,11 +104,20 @@ void scale_affine(image_view src, const std::array<double, 6> a, mutable_image_v
     }
     xo += a[0];
   }
+  const std::size_t row_size = row_bytes(ow, C);
   for (int y = 0; y < dst.height; ++y) {
     const int yi = coord(yo);
+    std::uint8_t* out = dst.row(y);
+    if (zero_outside) {
+      if (yi < 0 || yi >= src.height || xmax <= xmin) {
+        std::memset(out, 0, row_size);
+      } else {
+        std::memset(out, 0, row_bytes(xmin, C));
+        std::memset(out + xmax * C, 0, row_bytes(ow - xmax, C));
+      }
+    }
     if (yi >= 0 && yi < src.height) {
       const std::uint8_t* in = src.row(yi);
-      std::uint8_t* out = dst.row(y);
       // Rows above the source's last may over-read into the next row.
       if (yi + 1 < src.height && xmax > xmin) {
         for (int x = xmin; x < xmax - 1; ++x)
@@ -521,14 +531,14 @@ void resize(image_view src, size2 out, interpolation interp, image_buffer& dst) 
   }
   if (interp == interpolation::nearest) {
     // Pillow's _resize: an AFFINE transform with a = (box w / out w, 0, 0,
-    // 0, box h / out h, 0), box sides as C floats; fill=1 zeroes first.
+    // 0, box h / out h, 0), box sides as C floats; fill=1 zeroes what it
+    // does not copy.
     const std::array<double, 6> a{static_cast<double>(static_cast<float>(src.width)) / out.width, 0.0, 0.0,
                                   0.0, static_cast<double>(static_cast<float>(src.height)) / out.height, 0.0};
-    std::memset(dst.data(), 0, dst.size_bytes());
     if (src.channels == 1)
-      scale_affine<1>(src, a, dst.view());
+      scale_affine<1>(src, a, dst.view(), true);
     else
-      scale_affine<3>(src, a, dst.view());
+      scale_affine<3>(src, a, dst.view(), true);
     return;
   }
   resample_filter f = resample_filter::bilinear;
