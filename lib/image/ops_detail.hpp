@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,6 +150,17 @@ void require_image(std::string_view op, const frame& f);
 /// torchvision's _parse_fill for an image of `channels` bands, then int()
 /// and Pillow's CLIP8. Throws std::invalid_argument on a length mismatch.
 [[nodiscard]] fill_color resolve_fill(std::string_view op, const std::vector<double>& fill, int channels);
+
+/// torchvision's Normalize check: std::invalid_argument when a std is zero
+/// as float32 (a negative one only flips the sign, and is allowed). For the
+/// Normalize op and the fused pipeline::normalize alike.
+template <class Range>
+void check_normalize_std(std::string_view op, const Range& std) {
+  for (const auto s : std)
+    if (static_cast<float>(s) == 0.0f)
+      throw std::invalid_argument(std::string(op) +
+                                  ": std evaluated to zero after conversion to torch.float32, leading to division by zero.");
+}
 
 /// The InterpolationMode names, in `interpolation`'s order.
 inline constexpr std::string_view interpolation_names[] = {"nearest", "bilinear", "bicubic",

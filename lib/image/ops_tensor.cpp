@@ -103,10 +103,7 @@ class normalize_op final : public transform_op {
  public:
   normalize_op(std::vector<double> mean, std::vector<double> std) : m_mean(std::move(mean)), m_std(std::move(std)) {
     if (m_mean.empty() || m_std.empty()) throw std::invalid_argument("Normalize: mean and std must not be empty");
-    for (double s : m_std)
-      if (static_cast<float>(s) == 0.0f)
-        throw std::invalid_argument(
-            "Normalize: std evaluated to zero after conversion to torch.float32, leading to division by zero.");
+    check_normalize_std("Normalize", m_std);
   }
   std::string_view name() const noexcept override { return "Normalize"; }
   std::string spec() const override {

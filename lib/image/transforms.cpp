@@ -249,11 +249,7 @@ pipeline& pipeline::horizontal_flip(double p) {
 
 pipeline& pipeline::normalize(const normalize_params& params) {
   check_can_add(stage_normalize, "normalize");
-  // torchvision refuses only a zero std (a negative one flips the sign).
-  for (float s : params.std)
-    if (s == 0.0f)
-      throw std::invalid_argument(
-          "normalize: std evaluated to zero after conversion to torch.float32, leading to division by zero.");
+  check_normalize_std("normalize", params.std);
   m_normalize = params;
   m_stage = stage_normalize;
   return *this;
