@@ -247,10 +247,7 @@ void write_frame(frame& f, output_spec spec, const std::optional<normalize_param
     return;
   }
   if (f.kind != frame_kind::tensor_f32 && spec.dtype == dtype::uint8) {  // NCHW bytes
-    auto* out = reinterpret_cast<std::uint8_t*>(dst.data());
-    const std::uint8_t* in = f.pixels.data();
-    for (int c = 0; c < ch; ++c)
-      for (std::size_t i = 0; i < plane; ++i) out[c * plane + i] = in[i * ch + c];
+    detail::split_planes(f.pixels.data(), plane, ch, reinterpret_cast<std::uint8_t*>(dst.data()));
     return;
   }
   if (f.kind != frame_kind::tensor_f32) {  // ToTensor [+ Normalize], as write_output

@@ -5,6 +5,7 @@
 // the same bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <ringfeed/image/transforms.hpp>
@@ -26,6 +27,18 @@ void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3
 /// of a normalize_table(float16, ...)).
 void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint16_t* out) noexcept;
 
+/// lookup_planes into float32 planes through normalize_table(float32,
+/// norm) = `table`, with AVX2 computing the entries' formula (float(v) /
+/// 255, then (x − mean) / std: the same float operations, so the same bits)
+/// instead of gathering them; the table elsewhere and for row tails.
+void compute_planes(image_view src, bool flip, const normalize_params* norm, const std::uint32_t* const table[3],
+                    float* out) noexcept;
+
+/// PILToTensor's CHW bytes: channel c of pixel i of `in` (`pixels`
+/// interleaved pixels of 1 to 3 channels) to out[c · pixels + i]; with
+/// AVX2, RGB eight pixels at a time.
+void split_planes(const std::uint8_t* in, std::size_t pixels, int channels, std::uint8_t* out) noexcept;
+
 /// ToTensor [+ Normalize] of `src` (1 to 3 channels) into float32 or
 /// float16 CHW planes at `dst`: lookup_planes through normalize_table(type,
 /// norm) (transforms.hpp), kept per thread for the next sample of the same
@@ -33,7 +46,8 @@ void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3
 /// transform lists' output write both end here.
 void write_normalized(image_view src, bool flip, dtype type, const normalize_params* norm, std::byte* dst);
 
-/// For tests: false makes lookup_planes_row use the portable loop. Default true.
+/// For tests: false makes lookup_planes_row and split_planes use the
+/// portable loop. Default true.
 void set_lookup_planes_simd(bool enabled) noexcept;
 
 }  // namespace ringfeed::image::detail

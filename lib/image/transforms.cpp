@@ -135,7 +135,7 @@ void write_normalized(image_view src, bool flip, dtype type, const normalize_par
   const normalize_table_t& table = cached_normalize_table(type, norm);
   const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
   if (type == dtype::float32)
-    lookup_planes(src, flip, lut, reinterpret_cast<std::uint32_t*>(dst));
+    compute_planes(src, flip, norm, lut, reinterpret_cast<float*>(dst));
   else
     lookup_planes(src, flip, lut, reinterpret_cast<std::uint16_t*>(dst));
 }
