@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Baseline for perf/color_bench.cpp: the same colour ops with torchvision 0.14
-on PIL images (Pillow 9.4; gaussian_blur and AugMix run torch's tensor kernels), one
-thread, same photo crops and parameters, rows named `pillow/<op>/.../size:WxH`.
+"""Baseline for perf/color_bench.cpp: the same colour ops and whole transforms
+with torchvision 0.14 on PIL images (Pillow 9.4; gaussian_blur and AugMix run
+torch's tensor kernels), one thread, same photo crops and parameters, rows
+named `pillow/<op>/.../size:WxH`.
 
     /usr/bin/python3 perf/color_baseline.py                      # Pillow alone
     build/default/perf/color_bench --benchmark_format=json > /tmp/c.json
@@ -45,6 +46,19 @@ OPS = [
     # AugMix alone: new draws every call (torch's global generator, seeded once)
     ("augmix/default", T.AugMix()),
     ("augmix/severity10_width1", T.AugMix(severity=10, mixture_width=1)),
+    ("autoaugment/imagenet", T.AutoAugment()),
+    ("autoaugment/cifar10", T.AutoAugment(T.AutoAugmentPolicy.CIFAR10)),
+    ("autoaugment/svhn", T.AutoAugment(T.AutoAugmentPolicy.SVHN)),
+    ("randaugment/default", T.RandAugment()),
+    ("randaugment/m9", T.RandAugment(num_ops=2, magnitude=9)),
+    ("trivialaugmentwide", T.TrivialAugmentWide()),
+    ("color_jitter/0.4_0.4_0.4_0.1", T.ColorJitter(0.4, 0.4, 0.4, 0.1)),
+    ("random_resized_crop/176", T.RandomResizedCrop(176)),
+    ("to_tensor", T.ToTensor()),
+    ("pil_to_tensor", T.PILToTensor()),
+    ("pil_to_tensor+convert_image_dtype", T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.float32)])),
+    ("to_tensor+normalize", T.Compose([T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])),
+    ("to_tensor+random_erasing", T.Compose([T.ToTensor(), T.RandomErasing(p=1)])),
 ]
 
 

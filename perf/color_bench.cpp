@@ -10,9 +10,13 @@
 // the ratios:
 //   build/default/perf/color_bench --benchmark_format=json --benchmark_repetitions=5 > /tmp/c.json
 //   /usr/bin/python3 perf/color_baseline.py --ringfeed /tmp/c.json
-// `augmix/...` rows run AugMix alone (its transform list, exact, through
-// pipeline::apply_pixels), a new sample and so new draws every iteration;
-// the baseline is torchvision's AugMix on the PIL crop (its tensor kernels).
+// The rows of whole transforms (`augmix/...`, the augment policies,
+// ColorJitter, RandomResizedCrop, the tensor ops) run that transform list
+// alone (exact, through pipeline::apply_pixels), a new sample and so new
+// draws every iteration; the baseline is the same torchvision transforms
+// on the PIL crop (AugMix through its tensor kernels, as torchvision runs
+// it). A tensor op that needs a tensor before it is timed with the op that
+// makes one, on both sides (`to_tensor+normalize`).
 #include <ringfeed/image/color.hpp>
 #include <ringfeed/image/jpeg.hpp>
 #include <ringfeed/image/transform_list.hpp>
@@ -58,7 +62,7 @@ void run(benchmark::State& state, img::size2 size, const op_fn& op) {
   ringfeed::perf::run_image_op(state, src, dst, op);
 }
 
-void run_augmix(benchmark::State& state, img::size2 size, const std::string& spec) {
+void run_spec(benchmark::State& state, img::size2 size, const std::string& spec) {
   const img::image_view src = photo().view().crop({0, 0, size.height, size.width});
   const img::pipeline p = img::transform_list::parse(spec).compile(img::pipeline_mode::exact);
   std::vector<std::byte> out(p.output_for(size)->bytes());
@@ -67,6 +71,28 @@ void run_augmix(benchmark::State& state, img::size2 size, const std::string& spe
   ringfeed::perf::run_image_op(state, src, out, [&](img::image_view s, std::vector<std::byte>& d) {
     (void)p.apply_pixels(ws, s, "photo", {0, 0, index++}, d);
   });
+}
+
+// Whole transforms by spec string; their torchvision twins are
+// color_baseline.py's, under the same names.
+std::vector<std::pair<const char*, const char*>> specs() {
+  return {
+      {"augmix/default", "AugMix()"},
+      {"augmix/severity10_width1", "AugMix(severity=10, mixture_width=1)"},
+      {"autoaugment/imagenet", "AutoAugment()"},
+      {"autoaugment/cifar10", "AutoAugment(policy=cifar10)"},
+      {"autoaugment/svhn", "AutoAugment(policy=svhn)"},
+      {"randaugment/default", "RandAugment()"},
+      {"randaugment/m9", "RandAugment(num_ops=2, magnitude=9)"},
+      {"trivialaugmentwide", "TrivialAugmentWide()"},
+      {"color_jitter/0.4_0.4_0.4_0.1", "ColorJitter(0.4, 0.4, 0.4, 0.1)"},
+      {"random_resized_crop/176", "RandomResizedCrop(176)"},
+      {"to_tensor", "ToTensor()"},
+      {"pil_to_tensor", "PILToTensor()"},
+      {"pil_to_tensor+convert_image_dtype", "PILToTensor(); ConvertImageDtype(float32)"},
+      {"to_tensor+normalize", "ToTensor(); Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))"},
+      {"to_tensor+random_erasing", "ToTensor(); RandomErasing(p=1)"},
+  };
 }
 
 void register_all() {
@@ -93,10 +119,9 @@ void register_all() {
       const std::string full = "ringfeed/" + name + "/size:" + dims;
       harness(benchmark::RegisterBenchmark(full.c_str(), run, size, fn), benchmark::kMicrosecond);
     }
-    for (const auto& [name, spec] : {std::pair{"augmix/default", "AugMix()"},
-                                     std::pair{"augmix/severity10_width1", "AugMix(severity=10, mixture_width=1)"}}) {
+    for (const auto& [name, spec] : specs()) {
       const std::string full = std::string("ringfeed/") + name + "/size:" + dims;
-      harness(benchmark::RegisterBenchmark(full.c_str(), run_augmix, size, std::string(spec)), benchmark::kMicrosecond);
+      harness(benchmark::RegisterBenchmark(full.c_str(), run_spec, size, std::string(spec)), benchmark::kMicrosecond);
     }
   }
 }

@@ -6,11 +6,13 @@
 // ringfeed / Pillow of the two items_per_second is the op's speed-up.
 //
 //   geometry/<case>/<W>x<H>, cases:
-//     resize_{nearest,bilinear,bicubic}   to 0.7× each side
+//     resize_{nearest,bilinear,bicubic,  to 0.7× each side
+//       box,hamming,lanczos}
 //     crop_inside / crop_outside          F.crop of (8, 8, H-16, W-16) /
 //                                         (-8, -8, H, W) (zero fill)
 //     hflip, vflip
-//     pad4_constant, pad4_reflect         RandomCrop(…, padding=4) style
+//     pad4_{constant,edge,reflect,        RandomCrop(…, padding=4) style
+//       symmetric}
 //     affine_shear10_nearest              RandomAffine(0, shear=(10,10,0,0))
 //     affine_all_bilinear                 angle 25, translate (2, 1), scale
 //                                         1.3, shear (12, -7.5)
@@ -64,6 +66,9 @@ void register_all() {
       img::resize(s, {s.width * 7 / 10, s.height * 7 / 10}, interp, d);
     };
   };
+  const auto pad4 = [](img::padding_mode mode) {
+    return [mode](img::image_view s, img::image_buffer& d) { img::pad(s, 4, 4, 4, 4, mode, {0, 0, 0}, d); };
+  };
   const auto rotate17 = [](I interp, bool expand) {
     return [interp, expand](img::image_view s, img::image_buffer& d) {
       img::rotate(s, 17.0, interp, expand, std::nullopt, {0, 0, 0}, d);
@@ -73,14 +78,17 @@ void register_all() {
       {"resize_nearest", resize_to(I::nearest)},
       {"resize_bilinear", resize_to(I::bilinear)},
       {"resize_bicubic", resize_to(I::bicubic)},
+      {"resize_box", resize_to(I::box)},
+      {"resize_hamming", resize_to(I::hamming)},
+      {"resize_lanczos", resize_to(I::lanczos)},
       {"crop_inside", [](img::image_view s, img::image_buffer& d) { img::crop(s, {8, 8, s.height - 16, s.width - 16}, d); }},
       {"crop_outside", [](img::image_view s, img::image_buffer& d) { img::crop(s, {-8, -8, s.height, s.width}, d); }},
       {"hflip", [](img::image_view s, img::image_buffer& d) { img::hflip(s, d); }},
       {"vflip", [](img::image_view s, img::image_buffer& d) { img::vflip(s, d); }},
-      {"pad4_constant",
-       [](img::image_view s, img::image_buffer& d) { img::pad(s, 4, 4, 4, 4, img::padding_mode::constant, {0, 0, 0}, d); }},
-      {"pad4_reflect",
-       [](img::image_view s, img::image_buffer& d) { img::pad(s, 4, 4, 4, 4, img::padding_mode::reflect, {0, 0, 0}, d); }},
+      {"pad4_constant", pad4(img::padding_mode::constant)},
+      {"pad4_edge", pad4(img::padding_mode::edge)},
+      {"pad4_reflect", pad4(img::padding_mode::reflect)},
+      {"pad4_symmetric", pad4(img::padding_mode::symmetric)},
       {"affine_shear10_nearest",
        [](img::image_view s, img::image_buffer& d) {
          img::affine(s, img::inverse_affine_matrix(centre(s), 0.0, {0, 0}, 1.0, {10.0, 0.0}), s.size(), I::nearest,
