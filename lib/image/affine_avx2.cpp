@@ -38,15 +38,15 @@ bool affine_filter_simd() noexcept {
 namespace {
 
 struct row_constants {
-  __m256d a0, a1y, a2, a3, a4y, a5, half, zero, lo, wl, hl;
+  __m256d a0, a1y, a2, a3, a4y, a5, half, lo, wl, hl;
 };
 
 row_constants __attribute__((target("avx2"))) constants(image_view src, const std::array<double, 6>& a, int y,
                                                         double lo, int margin) {
   const double yin = y + 0.5;
   return {_mm256_set1_pd(a[0]), _mm256_set1_pd(a[1] * yin), _mm256_set1_pd(a[2]), _mm256_set1_pd(a[3]),
-          _mm256_set1_pd(a[4] * yin), _mm256_set1_pd(a[5]), _mm256_set1_pd(0.5), _mm256_setzero_pd(),
-          _mm256_set1_pd(lo), _mm256_set1_pd(src.width - margin), _mm256_set1_pd(src.height - margin)};
+          _mm256_set1_pd(a[4] * yin), _mm256_set1_pd(a[5]), _mm256_set1_pd(0.5), _mm256_set1_pd(lo),
+          _mm256_set1_pd(src.width - margin), _mm256_set1_pd(src.height - margin)};
 }
 
 // The four pixels' source points, Pillow's a[0] * xin + a[1] * yin + a[2]
