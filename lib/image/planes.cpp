@@ -8,8 +8,10 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "image/resample_detail.hpp"
 
@@ -23,14 +25,19 @@ namespace {
 
 std::atomic<bool> simd_enabled{true};
 
-// T: uint32_t (float32 bits), or uint16_t (float16 bits, the entries' low
-// halves).
+// T: uint32_t (float32 bits), float (the same bits as floats), or
+// uint16_t (float16 bits, the entries' low halves).
 template <class T>
 void portable(const std::uint8_t* in, int x0, int width, int channels, bool flip, const std::uint32_t* const table[3],
               T* const out[3]) noexcept {
   for (int x = x0; x < width; ++x) {
     const std::uint8_t* p = in + static_cast<std::ptrdiff_t>(flip ? width - 1 - x : x) * channels;
-    for (int c = 0; c < channels; ++c) out[c][x] = static_cast<T>(table[c][p[c]]);
+    for (int c = 0; c < channels; ++c) {
+      if constexpr (std::is_same_v<T, float>)
+        out[c][x] = std::bit_cast<float>(table[c][p[c]]);
+      else
+        out[c][x] = static_cast<T>(table[c][p[c]]);
+    }
   }
 }
 
@@ -75,6 +82,10 @@ __attribute__((target("avx2"))) inline __m256i gather(const std::uint32_t* table
 
 __attribute__((target("avx2"))) inline void gather_store(const std::uint32_t* table, __m128i bytes, std::uint32_t* out) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), gather(table, bytes));
+}
+
+__attribute__((target("avx2"))) inline void gather_store(const std::uint32_t* table, __m128i bytes, float* out) {
+  _mm256_storeu_ps(out, _mm256_castsi256_ps(gather(table, bytes)));
 }
 
 // The eight entries' low halves: bytes 0-1, 4-5, 8-9, 12-13 of each lane
@@ -162,9 +173,7 @@ __attribute__((target("avx2"))) void compute_planes_avx2(image_view src, bool fl
   sink.out = planes;
   for (int y = 0; y < src.height; ++y) {
     const int x = rows_avx2(src.row(y), src.width, src.channels, flip, sink);
-    std::uint32_t* bits[3] = {reinterpret_cast<std::uint32_t*>(planes[0]), reinterpret_cast<std::uint32_t*>(planes[1]),
-                              reinterpret_cast<std::uint32_t*>(planes[2])};
-    portable(src.row(y), x, src.width, src.channels, flip, table, bits);
+    portable(src.row(y), x, src.width, src.channels, flip, table, planes);
     for (int c = 0; c < src.channels; ++c) planes[c] += src.width;
   }
 }
@@ -233,10 +242,11 @@ void compute_planes(image_view src, bool flip, const normalize_params* norm, con
     return compute_planes_avx2(src, flip, norm, table, out);
 #endif
   (void)norm;
-  planes_of(src, flip, table, reinterpret_cast<std::uint32_t*>(out));
+  planes_of(src, flip, table, out);
 }
 
 void split_planes(const std::uint8_t* in, std::size_t pixels, int channels, std::uint8_t* out) noexcept {
+  if (pixels == 0) return;  // `in` and `out` may then be null
   if (channels == 1) {
     std::memcpy(out, in, pixels);
     return;
