@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "image/geometry_detail.hpp"
 #include "image_test_data.hpp"
 #include "simd_switch.hpp"
@@ -356,6 +359,77 @@ TEST_CASE("the affine's AVX2 paths give the portable loop's bytes", "[image][geo
       }
   }
   CHECK(compared == 5 * 3 * 24);
+}
+
+namespace {
+
+// A source view whose last byte lies right before an unreadable page: a
+// read past the view's last pixel faults, gathers included (which ASan
+// does not check), where image_buffer's spare capacity would hide it.
+class guarded_source {
+ public:
+  guarded_source(int width, int height, std::ptrdiff_t stride, std::mt19937& gen) : m_width(width), m_height(height), m_stride(stride) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = static_cast<std::size_t>(height - 1) * static_cast<std::size_t>(stride) +
+                              static_cast<std::size_t>(width) * 3;
+    m_size = (bytes + page - 1) / page * page + page;
+    m_base = mmap(nullptr, m_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(m_base != MAP_FAILED);
+    auto* guard = static_cast<std::uint8_t*>(m_base) + (m_size - page);
+    m_data = guard - bytes;
+    for (std::size_t i = 0; i < bytes; ++i) m_data[i] = static_cast<std::uint8_t>(gen());
+    REQUIRE(mprotect(guard, page, PROT_NONE) == 0);
+  }
+  guarded_source(const guarded_source&) = delete;
+  guarded_source& operator=(const guarded_source&) = delete;
+  ~guarded_source() { munmap(m_base, m_size); }
+  [[nodiscard]] img::image_view view() const { return {m_data, m_width, m_height, 3, m_stride}; }
+
+ private:
+  int m_width, m_height;
+  std::ptrdiff_t m_stride;
+  std::size_t m_size = 0;
+  void* m_base = nullptr;
+  std::uint8_t* m_data = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("the affine's AVX2 paths read nothing past the source's last pixel", "[image][geometry]") {
+  // Tiny sizes, strides past 3 * width, and matrices that put long runs
+  // and 4x4 taps on the last row and column: a tiny rotation onto a wider
+  // output (nearest runs of 10+ pixels through the last pixel), upscales
+  // and random turns; each against the portable loop. An over-read is a
+  // crash here.
+  std::mt19937 gen(29);
+  std::uniform_real_distribution<double> angle(-180, 180), shift(-3, 3);
+  std::size_t compared = 0;
+  for (const img::size2 size : {img::size2{1, 1}, img::size2{2, 2}, img::size2{3, 3}, img::size2{4, 4},
+                                img::size2{5, 3}, img::size2{7, 6}, img::size2{13, 11}, img::size2{37, 29}})
+    for (const int pad : {0, 1, 7}) {
+      const guarded_source src(size.width, size.height, static_cast<std::ptrdiff_t>(size.width) * 3 + pad, gen);
+      const std::array<double, 2> center{size.width * 0.5, size.height * 0.5};
+      for (int k = 0; k < 12; ++k) {
+        const double a = k < 3 ? 0.01 * (k + 1) : k < 6 ? 0.0 : angle(gen);
+        const double scale = k < 3 ? 1.0 : k < 6 ? 3.0 + k : 1.0 + (k % 3) * 0.5;
+        const std::array<double, 6> m =
+            img::inverse_affine_matrix(center, a, {k < 6 ? 0.0 : shift(gen), k < 6 ? 0.0 : shift(gen)}, scale, {0.0, 0.0});
+        const img::size2 out{size.width * 3 + 10, size.height * 3 + 2};
+        for (const auto interp : {img::interpolation::nearest, img::interpolation::bilinear, img::interpolation::bicubic}) {
+          img::image_buffer fast, portable;
+          img::affine(src.view(), m, out, interp, {7, 8, 9}, fast);
+          {
+            const ringfeed::test::simd_off off(img::geometry_detail::set_affine_filter_simd);
+            img::affine(src.view(), m, out, interp, {7, 8, 9}, portable);
+          }
+          INFO(size.width << "x" << size.height << " pad " << pad << " case " << k << " interpolation "
+                          << static_cast<int>(interp));
+          CHECK(data::packed(fast.view()) == data::packed(portable.view()));
+          ++compared;
+        }
+      }
+    }
+  CHECK(compared == 8 * 3 * 12 * 3);
 }
 
 TEST_CASE("quarter turns move every pixel, across tiles, in views with a stride", "[image][geometry]") {

@@ -58,7 +58,8 @@ std::optional<std::array<int, 2>> integer_shift(const std::array<double, 6>& a) 
 void set_affine_shift_path(bool enabled) noexcept;
 /// Whether the CPU has AVX2 and the test hook allows the AVX2 path.
 bool affine_filter_simd() noexcept;
-/// Test hook: false keeps the bilinear and bicubic affine on their portable loop.
+/// Test hook: false keeps the bilinear, bicubic and nearest affine on their
+/// portable loops.
 void set_affine_filter_simd(bool enabled) noexcept;
 
 }  // namespace ringfeed::image::geometry_detail

@@ -159,8 +159,8 @@ void affine_fixed(image_view src, const std::array<double, 6> a, mutable_image_v
   const std::uint8_t* const last = src.row(h - 1) + static_cast<std::ptrdiff_t>(w - 1) * C;
   // Runs of RGB pixels eight at a time on AVX2 where every byte offset in
   // the view fits an int32.
-  const bool simd = C == 3 && geometry_detail::affine_filter_simd() && src.stride > 0 &&
-                    static_cast<double>(src.stride) * h < 2147483647.0;
+  const bool simd = C == 3 && geometry_detail::affine_filter_simd() &&
+                    src.stride >= static_cast<std::ptrdiff_t>(w) * C && static_cast<double>(src.stride) * h < 2147483647.0;
   for (int y = 0; y < dst.height; ++y) {
     // check_fixed keeps every coordinate within ±32768 << 16: no step wraps,
     // so along a row the coordinates are linear and the pixels inside the
@@ -396,7 +396,10 @@ template <int C>
 void transform_affine(image_view src, const std::array<double, 6> a, interpolation interp, mutable_image_view dst) {
   if (interp != interpolation::nearest && shift_path.load(std::memory_order_relaxed))
     if (const auto d = geometry_detail::integer_shift(a)) return shift_copy<C>(src, *d, dst);
-  const bool simd = C == 3 && geometry_detail::affine_filter_simd();
+  // The AVX2 rows read a few bytes past a row's end: the next row's, or
+  // the stride's (they check the last row themselves).
+  const bool simd = C == 3 && geometry_detail::affine_filter_simd() &&
+                    src.stride >= static_cast<std::ptrdiff_t>(src.width) * 3;
   if (interp == interpolation::bilinear)
     return simd ? affine_rgb_simd<false>(src, a, dst) : generic_affine<C, false>(src, a, dst);
   if (interp == interpolation::bicubic)
