@@ -11,7 +11,7 @@
 //   build/default/perf/color_bench --benchmark_format=json --benchmark_repetitions=5 > /tmp/c.json
 //   /usr/bin/python3 perf/color_baseline.py --ringfeed /tmp/c.json
 // The rows of whole transforms (`augmix/...`, the augment policies,
-// ColorJitter, RandomResizedCrop, the tensor ops) run that transform list
+// ColorJitter, RandomResizedCrop, RandomCrop, the tensor ops) run that transform list
 // alone (exact, through pipeline::apply_pixels), a new sample and so new
 // draws every iteration; the baseline is the same torchvision transforms
 // on the PIL crop (AugMix through its tensor kernels, as torchvision runs
@@ -87,6 +87,7 @@ std::vector<std::pair<const char*, const char*>> specs() {
       {"trivialaugmentwide", "TrivialAugmentWide()"},
       {"color_jitter/0.4_0.4_0.4_0.1", "ColorJitter(0.4, 0.4, 0.4, 0.1)"},
       {"random_resized_crop/176", "RandomResizedCrop(176)"},
+      {"random_crop/200_pad4", "RandomCrop(200, padding=4)"},
       {"to_tensor", "ToTensor()"},
       {"pil_to_tensor", "PILToTensor()"},
       {"pil_to_tensor+convert_image_dtype", "PILToTensor(); ConvertImageDtype(float32)"},
