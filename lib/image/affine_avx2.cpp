@@ -197,6 +197,21 @@ __attribute__((target("avx2"), always_inline)) inline bool bicubic_four(image_vi
   return true;
 }
 
+// One row of four-pixel groups; the groups it cannot take go to `left`.
+// Bilinear corners are (floor, floor + 1): floors in [0, size - 2];
+// bicubic taps floor - 1 .. floor + 2: floors in [1, size - 3].
+template <bool Bicubic>
+__attribute__((target("avx2"))) int filter_row(image_view src, const std::array<double, 6>& a, int y,
+                                               std::uint8_t* out, int width, int* left) {
+  const row_constants k = Bicubic ? constants(src, a, y, 1.0, 3) : constants(src, a, y, 0.0, 2);
+  int n = 0;
+  for (int x = 0; x + 4 <= width; x += 4) {
+    const bool done = Bicubic ? bicubic_four(src, k, x, out + x * 3) : bilinear_four(src, k, x, out + x * 3);
+    if (!done) left[n++] = x;
+  }
+  return n;
+}
+
 }  // namespace
 
 __attribute__((target("avx2"))) int nearest_run_rgb_avx2(image_view src, std::uint32_t xx, std::uint32_t yy,
@@ -237,22 +252,12 @@ __attribute__((target("avx2"))) int nearest_run_rgb_avx2(image_view src, std::ui
 
 __attribute__((target("avx2"))) int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y,
                                                           std::uint8_t* out, int width, int* left) {
-  // Corners (floor, floor + 1): floors in [0, size - 2].
-  const row_constants k = constants(src, a, y, 0.0, 2);
-  int n = 0;
-  for (int x = 0; x + 4 <= width; x += 4)
-    if (!bilinear_four(src, k, x, out + x * 3)) left[n++] = x;
-  return n;
+  return filter_row<false>(src, a, y, out, width, left);
 }
 
 __attribute__((target("avx2"))) int bicubic_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y,
                                                          std::uint8_t* out, int width, int* left) {
-  // Taps floor - 1 .. floor + 2: floors in [1, size - 3].
-  const row_constants k = constants(src, a, y, 1.0, 3);
-  int n = 0;
-  for (int x = 0; x + 4 <= width; x += 4)
-    if (!bicubic_four(src, k, x, out + x * 3)) left[n++] = x;
-  return n;
+  return filter_row<true>(src, a, y, out, width, left);
 }
 
 #else
