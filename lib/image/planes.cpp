@@ -41,6 +41,19 @@ void portable(const std::uint8_t* in, int x0, int width, int channels, bool flip
   }
 }
 
+// Calls row_fn(in, planes) for each row of `src`, `planes` pointing at that
+// row in each of the CHW planes at `out`.
+template <class T, class RowFn>
+void for_each_row(image_view src, T* out, const RowFn& row_fn) noexcept {
+  const std::size_t plane = static_cast<std::size_t>(src.height) * static_cast<std::size_t>(src.width);
+  T* planes[3] = {out, nullptr, nullptr};
+  for (int c = 1; c < src.channels; ++c) planes[c] = planes[c - 1] + plane;
+  for (int y = 0; y < src.height; ++y) {
+    row_fn(src.row(y), planes);
+    for (int c = 0; c < src.channels; ++c) planes[c] += src.width;
+  }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 
 // pshufb masks that move channel c of the eight pixels in a 24-byte block
@@ -110,13 +123,17 @@ struct gather_sink {
 // normalized()'s float operations on eight bytes: float(v) / 255, then
 // (x − mean) / std; IEEE division and subtraction, so the same bits as the
 // scalar operations normalize_table computes its entries with.
-struct formula_sink {
+struct formula {
   __m256 mean[3], std[3];
   bool norm;
+};
+
+struct formula_sink {
+  const formula& f;
   float* const* out;
   __attribute__((target("avx2"), always_inline)) void operator()(int c, __m128i bytes, int x) const {
     __m256 v = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), _mm256_set1_ps(255.0f));
-    if (norm) v = _mm256_div_ps(_mm256_sub_ps(v, mean[c]), std[c]);
+    if (f.norm) v = _mm256_div_ps(_mm256_sub_ps(v, f.mean[c]), f.std[c]);
     _mm256_storeu_ps(out[c] + x, v);
   }
 };
@@ -159,23 +176,24 @@ __attribute__((target("avx2"))) int lookup_rows_avx2(const std::uint8_t* in, int
 }
 
 // compute_planes' rows: the formula on AVX2, the tail from the table.
+__attribute__((target("avx2"))) void compute_row_avx2(const std::uint8_t* in, int width, int channels, bool flip,
+                                                      const formula& f, const std::uint32_t* const table[3],
+                                                      float* const out[3]) {
+  const int x = rows_avx2(in, width, channels, flip, formula_sink{f, out});
+  portable(in, x, width, channels, flip, table, out);
+}
+
 __attribute__((target("avx2"))) void compute_planes_avx2(image_view src, bool flip, const normalize_params* norm,
                                                          const std::uint32_t* const table[3], float* out) {
-  const std::size_t plane = static_cast<std::size_t>(src.height) * static_cast<std::size_t>(src.width);
-  float* planes[3] = {out, nullptr, nullptr};
-  for (int c = 1; c < src.channels; ++c) planes[c] = planes[c - 1] + plane;
-  formula_sink sink{};
-  sink.norm = norm != nullptr;
+  formula f{};
+  f.norm = norm != nullptr;
   for (std::size_t c = 0; c < 3; ++c) {
-    sink.mean[c] = _mm256_set1_ps(norm ? norm->mean[c] : 0.0f);
-    sink.std[c] = _mm256_set1_ps(norm ? norm->std[c] : 1.0f);
+    f.mean[c] = _mm256_set1_ps(norm ? norm->mean[c] : 0.0f);
+    f.std[c] = _mm256_set1_ps(norm ? norm->std[c] : 1.0f);
   }
-  sink.out = planes;
-  for (int y = 0; y < src.height; ++y) {
-    const int x = rows_avx2(src.row(y), src.width, src.channels, flip, sink);
-    portable(src.row(y), x, src.width, src.channels, flip, table, planes);
-    for (int c = 0; c < src.channels; ++c) planes[c] += src.width;
-  }
+  for_each_row(src, out, [&](const std::uint8_t* in, float* const planes[3]) {
+    compute_row_avx2(in, src.width, src.channels, flip, f, table, planes);
+  });
 }
 
 // PILToTensor's bytes: pixels [0, n − n % 8) of RGB split into three
@@ -209,13 +227,9 @@ void row(const std::uint8_t* in, int width, int channels, bool flip, const std::
 
 template <class T>
 void planes_of(image_view src, bool flip, const std::uint32_t* const table[3], T* out) noexcept {
-  const std::size_t plane = static_cast<std::size_t>(src.height) * static_cast<std::size_t>(src.width);
-  T* planes[3] = {out, nullptr, nullptr};
-  for (int c = 1; c < src.channels; ++c) planes[c] = planes[c - 1] + plane;
-  for (int y = 0; y < src.height; ++y) {
-    row(src.row(y), src.width, src.channels, flip, table, planes);
-    for (int c = 0; c < src.channels; ++c) planes[c] += src.width;
-  }
+  for_each_row(src, out, [&](const std::uint8_t* in, T* const planes[3]) {
+    row(in, src.width, src.channels, flip, table, planes);
+  });
 }
 
 }  // namespace
