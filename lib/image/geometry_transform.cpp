@@ -135,6 +135,13 @@ bool check_fixed(const std::array<double, 6>& a, int x, int y) {
   return std::fabs(x * a[0] + y * a[1] + a[2]) < 32768.0 && std::fabs(x * a[3] + y * a[4] + a[5]) < 32768.0;
 }
 
+// Whether the AVX2 affine rows may run on `src`: they read a few bytes
+// past a row's end, the next row's or the stride's (and check the last
+// row themselves), so rows must not overlap.
+bool simd_rows(image_view src) {
+  return geometry_detail::affine_filter_simd() && src.stride >= static_cast<std::ptrdiff_t>(src.width) * 3;
+}
+
 // 16.16 fixed point as Pillow's FIX.
 std::int32_t fix(double v) { return floor_int(v * 65536.0 + 0.5); }
 
@@ -159,8 +166,7 @@ void affine_fixed(image_view src, const std::array<double, 6> a, mutable_image_v
   const std::uint8_t* const last = src.row(h - 1) + static_cast<std::ptrdiff_t>(w - 1) * C;
   // Runs of RGB pixels eight at a time on AVX2 where every byte offset in
   // the view fits an int32.
-  const bool simd = C == 3 && geometry_detail::affine_filter_simd() &&
-                    src.stride >= static_cast<std::ptrdiff_t>(w) * C && static_cast<double>(src.stride) * h < 2147483647.0;
+  const bool simd = C == 3 && simd_rows(src) && static_cast<double>(src.stride) * h < 2147483647.0;
   for (int y = 0; y < dst.height; ++y) {
     // check_fixed keeps every coordinate within ±32768 << 16: no step wraps,
     // so along a row the coordinates are linear and the pixels inside the
@@ -396,10 +402,7 @@ template <int C>
 void transform_affine(image_view src, const std::array<double, 6> a, interpolation interp, mutable_image_view dst) {
   if (interp != interpolation::nearest && shift_path.load(std::memory_order_relaxed))
     if (const auto d = geometry_detail::integer_shift(a)) return shift_copy<C>(src, *d, dst);
-  // The AVX2 rows read a few bytes past a row's end: the next row's, or
-  // the stride's (they check the last row themselves).
-  const bool simd = C == 3 && geometry_detail::affine_filter_simd() &&
-                    src.stride >= static_cast<std::ptrdiff_t>(src.width) * 3;
+  const bool simd = C == 3 && simd_rows(src);
   if (interp == interpolation::bilinear)
     return simd ? affine_rgb_simd<false>(src, a, dst) : generic_affine<C, false>(src, a, dst);
   if (interp == interpolation::bicubic)
