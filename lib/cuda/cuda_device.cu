@@ -85,14 +85,18 @@ class cuda_device final : public device_api {
     device_probe p;
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) {
-      p.reason = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err) + " (CUDA error " +
-                 std::to_string(static_cast<int>(err)) + ")";
+    if (err != cudaSuccess || count == 0) {
+      try {
+        p.reason = err == cudaSuccess ? no_device_reason(0, {}, {}, driver_load_error())
+                                      : no_device_reason(static_cast<int>(err), cudaGetErrorName(err),
+                                                         cudaGetErrorString(err), driver_load_error());
+      } catch (...) {  // out of memory for the text: the error's name alone
+        p.reason.clear();
+      }
       (void)cudaGetLastError();  // later calls start clean
       return p;
     }
     p.device_count = count;
-    if (count == 0) p.reason = "the CUDA runtime reports 0 devices";
     return p;
   }
 

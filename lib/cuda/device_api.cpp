@@ -2,6 +2,8 @@
 // functions (device.hpp, uploader.hpp) that go to the built-in one.
 #include "device_api.hpp"
 
+#include <dlfcn.h>
+
 #include <mutex>
 #include <utility>
 
@@ -41,6 +43,27 @@ device_guard::~device_guard() {
   } catch (...) {
     // Restoring failed: the context is gone; the next call reports it.
   }
+}
+
+std::string no_device_reason(int error, std::string_view name, std::string_view text, std::string_view driver_error) {
+  if (!driver_error.empty())
+    return "no NVIDIA driver found: libcuda.so.1 cannot be loaded (" + std::string(driver_error) +
+           "); install the NVIDIA driver to use a GPU";
+  if (error == 0) return "no CUDA device found: the NVIDIA driver reports 0 devices";
+  std::string cuda = std::string(name) + ": " + std::string(text) + " (CUDA error " + std::to_string(error) + ")";
+  if (name == "cudaErrorNoDevice") return "no CUDA device found (" + cuda + ")";
+  return cuda;
+}
+
+std::string driver_load_error() {
+  // RTLD_LAZY: only whether it loads; the CUDA runtime opens it itself.
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver == nullptr) {
+    const char* why = ::dlerror();
+    return why != nullptr ? why : "dlopen failed";
+  }
+  ::dlclose(driver);
+  return {};
 }
 
 device_probe probe_devices() noexcept { return builtin_device_api()->probe(); }

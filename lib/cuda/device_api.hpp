@@ -24,6 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/cuda/stream.hpp>
@@ -96,6 +98,20 @@ class device_api {
 void install_device_api(std::shared_ptr<device_api> api);
 /// The built-in implementation (cuda_device.cu or device_none.cpp).
 [[nodiscard]] std::shared_ptr<device_api> builtin_device_api();
+
+/// Why the CUDA runtime found no device, in words that point at the fix.
+/// `error`, `name`, `text`: cudaGetDeviceCount's error (0: it succeeded,
+/// with 0 devices) and CUDA's name and string for it; `driver_error`: why
+/// the NVIDIA driver's libcuda.so.1 cannot be loaded, "" when it can. With
+/// no driver the CUDA runtime says "CUDA driver version is insufficient"
+/// (cudaErrorInsufficientDriver), which sends a user looking for an
+/// upgrade: the reason then says that no driver was found. CUDA's own text
+/// stays where a driver exists (one too old for the runtime, say).
+[[nodiscard]] std::string no_device_reason(int error, std::string_view name, std::string_view text,
+                                           std::string_view driver_error);
+/// "" when the NVIDIA driver library (libcuda.so.1) can be loaded by this
+/// process, else dlerror()'s reason.
+[[nodiscard]] std::string driver_load_error();
 
 /// Makes `device` current on this thread for the guard's lifetime and
 /// restores the thread's previous device afterwards, so a loader's calls
