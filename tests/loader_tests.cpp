@@ -53,27 +53,6 @@ using namespace ringfeed::test;  // the fixtures
 
 namespace {
 
-// `shards` WebDataset tar shards of 8 photos each (key.jpg + key.cls, label
-// = shard number), written with GNU tar in name order.
-fs::path make_shards(const fs::path& root, int shards) {
-  const fs::path src = ringfeed::test::image_data::dir() / "photos";
-  fs::create_directories(root / "shards");
-  for (int sh = 0; sh < shards; ++sh) {
-    const fs::path stage = root / ("stage" + std::to_string(sh));
-    fs::create_directories(stage);
-    int k = 0;
-    for (const char* name : photo_names) {
-      const std::string key = "s" + std::to_string(sh) + "_" + std::to_string(k++);
-      fs::copy_file(src / name, stage / (key + ".jpg"));
-      std::ofstream(stage / (key + ".cls")) << sh;
-    }
-    const std::string cmd = "tar -cf '" + (root / "shards" / ("shard-" + std::to_string(sh) + ".tar")).string() +
-                            "' --sort=name -C '" + stage.string() + "' .";
-    REQUIRE(std::system(cmd.c_str()) == 0);
-  }
-  return root / "shards";
-}
-
 long rss_kib(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;

@@ -77,6 +77,13 @@ struct loader_state {
   friend bool operator==(const loader_state&, const loader_state&) = default;
 };
 
+/// The last batches a caller will take (loader_options::end): every batch
+/// of the epochs before `epoch`, then the first `batches` of `epoch`.
+struct loader_end {
+  std::uint64_t epoch = 0;
+  std::size_t batches = ~std::size_t{0};  ///< default: the whole epoch
+};
+
 /// An in-memory dataset (torchvision's CIFAR and MNIST arrays): `count`
 /// C-contiguous uint8 images of height × width × channels (3: RGB, 1: L)
 /// at `data`, labelled `labels`, read in place (zero copy): `owner` keeps
@@ -212,6 +219,15 @@ struct loader_options {
 
     /// Where to continue from (from state()); unset: epoch 0, batch 0.
   std::optional<loader_state> resume;
+  /// Where the caller's work ends, when it knows (an export of one epoch or
+  /// of `--count N` samples, `bench --epochs N`, Python's Loader(epochs=N)):
+  /// no sample past it is read, so object storage is sent no request the
+  /// caller will not use (every GET is billed). next() returns the end of
+  /// the epoch after the last batch, and throws std::logic_error when
+  /// called again (set_epoch() to an epoch before the end starts anew).
+  /// Unset: epochs follow one another for as long as next() is called, the
+  /// next one prefetched while the current one ends.
+  std::optional<loader_end> end;
 
   /// Log lines (no newline). Default: "ringfeed: <line>" on stderr.
   std::function<void(std::string_view)> log;

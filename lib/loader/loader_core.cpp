@@ -257,6 +257,12 @@ task<std::optional<batch>> loader_core::next() {
   if (m_order && m_pos_epoch != m_order_epoch)  // its run ended with its epoch: nothing would come
     throw std::logic_error("loader: epoch " + std::to_string(m_pos_epoch) + " has no order (set_order() gave one for epoch " +
                            std::to_string(m_order_epoch) + "): call set_order() or set_epoch() first");
+  if (past_end(m_pos_epoch))  // its run read nothing past the end: nothing would come
+    throw std::logic_error("loader: next() past the end the options set (epoch " + std::to_string(m_opt.end->epoch) +
+                           ", " + (m_opt.end->batches == loader_end{}.batches ? std::string("all its batches")
+                                                                              : std::to_string(m_opt.end->batches) +
+                                                                                    " batch(es)") +
+                           "): call set_epoch() to an epoch before it first");
   std::shared_ptr<run> r = m_memory->current();
   if (!r) {
     start_run(m_pos_epoch, m_pos_batch);

@@ -114,6 +114,10 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   task<stream_window> read_window(stream_window w);
   task<> upload(std::shared_ptr<run> r);
   [[nodiscard]] data::stream_order stream_order_of(std::uint64_t epoch) const;
+  // options.end: whether epoch `e` lies past it, and how many of the
+  // `in_epoch` batches of epoch `e` may be read.
+  [[nodiscard]] bool past_end(std::uint64_t e) const noexcept;
+  [[nodiscard]] std::size_t batches_to_read(std::uint64_t e, std::size_t in_epoch) const noexcept;
   [[nodiscard]] std::uint64_t stream_key(std::uint64_t epoch, std::size_t index) const noexcept {
     return epoch * m_ds.size() + index;
   }

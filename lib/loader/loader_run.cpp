@@ -99,12 +99,12 @@ void run::emit(std::uint64_t seq, delivery d) {
 
 task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {
   co_await m_pool->schedule();
-  for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
+  for (std::uint64_t e = epoch; !past_end(e); ++e, first_batch = 0) {
     const data::epoch_plan plan =
         r->order            ? data::epoch_plan(e, *r->order, m_opt.batch_size, m_opt.drop_last)
         : m_opt.stream_shards ? data::epoch_plan(e, stream_order_of(e).emit, m_opt.batch_size, m_opt.drop_last)
                               : m_smp->plan(e, m_opt.batch_size, m_opt.drop_last);
-    for (std::size_t k = first_batch; k < plan.num_batches(); ++k) {
+    for (std::size_t k = first_batch; k < batches_to_read(e, plan.num_batches()); ++k) {
       std::optional<slab*> got = co_await r->free.receive();
       if (!got) co_return;
       if (r->failed_at.load(std::memory_order_relaxed) != ~std::uint64_t{0}) {
@@ -133,6 +133,13 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
     r->emit(r->next_seq++, std::move(marker));
     if (r->order) co_return;  // the caller orders the next epoch
   }
+}
+
+bool loader_core::past_end(std::uint64_t e) const noexcept { return m_opt.end && e > m_opt.end->epoch; }
+
+std::size_t loader_core::batches_to_read(std::uint64_t e, std::size_t in_epoch) const noexcept {
+  if (!m_opt.end || e < m_opt.end->epoch) return in_epoch;
+  return e == m_opt.end->epoch ? std::min(in_epoch, m_opt.end->batches) : 0;
 }
 
 task<> loader_core::work(std::shared_ptr<run> r) {

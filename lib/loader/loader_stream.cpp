@@ -26,7 +26,9 @@ std::vector<stream_window> loader_core::plan_windows(std::uint64_t epoch, std::s
   const data::stream_order order = stream_order_of(epoch);
   // Samples this run delivers: from the resume point to the last full
   // batch (drop_last) or the end.
-  const std::size_t end = std::min(order.emit.size(), m_plan.batches_per_epoch * m_opt.batch_size);
+  // (and not past options.end).
+  const std::size_t end =
+      std::min(order.emit.size(), batches_to_read(epoch, m_plan.batches_per_epoch) * m_opt.batch_size);
   std::vector<std::uint8_t> needed(m_ds.size(), 0);
   for (std::size_t p = first_batch * m_opt.batch_size; p < end; ++p) needed[order.emit[p]] = 1;
   std::vector<stream_window> windows;
@@ -76,7 +78,7 @@ task<stream_window> loader_core::read_window(stream_window w) {
 task<> loader_core::read_windows(std::shared_ptr<run> /*r*/, std::shared_ptr<channel<stream_window>> out,
                                  std::size_t at_once, std::uint64_t epoch, std::size_t first_batch) {
   co_await m_pool->schedule();
-  for (std::uint64_t e = epoch;; ++e, first_batch = 0) {
+  for (std::uint64_t e = epoch; !past_end(e); ++e, first_batch = 0) {
     std::vector<stream_window> windows = plan_windows(e, first_batch);
     for (std::size_t k = 0; k < windows.size(); k += at_once) {
       std::vector<task<stream_window>> reads;
@@ -88,6 +90,7 @@ task<> loader_core::read_windows(std::shared_ptr<run> /*r*/, std::shared_ptr<cha
         if (!co_await out->send(std::move(w))) co_return;  // the streamer stopped
     }
   }
+  out->close();  // past options.end: the streamer takes what was sent, then ends
 }
 
 task<> loader_core::stream(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {

@@ -1,11 +1,13 @@
 // Fixtures shared by the loader's tests: a small ImageFolder of the test
-// photos, options that read it quickly, and epochs copied out of batches.
+// photos, the same photos in tar shards, options that read it quickly, and epochs copied out of batches.
 #pragma once
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,27 @@ inline std::filesystem::path make_folder(const std::filesystem::path& root, int 
     for (const char* name : photo_names) std::filesystem::copy_file(src / name, dir / name);
   }
   return root;
+}
+
+// `shards` WebDataset tar shards of 8 photos each (key.jpg + key.cls, label
+// = shard number), written with GNU tar in name order.
+inline std::filesystem::path make_shards(const std::filesystem::path& root, int shards) {
+  const std::filesystem::path src = ringfeed::test::image_data::dir() / "photos";
+  std::filesystem::create_directories(root / "shards");
+  for (int sh = 0; sh < shards; ++sh) {
+    const std::filesystem::path stage = root / ("stage" + std::to_string(sh));
+    std::filesystem::create_directories(stage);
+    int k = 0;
+    for (const char* name : photo_names) {
+      const std::string key = "s" + std::to_string(sh) + "_" + std::to_string(k++);
+      std::filesystem::copy_file(src / name, stage / (key + ".jpg"));
+      std::ofstream(stage / (key + ".cls")) << sh;
+    }
+    const std::string cmd = "tar -cf '" + (root / "shards" / ("shard-" + std::to_string(sh) + ".tar")).string() +
+                            "' --sort=name -C '" + stage.string() + "' .";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  return root / "shards";
 }
 
 inline ringfeed::loader_options base_options(const std::filesystem::path& source) {
