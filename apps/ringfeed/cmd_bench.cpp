@@ -338,6 +338,7 @@ int run_loader_bench(const bench_options& opt) {
   o.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
   o.stream_shards = opt.stream;
   o.shuffle_buffer = opt.shuffle_buffer;
+  o.end = loader_end{static_cast<std::uint64_t>(opt.epochs - 1)};  // nothing read past the last epoch
   if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
 
   // Start-up a training run pays once: opening the loader (listing the

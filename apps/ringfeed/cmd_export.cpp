@@ -97,6 +97,11 @@ int run_export(const export_options& opt) {
   o.resume = loader_state{opt.seed, opt.epoch, 0, 0, 1};
   o.sampler.rank = 0;
   o.sampler.world_size = 1;
+  // Nothing is read past what is written: the epoch, or with --count the
+  // batches holding its first samples. (With --on-error skip a skipped
+  // sample's place goes to a later one, so the whole epoch may be needed.)
+  o.end = loader_end{opt.epoch};
+  if (opt.count != 0 && o.on_error == error_policy::fail) o.end->batches = (opt.count + o.batch_size - 1) / o.batch_size;
 
   std::optional<loader> l;
   if (!open_unless_interrupted(l, o, interrupt, "export")) {

@@ -77,6 +77,8 @@ loader_options loader_options_from(const py::dict& d) {
   o.device = d["device"].cast<int>();
   o.device_buffers = d["device_buffers"].cast<std::size_t>();
   o.dataset.include_hidden = d["include_hidden"].cast<bool>();
+  if (d.contains("epochs") && !d["epochs"].is_none())  // checked (>= 1) by loader.py
+    o.end = loader_end{d["epochs"].cast<std::uint64_t>() - 1};
   if (d.contains("pixels") && !d["pixels"].is_none()) {  // (uint8 array [N, H, W(, 3)], labels): CIFAR, MNIST
     const auto given = d["pixels"].cast<py::tuple>();
     const auto array = given[0].cast<py::array_t<std::uint8_t, py::array::c_style>>();  // no copy: checked in Python

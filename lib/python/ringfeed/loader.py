@@ -178,6 +178,11 @@ class Loader:
     endpoint, region, profile, ca_bundle, access_key_id, secret_access_key,
     session_token (str) and anonymous, path_style (bool). It never appears
     in repr() or stats().
+
+    `epochs=N` says the run takes epochs 0 … N-1 and no more: nothing past
+    the last one is read (object storage is sent no GET the run will not
+    use), and a `for` after it raises RuntimeError. Unset, the next epoch is
+    read ahead while one ends.
     """
 
     def __init__(self, source, batch_size=256, pipeline=None, size=None, exact=False,
@@ -185,7 +190,7 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, _samples=None, _pixels=None):
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, _samples=None, _pixels=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -226,6 +231,8 @@ class Loader:
         prefetch_batches = int_arg("prefetch_batches", prefetch_batches)
         device_buffers = int_arg("device_buffers", device_buffers, 1)
         max_pixels = int_arg("max_pixels", max_pixels, 1)
+        if epochs is not None:
+            epochs = int_arg("epochs", epochs, 1)
         if shuffle is None:
             # a recipe with a random op is a training one: shuffled, as "train" is
             shuffle = pipeline == "train" if not spec else random
@@ -270,7 +277,7 @@ class Loader:
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
-            include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, resume=None,
+            include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, epochs=epochs, resume=None,
             # ringfeed.DataLoader's: a torchvision dataset's list, (paths as bytes, labels), or its
             # images in memory, (uint8 array, labels)
             samples=_samples, pixels=_pixels)
