@@ -46,9 +46,14 @@ dataset object_dataset(io::source& src, const dataset_options& options) {
   // Entries of a manifest or a URL list are relative to it.
   const auto resolve = [&location](std::string_view ref) { return io::object_url::parse(location).resolve(ref).str(); };
   switch (kind) {
-    case source_kind::image_folder:
-      return scan_listed_image_folder(
+    case source_kind::image_folder: {
+      detail::dataset_contents c = detail::listed_image_folder_contents(
           location, [&src](const std::string& relative) { return list_through(src, relative); }, options);
+      // Objects the listing held that no tree can (io::source::excluded):
+      // named with the reason, as the directories a scan leaves out are.
+      for (io::excluded_entry& e : src.excluded()) c.report.skipped.push_back({std::move(e.path), std::move(e.reason)});
+      return dataset(std::move(c));
+    }
     case source_kind::manifest: {
       detail::dataset_contents c = detail::manifest_text_contents(read_object(src, location), location);
       detail::string_table names;

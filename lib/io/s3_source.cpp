@@ -6,6 +6,7 @@
 // entries answered from it, so an ImageFolder of N classes costs N/1000
 // requests, not one per class. The listing's ETags pin the objects.
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -156,12 +157,40 @@ class s3_source final : public object_source {
       for (const s3_object_info& o : page.objects) add(o);
       token = page.truncated ? page.next_continuation_token : std::nullopt;
     } while (token);
+    m_tree_ready.store(true, std::memory_order_release);  // m_excluded is complete
+  }
+
+  std::vector<excluded_entry> excluded() const override {
+    std::vector<excluded_entry> out;
+    if (m_tree_ready.load(std::memory_order_acquire)) out = m_excluded;
+    return out;
+  }
+
+  // Why an ImageFolder tree cannot hold `rel` (a key below the prefix), or
+  // nullptr. S3 keys are any bytes: "a//b.jpg", "a/./b.jpg" and "a/" are
+  // objects of their own, but a tree (and the local copy a user compares it
+  // with) has no such paths, so such keys are named, never dropped silently.
+  static const char* untreeable(std::string_view rel) {
+    if (rel.back() == '/') return "the key ends in '/' (a folder marker)";
+    for (std::size_t start = 0;;) {
+      const auto slash = rel.find('/', start);
+      const std::string_view segment = rel.substr(start, slash == std::string_view::npos ? rel.npos : slash - start);
+      if (segment.empty()) return "the key has an empty path segment ('//')";
+      if (segment == "." || segment == "..") return "the key has a '.' or '..' path segment";
+      if (slash == std::string_view::npos) return nullptr;
+      start = slash + 1;
+    }
   }
 
   void add(const s3_object_info& o) {
     if (o.key.size() <= m_prefix.size() || o.key.compare(0, m_prefix.size(), m_prefix) != 0) return;
     const std::string rel = o.key.substr(m_prefix.size());
-    if (rel.back() == '/') return;  // a "folder" marker object
+    if (const char* why = untreeable(rel)) {
+      m_excluded.push_back({"s3://" + m_bucket + "/" + o.key,
+                            std::string("left out of the listing: ") + why +
+                                ", which a directory tree cannot hold; rename the object to read it"});
+      return;
+    }
     pins().pin(m_endpoint.object_url(m_bucket, o.key), o.etag);
     std::string dir;
     std::size_t start = 0;
@@ -183,6 +212,8 @@ class s3_source final : public object_source {
   std::shared_ptr<credential_provider> m_credentials;
   std::once_flag m_listed;
   std::map<std::string, std::map<std::string, source_entry>> m_tree;  // dir under the prefix -> entries
+  std::vector<excluded_entry> m_excluded;  // keys the tree cannot hold, in listing order
+  std::atomic<bool> m_tree_ready{false};   // release: m_tree and m_excluded are written
 };
 
 }  // namespace

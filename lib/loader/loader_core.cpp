@@ -80,7 +80,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
       m_where = io::probe_source(m_ds.shards().empty() ? std::string(m_ds.root()) : m_ds.shards().front().path);
   }
   for (const data::skipped_directory& d : m_ds.report().skipped) {
-    log("skipped directory " + escape_bytes(d.path) + ": " + d.reason);
+    log("left out " + escape_bytes(d.path) + ": " + d.reason);
     m_skipped.push_back({d.path, d.reason});  // no thread runs yet: the mutex is not needed
   }
   if (m_ds.empty()) throw std::invalid_argument("loader: '" + escape_bytes(m_opt.source) + "' holds no samples");

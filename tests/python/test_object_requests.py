@@ -6,6 +6,9 @@ read or named.
   or `--count N`, `ringfeed bench --epochs N`, `Loader(epochs=N)`) sends one
   GET per object per epoch asked for, none past its end (issue 41: an
   export of 8 objects sent 64 GETs, prefetching later epochs).
+- A key that no directory tree can hold (a "." or ".." segment, an empty
+  segment, a trailing '/') is named in stats()["skipped"] with the reason,
+  never dropped without a word.
 
 The requests are counted by the fault proxy (tests/support/object_store.py)
 in front of s3rver.
@@ -116,3 +119,28 @@ def test_loader_epochs_reads_nothing_past_its_last_epoch(proxy):
 def test_loader_epochs_checked(epochs):
     with pytest.raises((ValueError, TypeError), match="epochs"):
         ringfeed.Loader("s3://data/val/", epochs=epochs, **KW)
+
+
+# --- keys a tree cannot hold -----------------------------------------------------------------
+
+ODD_KEYS = {
+    "val/extra/dots/./x.jpg": "'.' or '..' path segment",
+    "val/extra/../y.jpg": "'.' or '..' path segment",
+    "val/extra//z.jpg": "empty path segment",
+    "val/extra/folder/": "ends in '/'",
+}
+
+
+def test_keys_no_tree_can_hold_are_named_in_skipped(proxy, val_dir):
+    # s3rver folds "." and ".." segments away when storing, so the proxy adds
+    # such keys to the listing, as a server that keeps them (S3) lists them.
+    proxy.add_fault("list_extra", count=1, path=r"list-type=2", method="GET", keys=sorted(ODD_KEYS))
+    loader = ringfeed.Loader("s3://data/val/", **KW)
+    assert loader.dataset_size == 20  # the tree's samples, as on disk
+    skipped = {s["path"]: s["reason"] for s in loader.stats()["skipped"]}
+    assert set(skipped) == {f"s3://data/{k}" for k in ODD_KEYS}, skipped
+    for key, why in ODD_KEYS.items():
+        assert why in skipped[f"s3://data/{key}"], skipped
+    assert sum(len(labels) for _, labels in epoch_batches(loader)) == 20
+    loader.close()
+    assert not [k for k in object_gets(proxy, "val/extra") if k], "a left-out key was requested"

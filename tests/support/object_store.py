@@ -21,7 +21,9 @@
   TCP reset), ``truncate`` (the same, then a clean close: a short read),
   ``slow_first_byte`` (``delay_s`` before anything, then the real answer),
   ``stall`` (headers and ``after_bytes``, then nothing for ``delay_s``, then
-  close). Each fault applies to the next ``count`` requests matching
+  close), ``list_extra`` (a ListObjectsV2 answer gains a ``<Contents>`` for
+  each of ``keys``, objects s3rver cannot hold: it folds "." and ".." key
+  segments). Each fault applies to the next ``count`` requests matching
   ``method`` and the ``path`` regex (path with query); then requests pass.
   The proxy also answers S3's 412 PreconditionFailed when If-Match does not
   name the object's ETag, which s3rver itself does not check.
@@ -392,7 +394,8 @@ class HttpsServer(_ThreadedServer):
 
 # --- fault-injecting proxy ---------------------------------------------------------
 
-FAULT_KINDS = ("status", "slowdown", "internal_error", "forbidden", "reset", "truncate", "slow_first_byte", "stall")
+FAULT_KINDS = ("status", "slowdown", "internal_error", "forbidden", "reset", "truncate", "slow_first_byte", "stall",
+               "list_extra")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
               "transfer-encoding", "upgrade", "content-length"}
 
@@ -544,6 +547,10 @@ class _ProxyHandler(_Quiet, http.server.BaseHTTPRequestHandler):
                         [("Content-Type", "application/xml")])
             return
         entry["status"] = status
+        if kind == "list_extra" and status == 200:
+            extra = "".join(f"<Contents><Key>{urllib.parse.quote(k, safe='/')}</Key><Size>5</Size>"
+                            f'<ETag>"extra"</ETag></Contents>' for k in fault.get("keys", []))
+            data = data.replace(b"</ListBucketResult>", extra.encode() + b"</ListBucketResult>")
         if kind in ("reset", "truncate", "stall"):
             cut = min(int(fault.get("after_bytes", len(data) // 2)), len(data))
             self.send_response(status)

@@ -115,7 +115,8 @@ struct dataset_options {
   std::size_t object_part_bytes = std::size_t{8} << 20;
 };
 
-/// A directory the scan left out (dataset_options::skip_unreadable), and why.
+/// A directory the scan left out (dataset_options::skip_unreadable), or an
+/// object of a listing that no tree can hold (io::source::excluded), and why.
 struct skipped_directory {
   std::string path;    ///< as the scan named it: the root joined with the directory's relative path
   std::string reason;  ///< e.g. "cannot open directory: Permission denied"
@@ -130,7 +131,8 @@ struct index_report {
   std::size_t shards_from_cache = 0;  ///< tar: shards whose saved index was valid
   std::size_t directories = 0;        ///< ImageFolder: directories listed or validated
   /// ImageFolder with skip_unreadable: the directories left out, in class
-  /// order. A scan that left one out is not cached.
+  /// order, then the objects a listing held that no tree can. A scan that
+  /// left one out is not cached.
   std::vector<skipped_directory> skipped;
   double seconds = 0;                 ///< wall time to build or load the index
 };

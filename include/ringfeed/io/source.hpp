@@ -66,6 +66,13 @@ struct source_entry {
   std::uint64_t size = unknown_size;  ///< bytes of a file, when known
 };
 
+/// An object a listing holds that list() does not show, and why (object
+/// storage: a key no directory tree can hold).
+struct excluded_entry {
+  std::string path;    ///< the object's URL
+  std::string reason;
+};
+
 /// The local read options (reader.hpp), and a cache for network storage.
 struct source_options : read_options {
   /// A local directory caching the samples of network storage (ignored, with
@@ -124,6 +131,12 @@ class source {
   /// "..". Blocking; any thread. Throws std::system_error naming the
   /// directory.
   [[nodiscard]] virtual std::vector<source_entry> list(const std::string& dir) = 0;
+
+  /// What the listing held but list() leaves out, each with the reason, in
+  /// listing order (object storage: keys with an empty, "." or ".." path
+  /// segment, or ending in '/'); valid after the first list(). By default
+  /// none: a file system's tree holds every name.
+  [[nodiscard]] virtual std::vector<excluded_entry> excluded() const { return {}; }
 
   /// A sample's bytes, read into `buffer` (grown as needed); the view is
   /// valid until `buffer` is reused. Throws std::system_error whose what()
