@@ -162,3 +162,19 @@ def _hang_guard():
     faulthandler.dump_traceback_later(240, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+def point_aws_at(monkeypatch, endpoint, server, tmp_path):
+    """The AWS tools' configuration for an s3rver (object_store.S3rver) at
+    `endpoint` (its own or a proxy's): its credentials and region, nothing
+    from outside (no AWS_* variable, profile file or instance metadata)."""
+    for var in list(os.environ):
+        if var.startswith("AWS_"):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_REGION", server.region)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret_access_key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

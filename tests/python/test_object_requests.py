@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import pathlib
 import sys
 
@@ -25,7 +24,7 @@ import pytest
 
 import ringfeed
 
-from conftest import REPO, epoch_batches, run_cli
+from conftest import REPO, epoch_batches, point_aws_at, run_cli
 
 sys.path.insert(0, str(REPO / "tests" / "support"))
 object_store = pytest.importorskip("object_store", reason="tests/support/object_store.py (the servers harness)")
@@ -56,16 +55,7 @@ def store(tmp_path_factory, val_dir):
 def proxy(monkeypatch, store, tmp_path):
     """The AWS tools' configuration pointing at the proxy; its log cleared."""
     server, proxy = store
-    for var in list(os.environ):
-        if var.startswith("AWS_"):
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-    monkeypatch.setenv("AWS_REGION", server.region)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.access_key_id)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret_access_key)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    point_aws_at(monkeypatch, proxy.url, server, tmp_path)
     proxy.clear()
     return proxy
 

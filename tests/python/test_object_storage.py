@@ -20,7 +20,7 @@ import torch
 
 import ringfeed
 
-from conftest import REPO, assert_same_batches, cli_path, epoch_batches, run_cli
+from conftest import REPO, assert_same_batches, cli_path, epoch_batches, point_aws_at, run_cli
 
 sys.path.insert(0, str(REPO / "tests" / "support"))
 object_store = pytest.importorskip("object_store", reason="tests/support/object_store.py (the servers harness)")
@@ -178,16 +178,7 @@ def s3(tmp_path_factory, train_dir, val_dir, shards):
 @pytest.fixture
 def s3_env(monkeypatch, s3, tmp_path):
     """The AWS tools' configuration, pointing at s3rver; nothing from outside."""
-    for var in list(os.environ):
-        if var.startswith("AWS_"):
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
-    monkeypatch.setenv("AWS_REGION", s3.region)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3.access_key_id)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret_access_key)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    point_aws_at(monkeypatch, s3.endpoint, s3, tmp_path)
     return s3
 
 
