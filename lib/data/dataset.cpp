@@ -155,15 +155,7 @@ const std::vector<std::string_view>& image_extensions() noexcept {
 
 bool has_image_extension(std::string_view name) noexcept {
   for (const std::string_view ext : image_extensions()) {
-    if (name.size() < ext.size()) continue;
-    const std::string_view tail = name.substr(name.size() - ext.size());
-    bool same = true;
-    for (std::size_t k = 0; k < ext.size() && same; ++k) {
-      char c = tail[k];
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      same = c == ext[k];
-    }
-    if (same) return true;
+    if (ends_with_ci(name, ext)) return true;
   }
   return false;
 }
@@ -278,10 +270,6 @@ void expand_into(std::string_view pattern, std::vector<std::string>& out) {
 }
 
 bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
-
-bool ends_with_ci(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && detail::ascii_lower(s.substr(s.size() - suffix.size())) == suffix;
-}
 
 std::filesystem::path absolute_path(const std::filesystem::path& p) {
   std::error_code ec;
