@@ -1,5 +1,6 @@
 // The dataset value type, source strings and shard patterns.
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/io/location.hpp>
 #include <ringfeed/text.hpp>
 
 #include <dirent.h>
@@ -346,14 +347,17 @@ std::vector<std::filesystem::path> expand_shard_pattern(std::string_view pattern
 }
 
 source_kind detect_source_kind(std::string_view source) {
-  if (const std::size_t scheme = source.find("://"); scheme != std::string_view::npos) {
-    const std::string name = detail::ascii_lower(source.substr(0, scheme));
-    if (name == "nfs") {
+  switch (io::classify_location(source)) {
+    case io::location_kind::local:
+      break;
+    case io::location_kind::nfs:
       throw dataset_error(std::string(source),
                           "an nfs:// source is opened by the loader (an ImageFolder on the export, listed with "
                           "libnfs), not by data::open_dataset; or mount the export and pass the local path");
+    default: {
+      const std::string name = detail::ascii_lower(io::location_scheme(source));
+      throw dataset_error(std::string(source), "unsupported URL scheme '" + escape_bytes(name) + "://'");
     }
-    throw dataset_error(std::string(source), "unsupported URL scheme '" + escape_bytes(name) + "://'");
   }
   if (source.find('{') != std::string_view::npos || has_glob_chars(source)) return source_kind::tar_shards;
   if (ends_with_ci(source, ".tar")) return source_kind::tar_shards;

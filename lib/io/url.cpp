@@ -45,11 +45,6 @@ std::string normalize_relative(std::string_view path, std::string_view whole) {
 
 }  // namespace
 
-bool object_url::is_url(std::string_view text) noexcept {
-  return starts_with_ci(text, "s3://") || starts_with_ci(text, "http://") ||
-         starts_with_ci(text, "https://");
-}
-
 object_url object_url::parse(std::string_view url) {
   object_url out;
   std::string_view rest;
