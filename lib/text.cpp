@@ -1,4 +1,5 @@
-// ringfeed text helpers: escape_bytes() for messages, json_string() for JSON.
+// ringfeed text helpers: escape_bytes() for messages, json_string() for JSON,
+// and the ASCII helpers (trim, *_with_ci, hex64).
 #include <ringfeed/text.hpp>
 
 #include <cstdint>
@@ -14,6 +15,16 @@ void append_hex(std::string& out, std::string_view prefix, unsigned value, int d
 }
 
 bool in(unsigned char c, unsigned lo, unsigned hi) noexcept { return c >= lo && c <= hi; }
+
+char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool equal_ci(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -99,6 +110,26 @@ std::string json_string(std::string_view bytes) {
     }
   }
   out.push_back('"');
+  return out;
+}
+
+std::string_view trim(std::string_view text, std::string_view chars) noexcept {
+  const std::size_t first = text.find_first_not_of(chars);
+  if (first == std::string_view::npos) return text.substr(text.size());
+  return text.substr(first, text.find_last_not_of(chars) - first + 1);
+}
+
+bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
+  return text.size() >= prefix.size() && equal_ci(text.substr(0, prefix.size()), prefix);
+}
+
+bool ends_with_ci(std::string_view text, std::string_view suffix) noexcept {
+  return text.size() >= suffix.size() && equal_ci(text.substr(text.size() - suffix.size()), suffix);
+}
+
+std::string hex64(std::uint64_t value) {
+  std::string out(16, '0');
+  for (std::size_t i = 16; i-- > 0; value >>= 4) out[i] = hex_digits[value & 0xF];
   return out;
 }
 

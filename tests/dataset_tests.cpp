@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/io/url.hpp>
 
 #include "data_test_support.hpp"
 #include "test_support.hpp"
@@ -487,6 +488,23 @@ TEST_CASE("sources: kinds, URLs and errors", "[source]") {
   opt.kind = source_kind::manifest;
   write_file(tmp.path() / "list.txt", "folder/cls/a.jpg,0\n");
   CHECK(open_dataset((tmp.path() / "list.txt").string(), opt).size() == 1);
+}
+
+TEST_CASE("shard patterns: a local pattern expands as an s3:// one", "[source]") {
+  temp_dir tmp;
+  const fs::path dir = tmp.path() / "shards";
+  for (const char* name : {"a.tar", "b.tar", "c.tar", "x{0..1}.tar"}) write_file(dir / name, "x");
+  // `{a..c}` letter ranges and `\{` escapes, as io::expand_braces reads an
+  // s3:// pattern.
+  for (const std::string pattern : {"{a..c}.tar", R"(x\{0..1\}.tar)", "{c..a}.tar", "{a,b}{0..10..5}"}) {
+    std::vector<std::string> local = expand_braces(pattern);
+    for (auto& name : local) name.insert(0, "s3://b/");
+    CHECK(local == ringfeed::io::expand_braces("s3://b/" + pattern));
+  }
+  CHECK(expand_shard_pattern((dir / "{a..c}.tar").string()) ==
+        std::vector<fs::path>{dir / "a.tar", dir / "b.tar", dir / "c.tar"});
+  CHECK(expand_shard_pattern((dir / R"(x\{0..1\}.tar)").string()) == std::vector<fs::path>{dir / "x{0..1}.tar"});
+  CHECK_THROWS_WITH(expand_braces("{0..99999}{0..999}"), Catch::Contains("more than"));
 }
 
 TEST_CASE("sample_location::full_path joins base and path", "[source]") {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "image/cpu_features.hpp"
 #include "image/resample_detail.hpp"
 #include "image_test_data.hpp"
 

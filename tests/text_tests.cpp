@@ -9,10 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 using ringfeed::escape_bytes;
 using ringfeed::json_string;
+using namespace std::string_view_literals;
 
 namespace {
 
@@ -122,4 +125,39 @@ TEST_CASE("json_text writes what dump() writes, and does not throw on bytes that
   const std::string text = ringfeed::detail::json_text(bad);
   CHECK(text == R"({"skipped":[{"path":"/d/caf\udce9.png","reason":"PNM: \udce0"}]})");
   CHECK(valid_utf8(text));
+}
+
+TEST_CASE("trim drops ASCII white space, or the characters given, at both ends", "[text]") {
+  using ringfeed::trim;
+  CHECK(trim(" \t\n\v\f\rabc d\r\n\v\f\t ") == "abc d");
+  CHECK(trim("   ") == "");
+  CHECK(trim("") == "");
+  CHECK(trim("\xa0x\xa0") == "\xa0x\xa0");  // bytes from 0x80 up are not space, whatever the locale
+  CHECK(trim("x\0"sv) == "x\0"sv);           // nor is NUL
+  // http_client's header values: blanks, and the line's CR LF.
+  CHECK(trim(" \t\"etag\" \r\n", " \t\r\n") == "\"etag\"");
+  // tar numbers: space, tab and newline only.
+  CHECK(trim(" 0755\n\r", " \t\n") == "0755\n\r");
+}
+
+TEST_CASE("starts_with_ci and ends_with_ci compare ASCII letters in any case", "[text]") {
+  using ringfeed::ends_with_ci;
+  using ringfeed::starts_with_ci;
+  CHECK(starts_with_ci("S3://bucket", "s3://"));
+  CHECK(starts_with_ci("https://h", "HTTPS://"));
+  CHECK_FALSE(starts_with_ci("s3:/", "s3://"));
+  CHECK(starts_with_ci("x", ""));
+  CHECK(ends_with_ci("shard.TAR", ".tar"));
+  CHECK(ends_with_ci("a.Jpeg", ".jpeg"));
+  CHECK_FALSE(ends_with_ci("tar", ".tar"));
+  CHECK_FALSE(ends_with_ci("a.tar.gz", ".tar"));
+  CHECK_FALSE(ends_with_ci("\xc3\x89", "\xc3\xa9"));  // É is not é: ASCII letters only
+  CHECK_FALSE(ends_with_ci("a@", "`"));                // '@' and '`' sit beside the letters
+}
+
+TEST_CASE("hex64 is 16 lowercase hex digits", "[text]") {
+  CHECK(ringfeed::hex64(0) == "0000000000000000");
+  CHECK(ringfeed::hex64(0xabcdef0123456789ULL) == "abcdef0123456789");
+  CHECK(ringfeed::hex64(~std::uint64_t{0}) == "ffffffffffffffff");
+  CHECK(ringfeed::hex64(0x1f) == "000000000000001f");
 }

@@ -1,6 +1,6 @@
 // ringfeed text: bytes from outside (file contents, file names, tar member
 // names, manifest fields) made safe to show in a message, a line of a text
-// file, or JSON.
+// file, or JSON; and the small ASCII helpers every layer parses with.
 //
 // File names on Linux are bytes, not UTF-8, and a damaged file can hold any
 // byte. Every message the library builds quotes such bytes through
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -37,5 +38,23 @@ namespace ringfeed {
 /// Length of the well-formed UTF-8 sequence (Unicode Table 3-7) at the
 /// start of `bytes`: 1 to 4, or 0 when it does not start with one.
 [[nodiscard]] std::size_t utf8_sequence_length(std::string_view bytes) noexcept;
+
+/// The ASCII white space: what std::isspace accepts in the "C" locale.
+inline constexpr std::string_view ascii_space = " \t\n\v\f\r";
+
+/// `text` without its leading and trailing characters that are in `chars`
+/// (by default ASCII white space; bytes from 0x80 up are never space).
+[[nodiscard]] std::string_view trim(std::string_view text, std::string_view chars = ascii_space) noexcept;
+
+/// Whether `text` starts with `prefix`, ASCII letters compared in any case
+/// (other bytes as they are): `starts_with_ci("S3://b", "s3://")`.
+[[nodiscard]] bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept;
+
+/// Whether `text` ends with `suffix`, ASCII letters compared in any case
+/// (other bytes as they are): `ends_with_ci("a.TAR", ".tar")`.
+[[nodiscard]] bool ends_with_ci(std::string_view text, std::string_view suffix) noexcept;
+
+/// `value` as 16 lowercase hex digits, zero-padded (index file names).
+[[nodiscard]] std::string hex64(std::uint64_t value);
 
 }  // namespace ringfeed

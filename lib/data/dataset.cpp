@@ -1,5 +1,7 @@
 // The dataset value type, source strings and shard patterns.
 #include <ringfeed/data/dataset.hpp>
+#include <ringfeed/io/location.hpp>
+#include <ringfeed/io/url.hpp>
 #include <ringfeed/text.hpp>
 
 #include <dirent.h>
@@ -8,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <stdexcept>
 #include <system_error>
 
@@ -155,15 +156,7 @@ const std::vector<std::string_view>& image_extensions() noexcept {
 
 bool has_image_extension(std::string_view name) noexcept {
   for (const std::string_view ext : image_extensions()) {
-    if (name.size() < ext.size()) continue;
-    const std::string_view tail = name.substr(name.size() - ext.size());
-    bool same = true;
-    for (std::size_t k = 0; k < ext.size() && same; ++k) {
-      char c = tail[k];
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-      same = c == ext[k];
-    }
-    if (same) return true;
+    if (ends_with_ci(name, ext)) return true;
   }
   return false;
 }
@@ -172,116 +165,7 @@ bool has_image_extension(std::string_view name) noexcept {
 
 namespace {
 
-// Index of the '}' matching the '{' at `open`, or npos.
-std::size_t matching_brace(std::string_view s, std::size_t open) {
-  int depth = 0;
-  for (std::size_t i = open; i < s.size(); ++i) {
-    if (s[i] == '{') ++depth;
-    if (s[i] == '}' && --depth == 0) return i;
-  }
-  return std::string_view::npos;
-}
-
-// Top-level comma positions inside a brace body.
-std::vector<std::size_t> top_level_commas(std::string_view body) {
-  std::vector<std::size_t> commas;
-  int depth = 0;
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    if (body[i] == '{') ++depth;
-    if (body[i] == '}') --depth;
-    if (body[i] == ',' && depth == 0) commas.push_back(i);
-  }
-  return commas;
-}
-
-bool parse_decimal(std::string_view s, long long& out) {
-  if (s.empty()) return false;
-  const char* first = s.data();
-  if (*first == '+') ++first;
-  const auto [end, ec] = std::from_chars(first, s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-// `{a..b}` or `{a..b..step}` (numbers), or nullopt when the body is not a range.
-std::optional<std::vector<std::string>> numeric_range(std::string_view body) {
-  const std::size_t dots = body.find("..");
-  if (dots == std::string_view::npos) return std::nullopt;
-  const std::string_view first = body.substr(0, dots);
-  std::string_view rest = body.substr(dots + 2);
-  std::string_view last = rest;
-  long long step = 1;
-  if (const std::size_t dots2 = rest.find(".."); dots2 != std::string_view::npos) {
-    last = rest.substr(0, dots2);
-    if (!parse_decimal(rest.substr(dots2 + 2), step)) return std::nullopt;
-    step = step < 0 ? -step : step;
-    if (step == 0) step = 1;
-  }
-  long long a = 0;
-  long long b = 0;
-  if (!parse_decimal(first, a) || !parse_decimal(last, b)) return std::nullopt;
-  auto padded = [](std::string_view s) {
-    const std::string_view digits = !s.empty() && (s[0] == '-' || s[0] == '+') ? s.substr(1) : s;
-    return digits.size() > 1 && digits[0] == '0';
-  };
-  const std::size_t width = padded(first) || padded(last) ? std::max(first.size(), last.size()) : 0;
-  std::vector<std::string> out;
-  const long long count = (a <= b ? b - a : a - b) / step + 1;
-  if (count > 10'000'000) throw std::invalid_argument("brace range too long: {" + std::string(body) + "}");
-  out.reserve(static_cast<std::size_t>(count));
-  for (long long k = 0; k < count; ++k) {
-    const long long v = a <= b ? a + k * step : a - k * step;
-    std::string digits = std::to_string(v < 0 ? -v : v);
-    const std::size_t sign = v < 0 ? 1 : 0;
-    if (digits.size() + sign < width) digits.insert(0, width - sign - digits.size(), '0');
-    out.push_back((v < 0 ? "-" : "") + digits);
-  }
-  return out;
-}
-
-void expand_into(std::string_view pattern, std::vector<std::string>& out) {
-  const std::size_t open = pattern.find('{');
-  const std::size_t stray = pattern.find('}');
-  if (open == std::string_view::npos) {
-    if (stray != std::string_view::npos) throw std::invalid_argument("unbalanced '}' in " + std::string(pattern));
-    out.emplace_back(pattern);
-    return;
-  }
-  if (stray < open) throw std::invalid_argument("unbalanced '}' in " + std::string(pattern));
-  const std::size_t close = matching_brace(pattern, open);
-  if (close == std::string_view::npos) throw std::invalid_argument("unbalanced '{' in " + std::string(pattern));
-  const std::string_view prefix = pattern.substr(0, open);
-  const std::string_view body = pattern.substr(open + 1, close - open - 1);
-  const std::string_view suffix = pattern.substr(close + 1);
-
-  std::vector<std::string> middles;
-  const std::vector<std::size_t> commas = top_level_commas(body);
-  if (!commas.empty()) {
-    std::size_t begin = 0;
-    for (std::size_t k = 0; k <= commas.size(); ++k) {
-      const std::size_t end = k < commas.size() ? commas[k] : body.size();
-      expand_into(body.substr(begin, end - begin), middles);
-      begin = end + 1;
-    }
-  } else if (auto range = numeric_range(body)) {
-    middles = std::move(*range);
-  } else {
-    // A single word in braces is literal, as in bash and braceexpand.
-    std::vector<std::string> inner;
-    expand_into(body, inner);
-    for (auto& s : inner) middles.push_back("{" + s + "}");
-  }
-  std::vector<std::string> tails;
-  expand_into(suffix, tails);
-  for (const auto& m : middles) {
-    for (const auto& t : tails) out.push_back(std::string(prefix) + m + t);
-  }
-}
-
 bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
-
-bool ends_with_ci(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && detail::ascii_lower(s.substr(s.size() - suffix.size())) == suffix;
-}
 
 std::filesystem::path absolute_path(const std::filesystem::path& p) {
   std::error_code ec;
@@ -315,11 +199,9 @@ std::vector<std::filesystem::path> tar_files_in(const std::filesystem::path& dir
 
 }  // namespace
 
-std::vector<std::string> expand_braces(std::string_view pattern) {
-  std::vector<std::string> out;
-  expand_into(pattern, out);
-  return out;
-}
+// One brace grammar for local patterns and URLs: io::expand_braces (`\{`
+// escapes, `{a..e}` letter ranges, the expansion limit).
+std::vector<std::string> expand_braces(std::string_view pattern) { return io::expand_braces(pattern); }
 
 std::vector<std::filesystem::path> expand_shard_pattern(std::string_view pattern) {
   std::vector<std::filesystem::path> out;
@@ -358,14 +240,17 @@ std::vector<std::filesystem::path> expand_shard_pattern(std::string_view pattern
 }
 
 source_kind detect_source_kind(std::string_view source) {
-  if (const std::size_t scheme = source.find("://"); scheme != std::string_view::npos) {
-    const std::string name = detail::ascii_lower(source.substr(0, scheme));
-    if (name == "nfs") {
+  switch (io::classify_location(source)) {
+    case io::location_kind::local:
+      break;
+    case io::location_kind::nfs:
       throw dataset_error(std::string(source),
                           "an nfs:// source is opened by the loader (an ImageFolder on the export, listed with "
                           "libnfs), not by data::open_dataset; or mount the export and pass the local path");
+    default: {
+      const std::string name = detail::ascii_lower(io::location_scheme(source));
+      throw dataset_error(std::string(source), "unsupported URL scheme '" + escape_bytes(name) + "://'");
     }
-    throw dataset_error(std::string(source), "unsupported URL scheme '" + escape_bytes(name) + "://'");
   }
   if (source.find('{') != std::string_view::npos || has_glob_chars(source)) return source_kind::tar_shards;
   if (ends_with_ci(source, ".tar")) return source_kind::tar_shards;

@@ -23,9 +23,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 #include <system_error>
+
+#include <ringfeed/text.hpp>
 
 #include "data/data_detail.hpp"
 
@@ -225,12 +226,6 @@ std::uint64_t options_fingerprint(const dataset_options& options) {
   std::string f = "include_hidden=" + std::to_string(options.include_hidden ? 1 : 0) + ";ext=";
   for (const auto ext : image_extensions()) f.append(ext);
   return hash_bytes(f);
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 struct scan_result {

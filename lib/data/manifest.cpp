@@ -106,15 +106,10 @@ class csv_parser {
 // Digits (with a sign, `_` separators, spaces around): a label, maybe out of
 // range, never a header's column name.
 bool looks_numeric(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  s = trim(s, " \t");
   if (!s.empty() && (s.front() == '+' || s.front() == '-')) s.remove_prefix(1);
   return !s.empty() && s.find_first_not_of("0123456789_") == std::string_view::npos &&
          s.find_first_of("0123456789") != std::string_view::npos;
-}
-
-bool ends_with_ci(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && ascii_lower(s.substr(s.size() - suffix.size())) == suffix;
 }
 
 }  // namespace

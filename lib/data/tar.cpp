@@ -11,7 +11,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 #include <system_error>
 #include <utility>
@@ -43,9 +42,7 @@ std::optional<std::uint64_t> number_field(std::string_view field) {
     }
     return n;
   }
-  std::string_view s = nts(field);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  const std::string_view s = trim(nts(field), " \t\n");
   std::uint64_t n = 0;
   for (const char c : s) {
     if (c < '0' || c > '7' || n >> 60 != 0) return std::nullopt;
@@ -325,12 +322,6 @@ std::uint64_t tar_fingerprint(const dataset_options& options) {
     f.push_back(',');
   }
   return hash_bytes(f);
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 shard_index parse_shard(tar_reader& reader, const dataset_options& options) {

@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "image/cpu_features.hpp"
 #include "image/geometry_detail.hpp"
-#include "image/resample_detail.hpp"
 
 namespace ringfeed::image::geometry_detail {
 

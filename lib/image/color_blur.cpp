@@ -36,6 +36,8 @@
 #include <immintrin.h>
 #endif
 
+#include "image/cpu_features.hpp"
+
 namespace ringfeed::image {
 namespace {
 
@@ -313,10 +315,8 @@ void run_blur_avx2(const blur_job& b) {
   if (b.fused) run_blur_avx2<true>(b);
   else run_blur_avx2<false>(b);
 }
-bool cpu_has_avx2_fma() { return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2"); }
 #else
 void run_blur_avx2(const blur_job& b) { run_blur_baseline(b); }
-bool cpu_has_avx2_fma() { return false; }
 #endif
 
 // Which convolution torch 1.13's conv2d picks (ConvParams::use_mkldnn) for
@@ -441,7 +441,7 @@ void gaussian_blur(image_view src, std::array<int, 2> kernel_size, std::array<do
                           static_cast<std::size_t>(src.height), 0.0f);
     job.sums = kept_sums->data();
   }
-  if (simd_enabled.load(std::memory_order_relaxed) && cpu_has_avx2_fma()) run_blur_avx2(job);
+  if (simd_enabled.load(std::memory_order_relaxed) && detail::cpu_has_avx2_fma()) run_blur_avx2(job);
   else run_blur_baseline(job);
 }
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "image/resample_detail.hpp"
+#include "image/cpu_features.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "image/cpu_features.hpp"
 #include "image/resample_detail.hpp"
 #include "image/simd_clones.hpp"
 

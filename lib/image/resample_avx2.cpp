@@ -110,15 +110,6 @@ std::atomic<bool> simd_enabled{true};
 void set_resample_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
 bool resample_simd() noexcept { return simd_enabled.load(std::memory_order_relaxed); }
 
-bool cpu_has_avx2() noexcept {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-#else
-  return false;
-#endif
-}
-
 #if defined(__x86_64__) && defined(__GNUC__)
 
 __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride,

@@ -21,9 +21,6 @@ struct horizontal_taps {
   int read_hi;
 };
 
-/// True when the CPU runs AVX2 code (checked once).
-[[nodiscard]] bool cpu_has_avx2() noexcept;
-
 /// For tests: false makes every resampler use the portable passes, so both
 /// implementations can be compared on one machine. Default true.
 void set_resample_simd(bool enabled) noexcept;

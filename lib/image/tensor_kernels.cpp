@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "image/cpu_features.hpp"
+
 namespace ringfeed::image::tensor {
 
 namespace {
@@ -377,13 +379,8 @@ __attribute__((target("avx2,fma"))) void affine_avx2(const affine_job& j, bool b
   else
     affine_dispatch<false>(j, bilinear, masked);
 }
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-  return has && simd_enabled.load(std::memory_order_relaxed);
-}
 #else
 void affine_avx2(const affine_job& j, bool bilinear, bool masked) { affine_baseline(j, bilinear, masked); }
-bool cpu_has_avx2_fma() { return false; }
 #endif
 
 }  // namespace
@@ -415,7 +412,8 @@ void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, 
   j.scale_w = static_cast<float>(w) / 2, j.scale_h = static_cast<float>(h) / 2;
   j.src = src;
   j.dst = dst.view();
-  if (cpu_has_avx2_fma()) affine_avx2(j, bilinear, !fill.empty());
+  if (simd_enabled.load(std::memory_order_relaxed) && image::detail::cpu_has_avx2_fma())
+    affine_avx2(j, bilinear, !fill.empty());
   else affine_baseline(j, bilinear, !fill.empty());
 }
 

@@ -34,12 +34,6 @@ void init_curl_once() {
 
 constexpr std::size_t max_error_body = 64 * 1024;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool iequals_prefix(std::string_view line, std::string_view name) {
   if (line.size() < name.size()) return false;
   for (std::size_t i = 0; i < name.size(); ++i)
@@ -239,7 +233,7 @@ std::size_t http_client::core::on_header(char* data, std::size_t size, std::size
   }
   const auto colon = line.find(':');
   if (colon == std::string_view::npos) return size * n;
-  const std::string_view value = trim(line.substr(colon + 1));
+  const std::string_view value = trim(line.substr(colon + 1), " \t\r\n");
   if (iequals_prefix(line, "etag:")) {
     t.response.etag = value;
   } else if (iequals_prefix(line, "x-amz-request-id:")) {

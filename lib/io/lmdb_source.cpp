@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <ringfeed/io/location.hpp>
 #include <ringfeed/text.hpp>
 
 namespace ringfeed::io {
@@ -22,34 +23,7 @@ namespace {
 
 constexpr std::string_view lmdb_scheme = "lmdb://";
 
-bool is_directory(const std::string& path) noexcept {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool is_regular_file(const std::string& path) noexcept {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool names_data_file(std::string_view path) noexcept {
-  constexpr std::string_view data_mdb = "data.mdb";
-  return path == data_mdb || (path.size() > data_mdb.size() && path.ends_with(data_mdb) &&
-                              path[path.size() - data_mdb.size() - 1] == '/');
-}
-
 }  // namespace
-
-bool is_lmdb_location(std::string_view location) noexcept {
-  if (location.starts_with(lmdb_scheme)) return true;
-  try {
-    const std::string path(location);
-    if (is_directory(path)) return is_regular_file(path + "/data.mdb");
-    return names_data_file(path) && is_regular_file(path);
-  } catch (...) {  // std::bad_alloc: not worth an exception here
-    return false;
-  }
-}
 
 namespace detail {
 namespace {
@@ -102,7 +76,7 @@ struct database_path {
 
 database_path resolve(const std::string& location) {
   database_path db;
-  if (location.starts_with(lmdb_scheme)) {
+  if (classify_location(location) == location_kind::lmdb) {  // lmdb://…, the scheme in any case
     db.path = location.substr(lmdb_scheme.size());
     if (db.path.empty()) throw std::invalid_argument("lmdb: no path in '" + location + "'");
   } else {

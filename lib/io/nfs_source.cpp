@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include <ringfeed/io/location.hpp>
 #include <ringfeed/io/nfs.hpp>
 #include <ringfeed/text.hpp>
 
@@ -67,7 +68,7 @@ class nfs_source final : public source {
     const std::string& base = location();
     if (file.size() > base.size() && file.compare(0, base.size(), base) == 0 && file[base.size()] == '/')
       return m_root + std::string(file.substr(base.size()));
-    if (nfs_url::is_nfs(file)) return nfs_url::parse(file).path;
+    if (classify_location(file) == location_kind::nfs) return nfs_url::parse(file).path;
     return std::string(file);
   }
 

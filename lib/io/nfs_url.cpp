@@ -3,8 +3,6 @@
 
 #include <ringfeed/text.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <stdexcept>
 #include <string>
@@ -32,13 +30,6 @@ std::string host_part(const std::string& server, std::uint16_t port) {
 }  // namespace detail
 
 using detail::host_part;
-
-bool nfs_url::is_nfs(std::string_view text) noexcept {
-  constexpr std::string_view scheme = "nfs://";
-  return text.size() >= scheme.size() &&
-         std::equal(scheme.begin(), scheme.end(), text.begin(),
-                    [](char a, char b) { return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b))); });
-}
 
 nfs_url nfs_url::parse(std::string_view url) {
   auto fail = [url](const std::string& why) -> std::invalid_argument {

@@ -4,10 +4,10 @@
 #include "io/object_source.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <system_error>
 
+#include <ringfeed/io/location.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/text.hpp>
 
@@ -27,7 +27,7 @@ storage_info object_storage_info(const std::string& location) {
   storage_info info;
   info.path = location;
   info.filesystem = filesystem_kind::other;
-  info.filesystem_name = location.starts_with("s3://") ? "s3 (libcurl)" : "http (libcurl)";
+  info.filesystem_name = classify_location(location) == location_kind::s3 ? "s3 (libcurl)" : "http (libcurl)";
   info.device = device_class::network;
   info.transport = "network";
   info.io_depth = 64;
@@ -101,8 +101,6 @@ source_stats object_source::stats() const {
 
 namespace {
 
-bool is_url(std::string_view s) { return s.find("://") != std::string_view::npos; }
-
 /// `https://host/path` (and `http://`): objects read unsigned. The location
 /// names one object (a shard, a manifest, a list of URLs) or a pattern of
 /// them; nothing can be listed.
@@ -122,7 +120,8 @@ class https_source final : public object_source {
 
  protected:
   std::string url_of(std::string_view file) const override {
-    return is_url(file) ? std::string(file) : join_url(m_dir, file);
+    // A URL (any scheme: its read names it) as is, a path under the location's directory.
+    return classify_location(file) != location_kind::local ? std::string(file) : join_url(m_dir, file);
   }
 
  private:
@@ -139,12 +138,6 @@ class https_source final : public object_source {
 };
 
 }  // namespace
-
-bool is_http_location(std::string_view location) noexcept {
-  std::string lower(location.substr(0, 8));
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.starts_with("https://") || lower.starts_with("http://");
-}
 
 std::unique_ptr<source> open_https_source(const std::string& location, thread_pool& resume_on,
                                           const source_options& options) {

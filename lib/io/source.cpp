@@ -3,11 +3,10 @@
 
 #include <sys/stat.h>
 
-#include <cctype>
 #include <cerrno>
 #include <system_error>
 
-#include <ringfeed/io/nfs.hpp>
+#include <ringfeed/io/location.hpp>
 
 #include "io/lmdb_source.hpp"
 #include "io/sources.hpp"
@@ -37,12 +36,6 @@ storage_info probe_local(const std::string& location) {
 
 source::~source() = default;
 
-bool is_object_location(std::string_view location) noexcept {
-  std::string head(location.substr(0, 8));
-  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return head.starts_with("s3://") || head.starts_with("https://") || head.starts_with("http://");
-}
-
 std::uint64_t source::file_size(const std::string& file) {
   throw std::system_error(ENOTSUP, std::generic_category(),
                           "cannot tell the size of '" + file + "' on " + std::string(scheme()) +
@@ -51,16 +44,23 @@ std::uint64_t source::file_size(const std::string& file) {
 
 std::unique_ptr<source> source::open(const std::string& location, thread_pool& resume_on, source_options options) {
   std::unique_ptr<source> s;
-  if (detail::is_http_location(location)) {
-    s = detail::open_https_source(location, resume_on, options);
-  } else if (is_object_location(location)) {
-    s = detail::open_s3_source(location, resume_on, options);
-  } else if (nfs_url::is_nfs(location)) {
-    s = detail::open_nfs_source(location, resume_on, options);
-  } else if (is_lmdb_location(location)) {
-    s = detail::open_lmdb_source(location, resume_on, options);
-  } else {
-    s = detail::open_local_source(location, resume_on, options, probe_local(location));
+  switch (classify_location_on_disk(location)) {
+    case location_kind::http:
+      s = detail::open_https_source(location, resume_on, options);
+      break;
+    case location_kind::s3:
+      s = detail::open_s3_source(location, resume_on, options);
+      break;
+    case location_kind::nfs:
+      s = detail::open_nfs_source(location, resume_on, options);
+      break;
+    case location_kind::lmdb:
+      s = detail::open_lmdb_source(location, resume_on, options);
+      break;
+    case location_kind::local:
+    case location_kind::other_url:  // read as a path, as before: its reads name it
+      s = detail::open_local_source(location, resume_on, options, probe_local(location));
+      break;
   }
   if (options.cache_dir.empty()) return s;
   if (s->storage().device != device_class::network) {

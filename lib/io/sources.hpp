@@ -20,9 +20,6 @@ std::unique_ptr<source> open_local_source(const std::string& location, thread_po
 std::unique_ptr<source> open_nfs_source(const std::string& location, thread_pool& resume_on,
                                         const source_options& options);
 
-/// Whether `location` is an `http://` or `https://` URL (any case).
-bool is_http_location(std::string_view location) noexcept;
-
 /// `https://host/path` (or http://): objects read unsigned through one
 /// libcurl multi client. lib/io/object_source.cpp.
 std::unique_ptr<source> open_https_source(const std::string& location, thread_pool& resume_on,

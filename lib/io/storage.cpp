@@ -2,7 +2,7 @@
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/text.hpp>
 
-#include <ringfeed/io/nfs.hpp>
+#include <ringfeed/io/location.hpp>
 
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -214,7 +214,7 @@ storage_info probe_storage(const std::string& path) {
 storage_info probe_source(const std::string& source) {
   storage_info info;
   info.path = source;
-  if (nfs_url::is_nfs(source)) {
+  if (classify_location(source) == location_kind::nfs) {
     info.filesystem = filesystem_kind::nfs;
     info.filesystem_name = "nfs (libnfs)";
     info.device = device_class::network;

@@ -15,13 +15,6 @@ namespace ringfeed::io {
 
 namespace {
 
-bool starts_with_nocase(std::string_view text, std::string_view prefix) noexcept {
-  return text.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
-           return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b)));
-         });
-}
-
 std::invalid_argument bad_url(std::string_view url, const std::string& why) {
   return std::invalid_argument("invalid URL '" + escape_bytes(url) + "': " + why);
 }
@@ -52,21 +45,16 @@ std::string normalize_relative(std::string_view path, std::string_view whole) {
 
 }  // namespace
 
-bool object_url::is_url(std::string_view text) noexcept {
-  return starts_with_nocase(text, "s3://") || starts_with_nocase(text, "http://") ||
-         starts_with_nocase(text, "https://");
-}
-
 object_url object_url::parse(std::string_view url) {
   object_url out;
   std::string_view rest;
-  if (starts_with_nocase(url, "s3://")) {
+  if (starts_with_ci(url, "s3://")) {
     out.scheme = url_scheme::s3;
     rest = url.substr(5);
-  } else if (starts_with_nocase(url, "https://")) {
+  } else if (starts_with_ci(url, "https://")) {
     out.scheme = url_scheme::https;
     rest = url.substr(8);
-  } else if (starts_with_nocase(url, "http://")) {
+  } else if (starts_with_ci(url, "http://")) {
     out.scheme = url_scheme::http;
     rest = url.substr(7);
   } else {
@@ -371,12 +359,6 @@ class brace_expander {
     return {unescape(s)};
   }
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 }  // namespace
 

@@ -1,17 +1,15 @@
 // For tests of the image layer's SIMD paths: whether this CPU has what they
-// need, and a process-wide switch (set_blur_simd, set_affine_simd, ...)
-// turned off for one scope, so that the portable path runs.
+// need (the library's own answer, lib/image/cpu_features.hpp: tests that
+// include this add lib/ to their include path), and a process-wide switch
+// (set_blur_simd, set_affine_simd, ...) turned off for one scope, so that
+// the portable path runs.
 #pragma once
+
+#include "image/cpu_features.hpp"
 
 namespace ringfeed::test {
 
-inline bool cpu_has_avx2_fma() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
+inline bool cpu_has_avx2_fma() { return image::detail::cpu_has_avx2_fma(); }
 
 // set(false) now, set(true) when the scope ends.
 class simd_off {

@@ -68,7 +68,8 @@ struct nfs_url {
   std::string path;         ///< starts with '/', or empty
 
   /// Whether `text` starts with `nfs://` (the scheme in any case): what
-  /// parse() accepts as an NFS URL at all.
+  /// parse() accepts as an NFS URL at all. Same as
+  /// `classify_location(text) == location_kind::nfs` (location.hpp).
   [[nodiscard]] static bool is_nfs(std::string_view text) noexcept;
   /// Throws std::invalid_argument naming the URL and the reason.
   static nfs_url parse(std::string_view url);

@@ -32,6 +32,7 @@ struct object_url {
   std::string query;
 
   /// Whether `text` starts with s3://, http:// or https:// (any case).
+  /// Same as `is_object_kind(classify_location(text))` (location.hpp).
   [[nodiscard]] static bool is_url(std::string_view text) noexcept;
   /// Parses one URL. Throws std::invalid_argument naming the URL and the
   /// reason: another scheme, no bucket or host, a bad port, user info,
