@@ -342,10 +342,10 @@ using directory_lister = std::function<std::vector<listed_entry>(const std::stri
 [[nodiscard]] dataset index_tar_shards(const std::vector<std::filesystem::path>& shards,
                                        const dataset_options& options = {});
 
-/// Expands `{a,b}` alternatives and `{000..099}` numeric ranges (zero
-/// padding kept when the bounds are written with it), left to right, as
-/// webdataset's braceexpand. Throws std::invalid_argument for an unbalanced
-/// or malformed brace.
+/// io::expand_braces (io/url.hpp), the one expander of local and remote
+/// patterns: `{a,b}` lists, `{000..099}` and `{a..e}` ranges, `\{` escapes,
+/// as webdataset's braceexpand. Throws std::invalid_argument for an
+/// unbalanced brace or past io::max_brace_expansion names.
 [[nodiscard]] std::vector<std::string> expand_braces(std::string_view pattern);
 
 /// The shard files a pattern names: braces expanded (in order), then each

@@ -174,11 +174,13 @@ class source {
 };
 
 /// Whether `location` names object storage: `s3://…`, `https://…` or
-/// `http://…` (the scheme in any case). Does not throw.
+/// `http://…` (the scheme in any case; io::classify_location decides).
+/// Does not throw.
 [[nodiscard]] bool is_object_location(std::string_view location) noexcept;
 
-/// Whether `location` names an LMDB database: `lmdb://…`, or a directory
-/// holding `data.mdb`. Does not throw.
+/// Whether `location` names an LMDB database: `lmdb://…` (any case), or a
+/// directory holding `data.mdb` (io::classify_location_on_disk). Does not
+/// throw.
 [[nodiscard]] bool is_lmdb_location(std::string_view location) noexcept;
 
 }  // namespace ringfeed::io
