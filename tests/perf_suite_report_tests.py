@@ -6,8 +6,9 @@ reports written before there were datasets still render. Also: the steady
 state and start-up each loader cell reports (perf/suite_measure.py on a
 recorded `ringfeed bench --json` line, perf/compare_loader.py's rule on
 recorded batch times), `perf/run --quick --plan`'s expected duration against
-its budget, and the images/s plot's script (a colour per series, the ratio
-to the DataLoader on each ringfeed bar, dataset and cache in each title).
+its budget, the images/s plot's script (a colour per series, the ratio
+to the DataLoader on each ringfeed bar, dataset and cache in each title),
+and the flag on a cell whose rounds are more than 15% apart.
 
   perf_suite_report_tests.py PERF_DIR     (ctest passes the source's perf/)
 """
@@ -235,6 +236,46 @@ class quick_plan(unittest.TestCase):
         self.assertIn(("decode_limit", "small", "decode", "memory", "warm"), c)
         self.assertEqual(suite_plan.cache_states(True, True, "hdd", "imagenet"), ["cold"])
         self.assertEqual(suite_plan.cache_states(True, True, "nvme", "large"), ["warm"])
+
+
+class rounds(unittest.TestCase):
+    """A cell whose rounds disagree by more than 15% is flagged: its median is no number to trust
+    (issue 41, item 4: a quick-suite cell read 0.4x what the same command gives by hand)."""
+
+    def test_rounds_more_than_15_percent_apart_are_flagged(self):
+        runs = lambda *v: [{"status": "ok", "images_per_s": x, "mb_per_s": x / 10} for x in v]  # noqa: E731
+        far = suite_measure.summarize(runs(657.0, 1400.0))  # the neighbour's toll in one round only
+        self.assertTrue(far["rounds_disagree"])
+        self.assertAlmostEqual(far["spread"], (1400 - 657) / ((1400 + 657) / 2))
+        near = suite_measure.summarize(runs(1400.0, 1300.0))
+        self.assertFalse(near["rounds_disagree"])  # 7%: within 15%
+        self.assertNotIn("rounds_disagree", suite_measure.summarize(runs(657.0)))  # one round: nothing to compare
+        fio = suite_measure.summarize([{"status": "ok", "mb_per_s": 500.0}, {"status": "ok", "mb_per_s": 700.0}])
+        self.assertTrue(fio["rounds_disagree"])  # no images/s: MB/s is the cell's rate
+
+    def test_report_flags_the_cell_and_lists_its_rounds(self):
+        runs = [{"status": "ok", "images_per_s": 657.0}, {"status": "ok", "images_per_s": 1400.0}]
+        val = measurement("ringfeed", "val", 1028.5, cache="cold", rounds_ok=2, runs=runs,
+                          images_per_s_min=657.0, images_per_s_max=1400.0)
+        train = measurement("ringfeed", "train", 1450.0, cache="cold", rounds_ok=2,
+                            runs=[{"status": "ok", "images_per_s": 1400.0}, {"status": "ok", "images_per_s": 1500.0}])
+        rep = {"run": dict(RUN, rounds=2), "environment": {"cores": 2}, "profiles": [profile("imagenet", [val, train])]}
+        cells = suite_report.disagreeing_cells(rep)
+        self.assertEqual([(c["label"], c["cache"], c["rounds"]) for c in cells],
+                         [("ringfeed val", "cold", [657.0, 1400.0])])
+        md = "\n".join(suite_report.rounds_section(rep))
+        self.assertIn("Rounds that disagree by more than 15%", md)
+        self.assertIn("| ImageNet-like | nvme | ringfeed val | small | cold | 72% | 657 / 1,400 images/s |", md)
+        self.assertIn("1,028 (657–1,400) ⚠ 72%", suite_report.rate_cell(val, "images_per_s", []))
+        self.assertNotIn("⚠", suite_report.rate_cell(train, "images_per_s", []))
+        row = suite_report.ratio_rows(rep)[0]
+        self.assertEqual(row["rounds_disagree"], ["ringfeed_val"])
+        self.assertIn("1,028 ⚠", "\n".join(suite_report.ratio_section(rep)))
+        # Every round agreeing, or a single round, is said as such.
+        rep["profiles"] = [profile("imagenet", [train])]
+        self.assertIn("rounds agree within 15%", "\n".join(suite_report.rounds_section(rep)))
+        rep["run"] = dict(RUN, rounds=1)
+        self.assertIn("not compared", "\n".join(suite_report.rounds_section(rep)))
 
 
 class plot(unittest.TestCase):
