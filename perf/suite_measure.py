@@ -457,6 +457,17 @@ def throttle_summary(t: dict) -> str:
 # --- one profile --------------------------------------------------------------------
 
 
+def round_order(plan: list[tuple], rnd: int) -> list[tuple]:
+    """The cells of round `rnd` in the order they run: the plan's order in
+    even rounds, reversed in odd ones. A cell measured right after the same
+    neighbour every round would carry whatever that neighbour leaves behind
+    (or a slow drift of the machine) into every round alike, and its rounds
+    would agree on a wrong number; alternating the order (ABBA) changes each
+    cell's neighbours and spreads a drift evenly, so such a cell's rounds
+    disagree and the report flags it (SPREAD_LIMIT)."""
+    return list(plan) if rnd % 2 == 0 else list(reversed(plan))
+
+
 def rounds_spread(vals: list[float]) -> float | None:
     """How far a cell's rounds are apart: (max - min) / median; None with
     fewer than two rounds (nothing to compare)."""
@@ -552,7 +563,7 @@ def profile_main(argv: list[str]) -> int:
         result["throttle_check"] = t
         log(f"profile {a.name}: throttle check: {throttle_summary(t)}")
 
-    # What is measured, in order (interleaved per round, so drift hits all alike).
+    # What is measured, in order (interleaved per round, every other round reversed: round_order).
     plan = []
     if not a.loaders_only:
         for layout, d in layouts:
@@ -602,7 +613,7 @@ def profile_main(argv: list[str]) -> int:
     runs: dict[tuple, list[dict]] = {}
     for cache in caches:
         for rnd in range(a.rounds):
-            for tool, layout, pipeline, io in plan:
+            for tool, layout, pipeline, io in round_order(plan, rnd):
                 if tool == "fio" and cache == "warm" and "cold" in caches:
                     continue  # O_DIRECT: the page cache plays no part; measured once
                 if tool == "decode_limit" and cache == "cold" and "warm" in caches:

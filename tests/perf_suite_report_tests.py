@@ -218,8 +218,25 @@ class quick_plan(unittest.TestCase):
         total, build, out = self.plan_output()
         self.assertGreater(build, 60)  # no build directory: a fresh Release build is in the plan
         self.assertLessEqual(total, 600, out)
-        for phase in ("dataset: large", "profile hdd: imagenet", "profile sata-ssd", "profile nvme: large"):
+        for phase in ("dataset: large", "profile hdd: imagenet", "profile nvme: imagenet", "profile nvme: large"):
             self.assertIn(phase, out)
+        self.assertNotIn("profile sata-ssd", out)  # --quick: hdd and nvme unless --profiles says otherwise
+        total3, _, out3 = self.plan_output("--profiles", "hdd,sata-ssd,nvme")
+        self.assertIn("profile sata-ssd", out3)
+        self.assertGreater(total3, total)
+
+    def test_quick_runs_two_rounds(self):
+        # One round cannot show that a cell's number depends on what ran before it: quick runs
+        # two (perf/run's settings, the plan's and the plan's cost all alike), still in budget.
+        import suite_plan
+        self.assertGreaterEqual(suite_plan.SETTINGS[True]["rounds"], 2)
+        with open(os.path.join(PERF, "run")) as f:
+            quick_line = next(l for l in f if l.strip().startswith("images=1000 "))
+        self.assertRegex(quick_line, r"\brounds=([2-9]|\d\d)\b")
+        one = suite_plan.plan(True, ["hdd", "nvme"], ["imagenet", "large"], rounds=1)["total_s"]
+        two = suite_plan.plan(True, ["hdd", "nvme"], ["imagenet", "large"])["total_s"]
+        self.assertGreater(two, one)
+        self.assertLessEqual(two, suite_plan.QUICK_BUDGET_S)
 
     def test_datasets_select_what_is_planned(self):
         total_all, _, _ = self.plan_output()
@@ -239,8 +256,21 @@ class quick_plan(unittest.TestCase):
 
 
 class rounds(unittest.TestCase):
-    """A cell whose rounds disagree by more than 15% is flagged: its median is no number to trust
-    (issue 41, item 4: a quick-suite cell read 0.4x what the same command gives by hand)."""
+    """The quick suite's val-on-a-folder cells (issue 41, item 4) read 0.4x the bare decode in one
+    round, every cell always run after the same neighbour, with nothing to say the number was
+    off. Rounds now alternate their order and a cell whose rounds disagree is flagged."""
+
+    PLAN = [("ringfeed", "small", "none", "buffered"), ("ringfeed", "small", "val", "buffered"),
+            ("python", "small", "val", "buffered"), ("ringfeed", "shards", "train", "buffered")]
+
+    def test_every_other_round_runs_in_the_reverse_order(self):
+        self.assertEqual(suite_measure.round_order(self.PLAN, 0), self.PLAN)
+        self.assertEqual(suite_measure.round_order(self.PLAN, 1), self.PLAN[::-1])
+        self.assertEqual(suite_measure.round_order(self.PLAN, 2), self.PLAN)
+        # The val cell's neighbour before it differs between the two rounds.
+        before = [o[o.index(self.PLAN[1]) - 1] if o.index(self.PLAN[1]) else None
+                  for o in (suite_measure.round_order(self.PLAN, r) for r in (0, 1))]
+        self.assertNotEqual(before[0], before[1])
 
     def test_rounds_more_than_15_percent_apart_are_flagged(self):
         runs = lambda *v: [{"status": "ok", "images_per_s": x, "mb_per_s": x / 10} for x in v]  # noqa: E731
