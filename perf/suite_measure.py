@@ -66,6 +66,9 @@ BATCH = 64
 WARMUP_BATCHES = 8
 # A steady state needs a window: at least this share of the run after the warm-up.
 STEADY_MIN_SHARE = 0.25
+# A cell whose rounds are further apart than this ((max - min) / median of
+# its rate) is flagged in the report: its median is not one number to trust.
+SPREAD_LIMIT = 0.15
 
 
 def warmup_batches(files: int) -> int:
@@ -178,7 +181,7 @@ class runner:
             err = f"timed out after {self.timeout:.0f} s"
         wall = time.perf_counter() - t0
         other = max(0.0, (busy_seconds() - busy0) - (children_seconds() - own0))
-        return {"rc": rc, "stdout": out, "stderr": err, "wall_s": wall,
+        return {"rc": rc, "stdout": out, "stderr": err, "wall_s": wall, "cpu_s": children_seconds() - own0,
                 "other_load_cores": other / wall if wall > 0.5 else None}
 
 
@@ -211,7 +214,8 @@ def fio_once(run: runner, d: str, loops: int, runtime: int) -> dict:
            "--iodepth=32", "--file_service_type=random", f"--loops={loops}", f"--runtime={runtime}",
            "--output-format=json"]
     r = run.run(cmd)
-    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "other_load_cores": r["other_load_cores"]}
+    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+         "other_load_cores": r["other_load_cores"]}
     text = r["stdout"]
     j = None
     if "{" in text:  # fio prints "fio: opendir added N files" before the JSON
@@ -273,7 +277,7 @@ def ringfeed_once(run: runner, binary: str, src: str, pipeline: str, direct: boo
     if direct and not direct_supported:
         return {**m, "status": "n/a", "reason": "n/a: flag missing (`ringfeed bench --help` has no --direct)"}
     r = run.run(cmd)
-    m.update(wall_s=r["wall_s"], other_load_cores=r["other_load_cores"])
+    m.update(wall_s=r["wall_s"], cpu_s=r["cpu_s"], other_load_cores=r["other_load_cores"])
     j = last_json(r["stdout"])
     if r["rc"] != 0 or j is None:
         reason = why_failed(r)
@@ -302,7 +306,8 @@ def dataloader_once(run: runner, src: str, pipeline: str, workers: int, data_byt
     cmd = [sys.executable, os.path.abspath(__file__), "dataloader", src, "--pipeline", pipeline,
            "--workers", str(workers), "--batch", str(BATCH), "--warmup", str(warmup)] + (["--draft"] if draft else [])
     r = run.run(cmd)
-    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "other_load_cores": r["other_load_cores"]}
+    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+         "other_load_cores": r["other_load_cores"]}
     j = last_json(r["stdout"])
     if j is None or r["rc"] != 0:
         return {**m, "status": "failed", "reason": why_failed(r)}
@@ -322,7 +327,7 @@ def pyloader_once(run: runner, src: str, pipeline: str, threads: int, data_bytes
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (python_path, env.get("PYTHONPATH")) if p)
     r = run.run(cmd, env=env)
-    m.update(command=f"PYTHONPATH={python_path} " + m["command"], wall_s=r["wall_s"],
+    m.update(command=f"PYTHONPATH={python_path} " + m["command"], wall_s=r["wall_s"], cpu_s=r["cpu_s"],
              other_load_cores=r["other_load_cores"])
     j = last_json(r["stdout"])
     if j is None or r["rc"] != 0:
@@ -339,7 +344,8 @@ def pyloader_once(run: runner, src: str, pipeline: str, threads: int, data_bytes
 def decode_limit_once(run: runner, program: str, src: str, threads: int, seconds: float) -> dict:
     cmd = [program, src, "--threads", str(threads), "--seconds", str(seconds)]
     r = run.run(cmd)
-    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "other_load_cores": r["other_load_cores"]}
+    m = {"command": " ".join(cmd), "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+         "other_load_cores": r["other_load_cores"]}
     j = last_json(r["stdout"])
     if j is None or r["rc"] != 0:
         return {**m, "status": "failed", "reason": why_failed(r)}
@@ -451,8 +457,30 @@ def throttle_summary(t: dict) -> str:
 # --- one profile --------------------------------------------------------------------
 
 
+def round_order(plan: list[tuple], rnd: int) -> list[tuple]:
+    """The cells of round `rnd` in the order they run: the plan's order in
+    even rounds, reversed in odd ones. A cell measured right after the same
+    neighbour every round would carry whatever that neighbour leaves behind
+    (or a slow drift of the machine) into every round alike, and its rounds
+    would agree on a wrong number; alternating the order (ABBA) changes each
+    cell's neighbours and spreads a drift evenly, so such a cell's rounds
+    disagree and the report flags it (SPREAD_LIMIT)."""
+    return list(plan) if rnd % 2 == 0 else list(reversed(plan))
+
+
+def rounds_spread(vals: list[float]) -> float | None:
+    """How far a cell's rounds are apart: (max - min) / median; None with
+    fewer than two rounds (nothing to compare)."""
+    if len(vals) < 2:
+        return None
+    mid = statistics.median(vals)
+    return (max(vals) - min(vals)) / mid if mid > 0 else None
+
+
 def summarize(runs: list[dict]) -> dict:
-    """Median over the rounds that succeeded; the first failure's reason otherwise."""
+    """Median over the rounds that succeeded; the first failure's reason
+    otherwise. `spread`: how far the rounds of the cell's rate (images/s,
+    else MB/s) are apart; `rounds_disagree` when it exceeds SPREAD_LIMIT."""
     ok = [r for r in runs if r.get("status") == "ok"]
     if not ok:
         first = runs[0] if runs else {"status": "failed", "reason": "not run"}
@@ -463,6 +491,11 @@ def summarize(runs: list[dict]) -> dict:
         if vals:
             s[key] = statistics.median(vals)
             s[key + "_min"], s[key + "_max"] = min(vals), max(vals)
+    rate = "images_per_s" if "images_per_s" in s else "mb_per_s"
+    spread = rounds_spread([r[rate] for r in ok if isinstance(r.get(rate), (int, float))])
+    if spread is not None:
+        s["spread"] = spread
+        s["rounds_disagree"] = spread > SPREAD_LIMIT
     for key in ("bottleneck", "backend", "direct", "images", "bytes", "threads", "mode", "skipped",
                 "steady_images_per_s", "torch", "device_read_mb", "wall_images_per_s", "megapixels_per_image",
                 "files", "cpu_cores", "module", "steady", "warmup_batches", "steady_note"):
@@ -530,7 +563,7 @@ def profile_main(argv: list[str]) -> int:
         result["throttle_check"] = t
         log(f"profile {a.name}: throttle check: {throttle_summary(t)}")
 
-    # What is measured, in order (interleaved per round, so drift hits all alike).
+    # What is measured, in order (interleaved per round, every other round reversed: round_order).
     plan = []
     if not a.loaders_only:
         for layout, d in layouts:
@@ -580,7 +613,7 @@ def profile_main(argv: list[str]) -> int:
     runs: dict[tuple, list[dict]] = {}
     for cache in caches:
         for rnd in range(a.rounds):
-            for tool, layout, pipeline, io in plan:
+            for tool, layout, pipeline, io in round_order(plan, rnd):
                 if tool == "fio" and cache == "warm" and "cold" in caches:
                     continue  # O_DIRECT: the page cache plays no part; measured once
                 if tool == "decode_limit" and cache == "cold" and "warm" in caches:

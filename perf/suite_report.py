@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from suite_measure import SPREAD_LIMIT, rounds_spread
+
 PROFILE_ORDER = ["nvme", "sata-ssd", "hdd", "path"]
 DATASET_ORDER = ["imagenet", "large"]
 DATASET_NAMES = {"imagenet": "ImageNet-like", "large": "large photos (1-4 MP)", "path": "--path dataset"}
@@ -99,6 +101,7 @@ def build_report(raw_dir: str, run_json: str) -> dict:
     profiles.sort(key=profile_key)
     rep = {"format": 1, "run": run, "environment": environment(), "profiles": profiles}
     rep["ratios"] = ratio_rows(rep)
+    rep["disagreeing"] = disagreeing_cells(rep)
     return rep
 
 
@@ -142,6 +145,24 @@ def num(v: float | None, digits: int = 0) -> str:
     return f"{v:.{max(digits, 1 if abs(v) < 100 else 0)}f}"
 
 
+def spread_of(m: dict | None) -> float | None:
+    """How far the cell's rounds are apart ((max - min) / median of its
+    images/s, else MB/s); computed from the runs for reports written before
+    suite_measure recorded it."""
+    if not ok(m):
+        return None
+    if isinstance(m.get("spread"), (int, float)):
+        return m["spread"]
+    rate = "images_per_s" if m.get("images_per_s") is not None else "mb_per_s"
+    return rounds_spread([r[rate] for r in m.get("runs", [])
+                          if r.get("status") == "ok" and isinstance(r.get(rate), (int, float))])
+
+
+def disagrees(m: dict | None) -> bool:
+    s = spread_of(m)
+    return s is not None and s > SPREAD_LIMIT
+
+
 def rate_cell(m: dict | None, key: str, notes: list[str]) -> str:
     if m is None:
         return ""
@@ -157,11 +178,55 @@ def rate_cell(m: dict | None, key: str, notes: list[str]) -> str:
     lo, hi = m.get(key + "_min"), m.get(key + "_max")
     if m.get("rounds_ok", 1) > 1 and lo is not None and hi is not None:
         cell += f" ({num(lo)}–{num(hi)})"
+    if disagrees(m) and key == ("images_per_s" if m.get("images_per_s") is not None else "mb_per_s"):
+        cell += f" ⚠ {spread_of(m):.0%}"
     return cell
 
 
 def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}×" if a and b else "—"
+
+
+def disagreeing_cells(rep: dict) -> list[dict]:
+    """Every measured cell whose rounds are further apart than SPREAD_LIMIT:
+    dataset, profile, the row's label, layout, cache state, the spread and
+    each round's rate (in the order the rounds ran)."""
+    out = []
+    for p in sorted(rep["profiles"], key=profile_key):
+        for label, tool, layout, pipeline, io in ROWS:
+            for cache in ("cold", "warm"):
+                m = find(p, tool, layout, pipeline, io, cache)
+                if m is None or (tool in ("fio", "decode_limit") and cache == "warm") or not disagrees(m):
+                    continue
+                rate = "images_per_s" if m.get("images_per_s") is not None else "mb_per_s"
+                out.append({"dataset": dataset(p), "profile": p["profile"], "label": label, "layout": layout,
+                            "cache": m["cache"], "spread": spread_of(m), "unit": rate,
+                            "rounds": [r.get(rate) for r in m.get("runs", []) if r.get("status") == "ok"]})
+    return out
+
+
+def rounds_section(rep: dict) -> list[str]:
+    """The cells whose rounds disagree by more than SPREAD_LIMIT, or that none do."""
+    rounds = rep["run"].get("rounds", 1)
+    if rounds < 2:
+        return [f"One round per measurement: the rounds were not compared (a cell's spread is flagged from "
+                f"2 rounds on, above {SPREAD_LIMIT:.0%}).\n"]
+    bad = rep.get("disagreeing")
+    if bad is None:
+        bad = disagreeing_cells(rep)
+    if not bad:
+        return [f"Every cell's {rounds} rounds agree within {SPREAD_LIMIT:.0%} ((max − min) / median).\n"]
+    L = [f"## ⚠ Rounds that disagree by more than {SPREAD_LIMIT:.0%}\n",
+         "(max − min) / median of the cell's rate over its rounds, each round's rate in the order they ran: "
+         "their median is not a number to trust (something else ran, or the order of runs matters); "
+         "these cells carry ⚠ below.\n",
+         "| dataset | profile | measurement | files | cache | spread | rounds |", "|---|---|---|---|---|---:|---|"]
+    for c in bad:
+        unit = "images/s" if c["unit"] == "images_per_s" else "MB/s"
+        L.append(f"| {DATASET_NAMES.get(c['dataset'], c['dataset'])} | {c['profile']} | {c['label']} | {c['layout']} "
+                 f"| {c['cache']} | {c['spread']:.0%} | {' / '.join(num(v) for v in c['rounds'])} {unit} |")
+    L.append("")
+    return L
 
 
 # --- ratios to the bare-decode limit and the DataLoader -------------------------------------
@@ -198,6 +263,8 @@ def ratio_rows(rep: dict) -> list[dict]:
             for key, (tool, pipeline) in RATIO_CONTENDERS.items():
                 m = find(p, tool, "small", pipeline, "memory" if tool == "decode_limit" else "buffered", cache)
                 row[key] = m.get("images_per_s") if ok(m) else None
+                if disagrees(m):
+                    row.setdefault("rounds_disagree", []).append(key)
             lim = find(p, "decode_limit", "small", "decode", "memory", cache)
             row["decode_limit_megapixels_per_image"] = lim.get("megapixels_per_image") if ok(lim) else None
             for name, (a, b) in RATIOS.items():
@@ -223,19 +290,21 @@ def ratio_section(rep: dict) -> list[str]:
              "| DataLoader + draft() train / val img/s | ringfeed × draft train / val "
              "| ringfeed.Loader train / val img/s (× bench) |")
     L.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    n = lambda v: num(v) if v is not None else "—"  # noqa: E731
     x = lambda v: f"{v:.2f}×" if v is not None else "—"  # noqa: E731
     for r in rows:
+        # A contender's images/s, ⚠ where its rounds disagree (see "Rounds that disagree").
+        n = lambda k: (num(r[k]) if r[k] is not None else "—") + (  # noqa: E731
+            " ⚠" if k in r.get("rounds_disagree", []) else "")
         mp = r.get("decode_limit_megapixels_per_image")
         L.append(f"| {DATASET_NAMES.get(r['dataset'], r['dataset'])} | {r['profile']} | {r['cache']} "
-                 f"| {n(r['decode_limit'])}{f' ({mp:.2f} MP)' if mp else ''} "
-                 f"| {n(r['ringfeed_train'])} ({x(r['ringfeed_train_vs_decode_limit'])}) "
-                 f"| {n(r['ringfeed_val'])} ({x(r['ringfeed_val_vs_decode_limit'])}) "
-                 f"| {n(r['dataloader_train'])} / {n(r['dataloader_val'])} "
+                 f"| {n('decode_limit')}{f' ({mp:.2f} MP)' if mp else ''} "
+                 f"| {n('ringfeed_train')} ({x(r['ringfeed_train_vs_decode_limit'])}) "
+                 f"| {n('ringfeed_val')} ({x(r['ringfeed_val_vs_decode_limit'])}) "
+                 f"| {n('dataloader_train')} / {n('dataloader_val')} "
                  f"| {x(r['ringfeed_train_vs_dataloader'])} / {x(r['ringfeed_val_vs_dataloader'])} "
-                 f"| {n(r['dataloader_draft_train'])} / {n(r['dataloader_draft_val'])} "
+                 f"| {n('dataloader_draft_train')} / {n('dataloader_draft_val')} "
                  f"| {x(r['ringfeed_train_vs_dataloader_draft'])} / {x(r['ringfeed_val_vs_dataloader_draft'])} "
-                 f"| {n(r['python_train'])} / {n(r['python_val'])} ({x(r['python_train_vs_ringfeed_bench'])} / "
+                 f"| {n('python_train')} / {n('python_val')} ({x(r['python_train_vs_ringfeed_bench'])} / "
                  f"{x(r['python_val_vs_ringfeed_bench'])}) |")
     missing = sorted({f"{dataset(p)} {p['profile']}" for p in rep["profiles"]
                       if find(p, "decode_limit", "small", "decode", "memory", "memory") is None})
@@ -295,6 +364,7 @@ def markdown(rep: dict) -> str:
     if "FAILED" in run.get("build", ""):
         L.append(f"- **{run['build']}**")
     L.append("")
+    L += rounds_section(rep)
 
     # Headline (the ImageNet-like or --path dataset: the only one with raw reads and shards)
     imagenet = [p for p in rep["profiles"] if dataset(p) != "large"]

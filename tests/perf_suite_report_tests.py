@@ -6,8 +6,9 @@ reports written before there were datasets still render. Also: the steady
 state and start-up each loader cell reports (perf/suite_measure.py on a
 recorded `ringfeed bench --json` line, perf/compare_loader.py's rule on
 recorded batch times), `perf/run --quick --plan`'s expected duration against
-its budget, and the images/s plot's script (a colour per series, the ratio
-to the DataLoader on each ringfeed bar, dataset and cache in each title).
+its budget, the images/s plot's script (a colour per series, the ratio
+to the DataLoader on each ringfeed bar, dataset and cache in each title),
+and the flag on a cell whose rounds are more than 15% apart.
 
   perf_suite_report_tests.py PERF_DIR     (ctest passes the source's perf/)
 """
@@ -217,8 +218,25 @@ class quick_plan(unittest.TestCase):
         total, build, out = self.plan_output()
         self.assertGreater(build, 60)  # no build directory: a fresh Release build is in the plan
         self.assertLessEqual(total, 600, out)
-        for phase in ("dataset: large", "profile hdd: imagenet", "profile sata-ssd", "profile nvme: large"):
+        for phase in ("dataset: large", "profile hdd: imagenet", "profile nvme: imagenet", "profile nvme: large"):
             self.assertIn(phase, out)
+        self.assertNotIn("profile sata-ssd", out)  # --quick: hdd and nvme unless --profiles says otherwise
+        total3, _, out3 = self.plan_output("--profiles", "hdd,sata-ssd,nvme")
+        self.assertIn("profile sata-ssd", out3)
+        self.assertGreater(total3, total)
+
+    def test_quick_runs_two_rounds(self):
+        # One round cannot show that a cell's number depends on what ran before it: quick runs
+        # two (perf/run's settings, the plan's and the plan's cost all alike), still in budget.
+        import suite_plan
+        self.assertGreaterEqual(suite_plan.SETTINGS[True]["rounds"], 2)
+        with open(os.path.join(PERF, "run")) as f:
+            quick_line = next(l for l in f if l.strip().startswith("images=1000 "))
+        self.assertRegex(quick_line, r"\brounds=([2-9]|\d\d)\b")
+        one = suite_plan.plan(True, ["hdd", "nvme"], ["imagenet", "large"], rounds=1)["total_s"]
+        two = suite_plan.plan(True, ["hdd", "nvme"], ["imagenet", "large"])["total_s"]
+        self.assertGreater(two, one)
+        self.assertLessEqual(two, suite_plan.QUICK_BUDGET_S)
 
     def test_datasets_select_what_is_planned(self):
         total_all, _, _ = self.plan_output()
@@ -235,6 +253,59 @@ class quick_plan(unittest.TestCase):
         self.assertIn(("decode_limit", "small", "decode", "memory", "warm"), c)
         self.assertEqual(suite_plan.cache_states(True, True, "hdd", "imagenet"), ["cold"])
         self.assertEqual(suite_plan.cache_states(True, True, "nvme", "large"), ["warm"])
+
+
+class rounds(unittest.TestCase):
+    """The quick suite's val-on-a-folder cells (issue 41, item 4) read 0.4x the bare decode in one
+    round, every cell always run after the same neighbour, with nothing to say the number was
+    off. Rounds now alternate their order and a cell whose rounds disagree is flagged."""
+
+    PLAN = [("ringfeed", "small", "none", "buffered"), ("ringfeed", "small", "val", "buffered"),
+            ("python", "small", "val", "buffered"), ("ringfeed", "shards", "train", "buffered")]
+
+    def test_every_other_round_runs_in_the_reverse_order(self):
+        self.assertEqual(suite_measure.round_order(self.PLAN, 0), self.PLAN)
+        self.assertEqual(suite_measure.round_order(self.PLAN, 1), self.PLAN[::-1])
+        self.assertEqual(suite_measure.round_order(self.PLAN, 2), self.PLAN)
+        # The val cell's neighbour before it differs between the two rounds.
+        before = [o[o.index(self.PLAN[1]) - 1] if o.index(self.PLAN[1]) else None
+                  for o in (suite_measure.round_order(self.PLAN, r) for r in (0, 1))]
+        self.assertNotEqual(before[0], before[1])
+
+    def test_rounds_more_than_15_percent_apart_are_flagged(self):
+        runs = lambda *v: [{"status": "ok", "images_per_s": x, "mb_per_s": x / 10} for x in v]  # noqa: E731
+        far = suite_measure.summarize(runs(657.0, 1400.0))  # the neighbour's toll in one round only
+        self.assertTrue(far["rounds_disagree"])
+        self.assertAlmostEqual(far["spread"], (1400 - 657) / ((1400 + 657) / 2))
+        near = suite_measure.summarize(runs(1400.0, 1300.0))
+        self.assertFalse(near["rounds_disagree"])  # 7%: within 15%
+        self.assertNotIn("rounds_disagree", suite_measure.summarize(runs(657.0)))  # one round: nothing to compare
+        fio = suite_measure.summarize([{"status": "ok", "mb_per_s": 500.0}, {"status": "ok", "mb_per_s": 700.0}])
+        self.assertTrue(fio["rounds_disagree"])  # no images/s: MB/s is the cell's rate
+
+    def test_report_flags_the_cell_and_lists_its_rounds(self):
+        runs = [{"status": "ok", "images_per_s": 657.0}, {"status": "ok", "images_per_s": 1400.0}]
+        val = measurement("ringfeed", "val", 1028.5, cache="cold", rounds_ok=2, runs=runs,
+                          images_per_s_min=657.0, images_per_s_max=1400.0)
+        train = measurement("ringfeed", "train", 1450.0, cache="cold", rounds_ok=2,
+                            runs=[{"status": "ok", "images_per_s": 1400.0}, {"status": "ok", "images_per_s": 1500.0}])
+        rep = {"run": dict(RUN, rounds=2), "environment": {"cores": 2}, "profiles": [profile("imagenet", [val, train])]}
+        cells = suite_report.disagreeing_cells(rep)
+        self.assertEqual([(c["label"], c["cache"], c["rounds"]) for c in cells],
+                         [("ringfeed val", "cold", [657.0, 1400.0])])
+        md = "\n".join(suite_report.rounds_section(rep))
+        self.assertIn("Rounds that disagree by more than 15%", md)
+        self.assertIn("| ImageNet-like | nvme | ringfeed val | small | cold | 72% | 657 / 1,400 images/s |", md)
+        self.assertIn("1,028 (657–1,400) ⚠ 72%", suite_report.rate_cell(val, "images_per_s", []))
+        self.assertNotIn("⚠", suite_report.rate_cell(train, "images_per_s", []))
+        row = suite_report.ratio_rows(rep)[0]
+        self.assertEqual(row["rounds_disagree"], ["ringfeed_val"])
+        self.assertIn("1,028 ⚠", "\n".join(suite_report.ratio_section(rep)))
+        # Every round agreeing, or a single round, is said as such.
+        rep["profiles"] = [profile("imagenet", [train])]
+        self.assertIn("rounds agree within 15%", "\n".join(suite_report.rounds_section(rep)))
+        rep["run"] = dict(RUN, rounds=1)
+        self.assertIn("not compared", "\n".join(suite_report.rounds_section(rep)))
 
 
 class plot(unittest.TestCase):
