@@ -33,6 +33,7 @@ class cached_source final : public source {
   std::string_view scheme() const noexcept override { return m_inner->scheme(); }
   std::string_view backend_name() const noexcept override { return m_inner->backend_name(); }
   std::vector<source_entry> list(const std::string& dir) override { return m_inner->list(dir); }
+  std::vector<excluded_entry> excluded() override { return m_inner->excluded(); }
   void cancel_reads(bool and_later = false) noexcept override { m_inner->cancel_reads(and_later); }
   void resume_reads() noexcept override { m_inner->resume_reads(); }
   std::uint64_t file_size(const std::string& file) override { return m_inner->file_size(file); }

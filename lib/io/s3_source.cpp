@@ -6,7 +6,6 @@
 // entries answered from it, so an ImageFolder of N classes costs N/1000
 // requests, not one per class. The listing's ETags pin the objects.
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -157,13 +156,11 @@ class s3_source final : public object_source {
       for (const s3_object_info& o : page.objects) add(o);
       token = page.truncated ? page.next_continuation_token : std::nullopt;
     } while (token);
-    m_tree_ready.store(true, std::memory_order_release);  // m_excluded is complete
   }
 
-  std::vector<excluded_entry> excluded() const override {
-    std::vector<excluded_entry> out;
-    if (m_tree_ready.load(std::memory_order_acquire)) out = m_excluded;
-    return out;
+  std::vector<excluded_entry> excluded() override {
+    std::call_once(m_listed, [this] { list_prefix(); });
+    return m_excluded;
   }
 
   // Why an ImageFolder tree cannot hold `rel` (a key below the prefix), or
@@ -213,7 +210,6 @@ class s3_source final : public object_source {
   std::once_flag m_listed;
   std::map<std::string, std::map<std::string, source_entry>> m_tree;  // dir under the prefix -> entries
   std::vector<excluded_entry> m_excluded;  // keys the tree cannot hold, in listing order
-  std::atomic<bool> m_tree_ready{false};   // release: m_tree and m_excluded are written
 };
 
 }  // namespace

@@ -121,11 +121,13 @@ ODD_KEYS = {
 }
 
 
-def test_keys_no_tree_can_hold_are_named_in_skipped(proxy, val_dir):
+@pytest.mark.parametrize("cached", [False, True], ids=["direct", "read-through cache"])
+def test_keys_no_tree_can_hold_are_named_in_skipped(proxy, tmp_path, cached):
     # s3rver folds "." and ".." segments away when storing, so the proxy adds
     # such keys to the listing, as a server that keeps them (S3) lists them.
+    # The read-through cache wraps the source: it must pass them on too.
     proxy.add_fault("list_extra", count=1, path=r"list-type=2", method="GET", keys=sorted(ODD_KEYS))
-    loader = ringfeed.Loader("s3://data/val/", **KW)
+    loader = ringfeed.Loader("s3://data/val/", cache_dir=(tmp_path / "cache") if cached else None, **KW)
     assert loader.dataset_size == 20  # the tree's samples, as on disk
     skipped = {s["path"]: s["reason"] for s in loader.stats()["skipped"]}
     assert set(skipped) == {f"s3://data/{k}" for k in ODD_KEYS}, skipped

@@ -132,11 +132,12 @@ class source {
   /// directory.
   [[nodiscard]] virtual std::vector<source_entry> list(const std::string& dir) = 0;
 
-  /// What the listing held but list() leaves out, each with the reason, in
+  /// What the listing holds but list() leaves out, each with the reason, in
   /// listing order (object storage: keys with an empty, "." or ".." path
-  /// segment, or ending in '/'); valid after the first list(). By default
-  /// none: a file system's tree holds every name.
-  [[nodiscard]] virtual std::vector<excluded_entry> excluded() const { return {}; }
+  /// segment, or ending in '/'); lists first if nothing was listed yet, as
+  /// list() does. Blocking; any thread. By default none: a file system's
+  /// tree holds every name. Decorators (the cache) pass it on.
+  [[nodiscard]] virtual std::vector<excluded_entry> excluded() { return {}; }
 
   /// A sample's bytes, read into `buffer` (grown as needed); the view is
   /// valid until `buffer` is reused. Throws std::system_error whose what()
