@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/image/transform_spec.hpp>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -336,4 +338,38 @@ TEST_CASE("hostile and tiny images through every kind of op: a clean error or an
     }
   }
   CHECK(ran > 100);  // most of the corpus decodes: the ops did run
+}
+
+TEST_CASE("op signatures: one per op, and every written-out default changes nothing", "[transform_list][spec]") {
+  using ringfeed::image::op_signatures;
+  using ringfeed::image::transform_list;
+  std::string names;
+  for (const auto& s : op_signatures()) names += (names.empty() ? "" : ", ") + std::string(s.name);
+  std::vector<std::string> sorted;
+  for (const auto& s : op_signatures()) sorted.emplace_back(s.name);
+  std::sort(sorted.begin(), sorted.end());
+  std::string sorted_names;
+  for (const auto& n : sorted) sorted_names += (sorted_names.empty() ? "" : ", ") + n;
+  CHECK(sorted_names == transform_list::supported_ops());  // no op without a signature, none extra
+
+  for (const auto& s : op_signatures()) {
+    INFO(s.name);
+    std::string required, spelled;
+    for (const auto& p : s.params) {
+      const bool needed = p.default_value.empty();
+      CHECK(needed != p.example.empty());  // a required parameter has an example, an optional one a default
+      const std::string arg = std::string(p.name) + "=" + std::string(needed ? p.example : p.default_value);
+      if (needed) required += (required.empty() ? "" : ", ") + arg;
+      spelled += (spelled.empty() ? "" : ", ") + arg;
+    }
+    const std::string bare = std::string(s.name) + "(" + required + ")";
+    const std::string full = std::string(s.name) + "(" + spelled + ")";
+    INFO(bare << " vs " << full);
+    CHECK(transform_list::parse(bare).spec() == transform_list::parse(full).spec());
+    // one positional argument more than the signature has is refused
+    std::string too_many;
+    for (std::size_t i = 0; i <= s.params.size(); ++i) too_many += (i ? ", " : "") + std::string("1");
+    CHECK_THROWS_WITH(transform_list::parse(std::string(s.name) + "(" + too_many + ")"),
+                      Catch::Contains("takes at most " + std::to_string(s.params.size()) + " arguments"));
+  }
 }

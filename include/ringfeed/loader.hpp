@@ -229,6 +229,10 @@ struct loader_options {
   /// next one prefetched while the current one ends.
   std::optional<loader_end> end;
 
+  /// Why the options a front end left unset have their values (set by
+  /// ringfeed::resolve, loader/resolve.hpp); reported by stats().
+  std::vector<option_reason> reasons;
+
   /// Log lines (no newline). Default: "ringfeed: <line>" on stderr.
   std::function<void(std::string_view)> log;
 };

@@ -26,6 +26,13 @@ struct skipped_sample {
   std::string reason;  ///< the error message: outside bytes quoted by escape_bytes()
 };
 
+/// An option a front end left unset, and why it has the value it has
+/// (ringfeed::resolve); in the JSON as "<option>_reason".
+struct option_reason {
+  std::string option;  ///< its name in every front end ("memory_budget")
+  std::string reason;  ///< e.g. "1 GiB: room for 4 batch slabs of 38535168 bytes"
+};
+
 struct loader_stats {
   double elapsed_s = 0.0;      ///< since the loader started producing
   stage_stats read;            ///< storage: bytes read from files
@@ -57,6 +64,8 @@ struct loader_stats {
   std::size_t prefetch_batches = 0;
   std::size_t memory_budget = 0;  ///< bytes
   std::size_t slab_bytes = 0;     ///< bytes of one batch slab
+  /// Why each option left unset has its value (loader_options::reasons).
+  std::vector<option_reason> reasons;
 
   /// Share of its capacity each stage used over elapsed_s (0..1).
   [[nodiscard]] double read_utilization() const noexcept;

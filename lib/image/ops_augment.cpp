@@ -285,7 +285,7 @@ void common_args(const spec_args& a, augment_op::options& o) {
 }
 
 op_ptr make_auto_augment(const spec_call& c) {
-  const spec_args a(c, {"policy", "interpolation", "fill"});
+  const spec_args a(c);
   augment_op::options o;
   o.kind = family::auto_augment;
   o.policy = a.choice("policy", policy_names, 0);
@@ -294,7 +294,7 @@ op_ptr make_auto_augment(const spec_call& c) {
 }
 
 op_ptr make_rand_augment(const spec_call& c) {
-  const spec_args a(c, {"num_ops", "magnitude", "num_magnitude_bins", "interpolation", "fill"});
+  const spec_args a(c);
   augment_op::options o;
   o.kind = family::rand_augment;
   o.num_ops = a.integer("num_ops", 2);
@@ -310,7 +310,7 @@ op_ptr make_rand_augment(const spec_call& c) {
 }
 
 op_ptr make_trivial_augment(const spec_call& c) {
-  const spec_args a(c, {"num_magnitude_bins", "interpolation", "fill"});
+  const spec_args a(c);
   augment_op::options o;
   o.kind = family::trivial_wide;
   o.bins = a.integer("num_magnitude_bins", 31);

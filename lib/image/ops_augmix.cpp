@@ -255,7 +255,7 @@ class augmix_op final : public transform_op {
 };
 
 op_ptr make_augmix(const spec_call& c) {
-  const spec_args a(c, {"severity", "mixture_width", "chain_depth", "alpha", "all_ops", "interpolation", "fill"});
+  const spec_args a(c);
   augmix_op::options o;
   o.severity = a.integer("severity", 3);
   if (o.severity < 1 || o.severity > 10) a.fail("severity", "must be between [1, 10]");

@@ -105,7 +105,7 @@ class color_jitter_op final : public transform_op {
 };
 
 op_ptr make_color_jitter(const spec_call& c) {
-  const spec_args a(c, {"brightness", "contrast", "saturation", "hue"});
+  const spec_args a(c);
   const double inf = std::numeric_limits<double>::infinity();
   return std::make_shared<color_jitter_op>(std::array<std::vector<double>, 4>{
       jitter_range(a, "brightness", 1, 0, inf, true), jitter_range(a, "contrast", 1, 0, inf, true),
@@ -150,11 +150,11 @@ class grayscale_op final : public transform_op {
 };
 
 op_ptr make_grayscale(const spec_call& c) {
-  const spec_args a(c, {"num_output_channels"});
+  const spec_args a(c);
   return std::make_shared<grayscale_op>(a.integer("num_output_channels", 1), 1.0, false);
 }
 op_ptr make_random_grayscale(const spec_call& c) {
-  const spec_args a(c, {"p"});
+  const spec_args a(c);
   return std::make_shared<grayscale_op>(0, a.number("p", 0.1), true);
 }
 
@@ -188,7 +188,7 @@ class gaussian_blur_op final : public transform_op {
 };
 
 op_ptr make_gaussian_blur(const spec_call& c) {
-  const spec_args a(c, {"kernel_size", "sigma"});
+  const spec_args a(c);
   if (!a.has("kernel_size")) a.fail("kernel_size", "missing");
   const auto k = a.numbers("kernel_size", {});
   if (k.empty() || k.size() > 2) a.fail("kernel_size", "Kernel size should be a tuple/list of two integers");
@@ -269,7 +269,7 @@ op_ptr make_random_pixel(const spec_call& c) {
   double p = 0.5;
   if constexpr (Op == pixel_op::posterize || Op == pixel_op::solarize || Op == pixel_op::sharpness) {
     const char* param = Op == pixel_op::posterize ? "bits" : Op == pixel_op::solarize ? "threshold" : "sharpness_factor";
-    const spec_args a(c, {param, "p"});
+    const spec_args a(c);
     if (!a.has(param)) a.fail(param, "missing");
     arg = a.number(param, 0);
     p = a.number("p", 0.5);
@@ -277,7 +277,7 @@ op_ptr make_random_pixel(const spec_call& c) {
       a.fail(param, "bits must be an int in [0, 8]");
     if (Op == pixel_op::sharpness && arg < 0) a.fail(param, "sharpness_factor is not non-negative.");
   } else {
-    const spec_args a(c, {"p"});
+    const spec_args a(c);
     p = a.number("p", 0.5);
   }
   return std::make_shared<random_pixel_op>(Op, arg, p);

@@ -161,15 +161,15 @@ class random_order_op final : public transform_op {
 };
 
 op_ptr make_random_apply(const spec_call& c) {
-  const spec_args a(c, {"transforms", "p"});
+  const spec_args a(c);
   return std::make_shared<random_apply_op>(a.transforms("transforms"), a.number("p", 0.5));
 }
 op_ptr make_random_choice(const spec_call& c) {
-  const spec_args a(c, {"transforms", "p"});
+  const spec_args a(c);
   return std::make_shared<random_choice_op>(a.transforms("transforms"), a.numbers("p", {}));
 }
 op_ptr make_random_order(const spec_call& c) {
-  const spec_args a(c, {"transforms"});
+  const spec_args a(c);
   return std::make_shared<random_order_op>(a.transforms("transforms"));
 }
 

@@ -34,7 +34,8 @@ using op_ptr = std::shared_ptr<const transform_op>;
 /// naming the op, the argument and what it expected.
 class spec_args {
  public:
-  spec_args(const spec_call& call, std::initializer_list<std::string_view> params);
+  /// Binds `call` to its op's signature (find_op_signature).
+  explicit spec_args(const spec_call& call);
 
   [[nodiscard]] const std::string& op() const noexcept { return m_call->name; }
   [[nodiscard]] std::size_t column() const noexcept { return m_call->column; }

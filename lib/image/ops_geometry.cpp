@@ -91,7 +91,7 @@ class pad_op final : public transform_op {
 };
 
 op_ptr make_pad(const spec_call& c) {
-  const spec_args a(c, {"padding", "fill", "padding_mode"});
+  const spec_args a(c);
   if (!a.has("padding")) a.fail("padding", "missing");
   return std::make_shared<pad_op>(padding_arg(a, "padding"), fill_arg(a, "fill"),
                                   static_cast<padding_mode>(a.choice("padding_mode", padding_modes, 0)));
@@ -186,7 +186,7 @@ size2 crop_size_arg(const spec_args& a) {
 }
 
 op_ptr make_random_crop(const spec_call& c) {
-  const spec_args a(c, {"size", "padding", "pad_if_needed", "fill", "padding_mode"});
+  const spec_args a(c);
   if (!a.has("size")) a.fail("size", "missing");
   std::optional<std::array<int, 4>> padding;
   if (a.has("padding")) padding = padding_arg(a, "padding");
@@ -269,7 +269,7 @@ class random_rotation_op final : public transform_op {
 };
 
 op_ptr make_random_rotation(const spec_call& c) {
-  const spec_args a(c, {"degrees", "interpolation", "expand", "center", "fill"});
+  const spec_args a(c);
   if (!a.has("degrees")) a.fail("degrees", "missing");
   return std::make_shared<random_rotation_op>(angle_arg(a, "degrees", {2}), warp_interp(a),
                                               a.boolean("expand", false), center_arg(a), fill_arg(a, "fill"));
@@ -348,7 +348,7 @@ std::optional<std::array<double, 2>> pair_arg(const spec_args& a, std::string_vi
 }
 
 op_ptr make_random_affine(const spec_call& c) {
-  const spec_args a(c, {"degrees", "translate", "scale", "shear", "interpolation", "fill", "center"});
+  const spec_args a(c);
   if (!a.has("degrees")) a.fail("degrees", "missing");
   random_affine_op::options o;
   o.degrees = angle_arg(a, "degrees", {2});

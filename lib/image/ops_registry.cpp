@@ -57,24 +57,28 @@ std::string lower_tail(std::string_view s) {
 
 }  // namespace
 
-spec_args::spec_args(const spec_call& call, std::initializer_list<std::string_view> params) : m_call(&call) {
+spec_args::spec_args(const spec_call& call) : m_call(&call) {
+  const op_signature* signature = find_op_signature(call.name);
+  if (signature == nullptr) throw std::logic_error("transform op " + call.name + " has no signature (op_signatures.cpp)");
+  const auto params = signature->params;
   if (call.positional.size() > params.size())
     throw transform_spec_error(call.column, call.name + " takes at most " + std::to_string(params.size()) +
                                                 " arguments, " + std::to_string(call.positional.size()) +
                                                 " given");
   auto it = params.begin();
-  for (const spec_value& v : call.positional) m_bound.emplace_back(*it++, &v);
+  for (const spec_value& v : call.positional) m_bound.emplace_back((it++)->name, &v);
   for (const auto& [name, v] : call.keywords) {
-    if (std::find(params.begin(), params.end(), name) == params.end()) {
+    const auto found = std::find_if(params.begin(), params.end(), [&](const op_param& p) { return p.name == name; });
+    if (found == params.end()) {
       std::string known;
-      for (auto p : params) known += (known.empty() ? "" : ", ") + std::string(p);
+      for (const auto& p : params) known += (known.empty() ? "" : ", ") + std::string(p.name);
       throw transform_spec_error(v.column, call.name + " has no argument '" + name + "' (it takes: " +
                                                (known.empty() ? "none" : known) + ")");
     }
     for (const auto& b : m_bound)
       if (b.first == name)
         throw transform_spec_error(v.column, call.name + ": argument '" + name + "' given twice");
-    m_bound.emplace_back(std::find(params.begin(), params.end(), name)[0], &v);
+    m_bound.emplace_back(found->name, &v);
   }
 }
 

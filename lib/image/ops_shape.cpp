@@ -149,7 +149,7 @@ class resize_op final : public transform_op {
 };
 
 op_ptr make_resize(const spec_call& c) {
-  const spec_args a(c, {"size", "interpolation", "max_size", "antialias"});
+  const spec_args a(c);
   if (!a.has("size")) a.fail("size", "missing");
   const size2 size = parse_size(a, "size", true);
   const auto interp = static_cast<interpolation>(a.choice("interpolation", interpolation_names, 1));
@@ -182,7 +182,7 @@ class center_crop_op final : public transform_op {
 };
 
 op_ptr make_center_crop(const spec_call& c) {
-  const spec_args a(c, {"size"});
+  const spec_args a(c);
   if (!a.has("size")) a.fail("size", "missing");
   return std::make_shared<center_crop_op>(parse_size(a, "size", false));
 }
@@ -237,7 +237,7 @@ class random_resized_crop_op final : public transform_op {
 };
 
 op_ptr make_random_resized_crop(const spec_call& c) {
-  const spec_args a(c, {"size", "scale", "ratio", "interpolation", "antialias"});
+  const spec_args a(c);
   if (!a.has("size")) a.fail("size", "missing");
   random_resized_crop_range r;
   const auto scale = a.numbers("scale", {0.08, 1.0});
@@ -276,11 +276,11 @@ class flip_op final : public transform_op {
 };
 
 op_ptr make_hflip(const spec_call& c) {
-  const spec_args a(c, {"p"});
+  const spec_args a(c);
   return std::make_shared<flip_op>(true, a.number("p", 0.5));
 }
 op_ptr make_vflip(const spec_call& c) {
-  const spec_args a(c, {"p"});
+  const spec_args a(c);
   return std::make_shared<flip_op>(false, a.number("p", 0.5));
 }
 

@@ -260,28 +260,28 @@ class random_erasing_op final : public transform_op {
 };
 
 op_ptr make_to_tensor(const spec_call& c) {
-  const spec_args a(c, {});
+  const spec_args a(c);
   return std::make_shared<to_tensor_op>();
 }
 op_ptr make_pil_to_tensor(const spec_call& c) {
-  const spec_args a(c, {});
+  const spec_args a(c);
   return std::make_shared<pil_to_tensor_op>();
 }
 op_ptr make_convert_dtype(const spec_call& c) {
-  const spec_args a(c, {"dtype"});
+  const spec_args a(c);
   if (!a.has("dtype")) a.fail("dtype", "missing");
   const int k = a.choice("dtype", {"float32", "float", "uint8"}, 0);
   return std::make_shared<convert_dtype_op>(k != 2);
 }
 op_ptr make_normalize(const spec_call& c) {
-  const spec_args a(c, {"mean", "std", "inplace"});
+  const spec_args a(c);
   if (!a.has("mean")) a.fail("mean", "missing");
   if (!a.has("std")) a.fail("std", "missing");
   (void)a.boolean("inplace", false);
   return std::make_shared<normalize_op>(a.numbers("mean", {}), a.numbers("std", {}));
 }
 op_ptr make_random_erasing(const spec_call& c) {
-  const spec_args a(c, {"p", "scale", "ratio", "value", "inplace"});
+  const spec_args a(c);
   const auto scale = a.numbers("scale", {0.02, 0.33});
   const auto ratio = a.numbers("ratio", {0.3, 3.3});
   if (scale.size() != 2) a.fail("scale", "expected a sequence of 2 numbers");

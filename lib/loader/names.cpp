@@ -4,6 +4,7 @@
 // function is declared beside its type.
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/loader.hpp>
+#include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/output_spec.hpp>
 
 #include "names_detail.hpp"
@@ -35,6 +36,24 @@ output_spec parse_output(std::string_view name) { return detail::parse_name("out
 
 error_policy parse_error_policy(std::string_view name) {
   return detail::parse_name("on_error", name, error_policy_names);
+}
+
+namespace {
+template <class T, std::size_t N>
+std::vector<std::string_view> names_of(const detail::named<T> (&table)[N]) {
+  std::vector<std::string_view> out;
+  for (const auto& e : table) out.push_back(e.name);
+  return out;
+}
+}  // namespace
+
+std::vector<std::string_view> accepted_names(std::string_view option) {
+  if (option == "pipeline") return names_of(detail::preset_names);
+  if (option == "output") return names_of(output_names);
+  if (option == "io") return names_of(backend_names);
+  if (option == "on_error") return names_of(error_policy_names);
+  throw std::invalid_argument("accepted_names: no option '" + std::string(option) +
+                              "' (pipeline, output, io, on_error)");
 }
 
 namespace io {

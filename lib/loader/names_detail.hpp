@@ -17,6 +17,10 @@ struct named {
   T value;
 };
 
+/// The presets of apply_preset (presets.cpp).
+enum class preset : unsigned char { train, val };
+inline constexpr named<preset> preset_names[] = {{"train", preset::train}, {"val", preset::val}};
+
 /// `what must be "a", "b" or "c", not "value"`.
 template <class T, std::size_t N>
 std::string bad_name_message(std::string_view what, std::string_view value, const named<T> (&table)[N]) {

@@ -9,17 +9,12 @@
 #include "names_detail.hpp"
 
 namespace ringfeed {
-namespace {
-enum class preset : unsigned char { train, val };
-constexpr detail::named<preset> preset_names[] = {{"train", preset::train}, {"val", preset::val}};
-}  // namespace
-
 void apply_preset(loader_options& o, std::string_view name, int size, bool exact, std::uint64_t max_pixels) {
-  const preset p = detail::parse_name("pipeline", name, preset_names);
+  const detail::preset p = detail::parse_name("pipeline", name, detail::preset_names);
   if (size < 1) throw std::invalid_argument("size must be at least 1, not " + std::to_string(size));
   if (max_pixels == 0) throw std::invalid_argument("max_pixels must be at least 1");
   const auto mode = exact ? image::pipeline_mode::exact : image::pipeline_mode::fast;
-  if (p == preset::train) {
+  if (p == detail::preset::train) {
     o.pipeline = image::transform_list::train(size).compile(mode);
     o.sampler.shuffle = true;
   } else {

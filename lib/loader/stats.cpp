@@ -89,6 +89,7 @@ loader_stats loader_core::stats() const {
   s.prefetch_batches = c.m_plan.slabs - 1;
   s.memory_budget = c.m_opt.memory_budget;
   s.slab_bytes = c.m_plan.slab_bytes;
+  s.reasons = c.m_opt.reasons;
   return s;
 }
 
@@ -123,6 +124,7 @@ std::string loader_stats::json() const {
       {"reads", {{"retries", read_retries}, {"timeouts", read_timeouts}}},
       {"skipped", skips},
   };
+  for (const auto& r : reasons) out[r.option + "_reason"] = r.reason;
   if (cache)
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},
                     {"stores", cache_stores}, {"evictions", cache_evictions}, {"bytes", cache_bytes},

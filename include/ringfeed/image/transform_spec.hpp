@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <memory>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,6 +71,28 @@ struct spec_call {
 /// Parses `spec` into its top-level calls (a Compose([...]) is unwrapped).
 /// Throws transform_spec_error. Pure; nesting deeper than 32 is an error.
 [[nodiscard]] std::vector<spec_call> parse_spec_calls(std::string_view spec);
+
+/// One parameter of a torchvision transform's constructor, as the spec
+/// binds it (positionally in this order, or by name).
+struct op_param {
+  std::string_view name;
+  /// Its default in spec syntax ("None", "(0.08, 1.0)",
+  /// "InterpolationMode.BILINEAR"); empty: required.
+  std::string_view default_value{};
+  /// For a required parameter, a value it accepts (for tests and docs).
+  std::string_view example{};
+};
+
+struct op_signature {
+  std::string_view name;  ///< torchvision's class name
+  std::span<const op_param> params;
+};
+
+/// torchvision 0.14's constructor signature of every op the spec knows:
+/// the one list of them (the Python classes are generated from it).
+[[nodiscard]] std::span<const op_signature> op_signatures() noexcept;
+/// The signature of `name`; nullptr when no op has that name.
+[[nodiscard]] const op_signature* find_op_signature(std::string_view name) noexcept;
 
 /// Formats a number as the spec writes it: the shortest text that reads
 /// back to the same double.

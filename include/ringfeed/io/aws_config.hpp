@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,38 @@ struct s3_options {
   std::optional<bool> path_style;              ///< force path-style (true) or virtual-host (false)
   std::string ca_bundle;                       ///< CA file for TLS; empty: the system's (or CURL_CA_BUNDLE)
 };
+
+/// One key of s3_options as every front end names it: Python's
+/// `s3={"endpoint": …}`, the C API's "s3_endpoint", the CLI's
+/// --s3-endpoint. The table (s3_option_keys) is the only list of them.
+struct s3_option_key {
+  enum class kind : unsigned char {
+    text,      ///< a string; "" leaves it to the environment and the AWS files
+    flag,      ///< true or false
+    tristate,  ///< true, false or unset ("auto"): path_style
+  };
+  std::string_view name;
+  kind type;
+  std::string_view help;
+  /// A credential: never on a command line (the CLI takes it from the
+  /// environment and the AWS files only).
+  bool secret = false;
+};
+
+/// Every key, in the documented order.
+[[nodiscard]] std::span<const s3_option_key> s3_option_keys() noexcept;
+
+/// Sets key `name` of `o` from text: a string as given; a flag from
+/// 1/0, true/false, yes/no, on/off; path_style also from "auto" (unset).
+/// Throws std::invalid_argument naming the key, listing the keys for an
+/// unknown one.
+void set_s3_option(s3_options& o, std::string_view name, std::string_view value);
+
+/// What no single key can check: access_key_id and secret_access_key come
+/// together (session_token only with them), and anonymous signs nothing so
+/// takes no keys. Empty explicit credentials are dropped (the chain
+/// decides). Throws std::invalid_argument saying which rule.
+void settle_s3_options(s3_options& o);
 
 /// The variables and files the AWS tools read, captured once: a snapshot of
 /// the process environment by default, or given by a test.

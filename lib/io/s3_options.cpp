@@ -1,0 +1,88 @@
+// ringfeed::io::s3_option_keys and friends: the one list of the s3 keys
+// every front end takes (Python's s3={…}, the C API's s3_*, the CLI's
+// --s3-*), and the rules that tie them together.
+#include <stdexcept>
+#include <string>
+
+#include <ringfeed/io/aws_config.hpp>
+
+namespace ringfeed::io {
+namespace {
+
+using kind = s3_option_key::kind;
+
+constexpr s3_option_key keys[] = {
+    {"endpoint", kind::text, "endpoint URL, e.g. http://127.0.0.1:9000 (MinIO)"},
+    {"region", kind::text, "region (signing)"},
+    {"profile", kind::text, "profile of ~/.aws/credentials and ~/.aws/config"},
+    {"ca_bundle", kind::text, "CA certificates for TLS (PEM file)"},
+    {"anonymous", kind::flag, "unsigned requests (public buckets)"},
+    {"path_style", kind::tristate, "path-style addressing (endpoint/bucket/key), forced"},
+    {"access_key_id", kind::text, "access key id (with secret_access_key)", true},
+    {"secret_access_key", kind::text, "secret access key", true},
+    {"session_token", kind::text, "session token of temporary credentials", true},
+};
+
+bool parse_flag(std::string_view name, std::string_view v) {
+  for (const char* t : {"1", "true", "yes", "on"})
+    if (v == t) return true;
+  for (const char* f : {"0", "false", "no", "off"})
+    if (v == f) return false;
+  throw std::invalid_argument("s3 " + std::string(name) + ": expected 1/0, true/false, yes/no or on/off, not '" +
+                              std::string(v) + "'");
+}
+
+aws_credentials& credentials_of(s3_options& o) {
+  if (!o.credentials) o.credentials.emplace();
+  return *o.credentials;
+}
+
+}  // namespace
+
+std::span<const s3_option_key> s3_option_keys() noexcept { return keys; }
+
+void set_s3_option(s3_options& o, std::string_view name, std::string_view value) {
+  const std::string v(value);
+  if (name == "endpoint") {
+    o.endpoint = v;
+  } else if (name == "region") {
+    o.region = v;
+  } else if (name == "profile") {
+    o.profile = v;
+  } else if (name == "ca_bundle") {
+    o.ca_bundle = v;
+  } else if (name == "anonymous") {
+    o.anonymous = parse_flag(name, value);
+  } else if (name == "path_style") {
+    if (value == "auto")
+      o.path_style.reset();
+    else
+      o.path_style = parse_flag(name, value);
+  } else if (name == "access_key_id") {
+    credentials_of(o).access_key_id = v;
+  } else if (name == "secret_access_key") {
+    credentials_of(o).secret_access_key = v;
+  } else if (name == "session_token") {
+    credentials_of(o).session_token = v;
+  } else {
+    std::string known;
+    for (const auto& k : keys) known.append(known.empty() ? "" : ", ").append(k.name);
+    throw std::invalid_argument("s3 has no option '" + std::string(name) + "': it takes " + known);
+  }
+}
+
+void settle_s3_options(s3_options& o) {
+  if (const auto& c = o.credentials;
+      c && c->access_key_id.empty() && c->secret_access_key.empty() && c->session_token.empty())
+    o.credentials.reset();
+  if (!o.credentials) return;
+  const auto& c = *o.credentials;
+  if (c.access_key_id.empty() != c.secret_access_key.empty())
+    throw std::invalid_argument("s3: give access_key_id and secret_access_key together");
+  if (c.access_key_id.empty())
+    throw std::invalid_argument("s3: session_token needs access_key_id and secret_access_key");
+  if (o.anonymous)
+    throw std::invalid_argument("s3: anonymous signs nothing: leave out access_key_id and secret_access_key");
+}
+
+}  // namespace ringfeed::io

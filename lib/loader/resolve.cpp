@@ -1,0 +1,116 @@
+// ringfeed::resolve: see loader/resolve.hpp. The rules every front end
+// used to write again (Python's loader.py, the C API, the CLI) live here.
+#include <ringfeed/loader/resolve.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/io/aws_config.hpp>
+
+namespace ringfeed {
+namespace {
+
+constexpr std::size_t gib = std::size_t{1} << 30;
+constexpr int max_size = 32768;  // keeps val's size * 256 / 224 far from int overflow
+
+// What a transform list ends with, in torchvision's words, from the output
+// it gives (ToTensor and Normalize are fused into the output conversion).
+std::string ends_with(output_spec end) {
+  if (end.normalized()) return "a float tensor";
+  return end == output_spec::uint8_nchw() ? "a uint8 tensor" : "a PIL image";
+}
+
+// The output a transform list gives when `name` is asked of it, or an
+// error saying why it does not fit: the list's end decides, and output=
+// may only pick float16 or float32 for a list that ends with a float
+// tensor, or name what it already is ("uint8" for an image or PILToTensor).
+output_spec fitting_output(const image::pipeline& p, const std::string& name) {
+  const output_spec wanted = parse_output(name);
+  const output_spec end = p.output();
+  const bool fits = end.normalized() ? wanted.normalized() : wanted.dtype == dtype::uint8;
+  if (!fits)
+    throw std::invalid_argument("output \"" + name + "\" does not fit this transform, which ends with " +
+                                ends_with(end) +
+                                "; leave output unset (float16 is for transforms ending with a float tensor)");
+  return end.normalized() ? wanted : end;
+}
+
+// Bytes of one sample in a batch slab: the output's, or uint8 RGB when a
+// device makes the output from it (loader_plan's rule).
+std::size_t sample_bytes(const loader_options& o, const std::string& recipe) {
+  image::pipeline p = o.pipeline;
+  const bool device_converts = o.device >= 0 && p.device_convertible() && o.output != output_spec::uint8_nchw();
+  p.set_output(device_converts ? output_spec::uint8_nhwc() : o.output);
+  auto shape = p.fixed_shape();
+  if (!shape && o.pixels) shape = p.output_for({o.pixels->width, o.pixels->height});
+  if (!shape)
+    throw std::invalid_argument(
+        recipe == "transform"
+            ? "transform: the output size depends on the image (no crop or fixed-size resize at the end), so "
+              "samples cannot be stacked into a batch; end it with a crop or Resize((h, w))"
+            : "pipeline: the output size depends on the image");
+  return shape->bytes();
+}
+
+std::string mib(std::size_t bytes) {
+  return bytes % (std::size_t{1} << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
+
+void check_one_recipe(std::string_view transform, bool preset_given) {
+  if (!transform.empty() && preset_given)
+    throw std::invalid_argument("give either transform or pipeline/size, not both: "
+                                "transform replaces the train/val presets");
+}
+
+resolved resolve(loader_request r) {
+  resolved out;
+  loader_options& o = out.options;
+  o = std::move(r.base);
+  o.reasons.clear();
+
+  if (r.max_pixels == 0) throw std::invalid_argument("max_pixels must be at least 1");
+  check_one_recipe(r.transform, r.pipeline || r.size);
+  if (!r.transform.empty()) {
+    apply_transform(o, r.transform, r.exact, r.max_pixels);  // o.output: the list's end
+    out.recipe = "transform";
+    if (r.output) o.output = fitting_output(o.pipeline, *r.output);
+    if (!r.shuffle)
+      out.reasons.push_back({"shuffle", o.sampler.shuffle ? "the transform draws random parameters"
+                                                          : "the transform is deterministic"});
+  } else {
+    const int size = r.size.value_or(224);
+    if (size < 1 || size > max_size)
+      throw std::invalid_argument("size must be in [1, " + std::to_string(max_size) + "], not " +
+                                  std::to_string(size));
+    out.recipe = r.pipeline.value_or("train");
+    apply_preset(o, out.recipe, size, r.exact, r.max_pixels);
+    o.output = parse_output(r.output.value_or("float32"));
+    if (!r.pipeline) out.reasons.push_back({"pipeline", "no transform or preset given: train"});
+    if (!r.shuffle)
+      out.reasons.push_back({"shuffle", out.recipe == "train" ? "the train preset is shuffled"
+                                                              : "the val preset reads in dataset order"});
+  }
+  if (r.shuffle) o.sampler.shuffle = *r.shuffle;
+  out.output = std::string(to_string(o.output.dtype));
+
+  if (o.batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
+  const std::size_t slab = o.batch_size * sample_bytes(o, out.recipe);
+  if (r.memory_budget) {
+    if (*r.memory_budget == 0) throw std::invalid_argument("memory_budget must be at least 1");
+    o.memory_budget = *r.memory_budget;
+  } else {
+    o.memory_budget = std::max(gib, 4 * slab);
+    out.reasons.push_back({"memory_budget", o.memory_budget == gib
+                                                ? "1 GiB: room for 4 batch slabs of " + mib(slab) + " and more"
+                                                : "4 batch slabs of " + mib(slab) + ": more than 1 GiB"});
+  }
+  io::settle_s3_options(o.s3);
+  o.reasons = out.reasons;
+  return out;
+}
+
+}  // namespace ringfeed
