@@ -14,23 +14,19 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <ringfeed/config.hpp>
+#include <ringfeed/io/aws_config.hpp>
 #include <ringfeed/loader.hpp>
+#include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/sync_wait.hpp>
 
+// The keys as given; ringfeed::resolve settles them when the loader opens.
 struct rf_options {
-  ringfeed::loader_options base;  // everything but the preset's pipeline and shuffle
-  std::string pipeline = "train";
-  int size = 224;
-  bool exact = false;
-  std::uint64_t max_pixels = ringfeed::image::default_max_pixels;
-  std::optional<bool> shuffle;  // unset: the preset's choice
-  std::string transform;        // a transform list (spec); replaces pipeline/size
-  bool pipeline_given = false;
-  std::optional<ringfeed::output_spec> output;  // unset: the preset's float32 or the list's end
+  ringfeed::loader_request request;
 
-  rf_options() { base.device = -1; }  // the C API's default: host batches
+  rf_options() { request.base.device = -1; }  // the C API's default: host batches
 };
 
 struct rf_loader {
@@ -107,12 +103,6 @@ int parse_int(std::string_view v, int min, int max) {
   return x;
 }
 
-// The explicit credentials, made on the first of their keys.
-ringfeed::io::aws_credentials& credentials_of(rf_options& o) {
-  if (!o.base.s3.credentials) o.base.s3.credentials.emplace();
-  return *o.base.s3.credentials;
-}
-
 bool parse_bool(std::string_view v) {
   for (const char* t : {"1", "true", "yes", "on"})
     if (v == t) return true;
@@ -121,15 +111,28 @@ bool parse_bool(std::string_view v) {
   throw bad_value("expected 1/0, true/false, yes/no or on/off");
 }
 
-// The index of `v` in `choices`, else bad_value listing them.
-template <std::size_t N>
-std::size_t parse_choice(std::string_view v, const char* const (&choices)[N]) {
+// `v` when it is one of `choices`, else bad_value listing them.
+std::string parse_among(std::string_view v, const std::vector<std::string_view>& choices) {
   std::string expected = "expected";
-  for (std::size_t i = 0; i < N; ++i) {
-    if (v == choices[i]) return i;
-    expected.append(i == 0 ? " " : i + 1 == N ? " or " : ", ").append(choices[i]);
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (v == choices[i]) return std::string(v);
+    expected.append(i == 0 ? " " : i + 1 == choices.size() ? " or " : ", ").append(choices[i]);
   }
   throw bad_value(expected);
+}
+
+// Sets `o` by `set` on a copy, so a bad value leaves it unchanged; the error
+// names the key and the value.
+template <class F>
+void set_checked(rf_options& o, const std::string& name, const char* value, F&& set) {
+  rf_options changed = o;
+  try {
+    set(changed);
+  } catch (const bad_value& e) {
+    throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': bad value '" +
+                                ringfeed::escape_bytes(value) + "' (" + e.what() + ")");
+  }
+  o = std::move(changed);
 }
 
 // Each key sets its own field: adding a key adds one row.
@@ -141,84 +144,59 @@ struct option_key {
 constexpr std::uint64_t max_u64 = std::numeric_limits<std::uint64_t>::max();
 
 const option_key option_keys[] = {
-    {"source", [](rf_options& o, std::string_view v) { o.base.source = v; }},
+    {"source", [](rf_options& o, std::string_view v) { o.request.base.source = v; }},
     {"pipeline",
      [](rf_options& o, std::string_view v) {
-       static const char* const names[] = {"train", "val"};
-       o.pipeline = names[parse_choice(v, names)];
-       o.pipeline_given = true;
+       o.request.pipeline = parse_among(v, ringfeed::accepted_names("pipeline"));
      }},
-    {"transform", [](rf_options& o, std::string_view v) { o.transform = v; }},
+    {"transform", [](rf_options& o, std::string_view v) { o.request.transform = v; }},
     // 32768 keeps val's size * 256 / 224 far from int overflow.
-    {"size",
+    {"size", [](rf_options& o, std::string_view v) { o.request.size = parse_int(v, 1, 32768); }},
+    {"exact", [](rf_options& o, std::string_view v) { o.request.exact = parse_bool(v); }},
+    {"max_pixels", [](rf_options& o, std::string_view v) { o.request.max_pixels = parse_uint(v, 1, max_u64); }},
+    {"output",
      [](rf_options& o, std::string_view v) {
-       o.size = parse_int(v, 1, 32768);
-       o.pipeline_given = true;
+       (void)ringfeed::parse_output(v);  // refused now, naming the key
+       o.request.output = std::string(v);
      }},
-    {"exact", [](rf_options& o, std::string_view v) { o.exact = parse_bool(v); }},
-    {"max_pixels", [](rf_options& o, std::string_view v) { o.max_pixels = parse_uint(v, 1, max_u64); }},
-    {"output", [](rf_options& o, std::string_view v) { o.output = ringfeed::parse_output(v); }},
-    {"batch_size", [](rf_options& o, std::string_view v) { o.base.batch_size = parse_size(v, 1); }},
-    {"shuffle", [](rf_options& o, std::string_view v) { o.shuffle = parse_bool(v); }},
-    {"seed", [](rf_options& o, std::string_view v) { o.base.sampler.seed = parse_uint(v, 0, max_u64); }},
-    {"drop_last", [](rf_options& o, std::string_view v) { o.base.drop_last = parse_bool(v); }},
-    {"rank", [](rf_options& o, std::string_view v) { o.base.sampler.rank = parse_size(v); }},
-    {"world_size", [](rf_options& o, std::string_view v) { o.base.sampler.world_size = parse_size(v, 1); }},
-    {"threads", [](rf_options& o, std::string_view v) { o.base.threads = parse_size(v); }},
-    {"io_depth", [](rf_options& o, std::string_view v) { o.base.io_depth = parse_size(v); }},
-    {"io", [](rf_options& o, std::string_view v) { o.base.io = ringfeed::io::parse_backend(v); }},
-    {"memory_budget", [](rf_options& o, std::string_view v) { o.base.memory_budget = parse_size(v, 1); }},
-    {"prefetch_batches", [](rf_options& o, std::string_view v) { o.base.prefetch_batches = parse_size(v); }},
-    {"on_error", [](rf_options& o, std::string_view v) { o.base.on_error = ringfeed::parse_error_policy(v); }},
-    {"direct", [](rf_options& o, std::string_view v) { o.base.direct = parse_bool(v); }},
-    {"cache_dir", [](rf_options& o, std::string_view v) { o.base.cache_dir = v; }},
-    {"cache_bytes", [](rf_options& o, std::string_view v) { o.base.cache_bytes = parse_uint(v, 0, max_u64); }},
-    {"stream_shards", [](rf_options& o, std::string_view v) { o.base.stream_shards = parse_bool(v); }},
+    {"batch_size", [](rf_options& o, std::string_view v) { o.request.base.batch_size = parse_size(v, 1); }},
+    {"shuffle", [](rf_options& o, std::string_view v) { o.request.shuffle = parse_bool(v); }},
+    {"seed", [](rf_options& o, std::string_view v) { o.request.base.sampler.seed = parse_uint(v, 0, max_u64); }},
+    {"drop_last", [](rf_options& o, std::string_view v) { o.request.base.drop_last = parse_bool(v); }},
+    {"rank", [](rf_options& o, std::string_view v) { o.request.base.sampler.rank = parse_size(v); }},
+    {"world_size", [](rf_options& o, std::string_view v) { o.request.base.sampler.world_size = parse_size(v, 1); }},
+    {"threads", [](rf_options& o, std::string_view v) { o.request.base.threads = parse_size(v); }},
+    {"io_depth", [](rf_options& o, std::string_view v) { o.request.base.io_depth = parse_size(v); }},
+    {"io", [](rf_options& o, std::string_view v) { o.request.base.io = ringfeed::io::parse_backend(v); }},
+    {"memory_budget", [](rf_options& o, std::string_view v) { o.request.memory_budget = parse_size(v, 1); }},
+    {"prefetch_batches", [](rf_options& o, std::string_view v) { o.request.base.prefetch_batches = parse_size(v); }},
+    {"on_error",
+     [](rf_options& o, std::string_view v) { o.request.base.on_error = ringfeed::parse_error_policy(v); }},
+    {"direct", [](rf_options& o, std::string_view v) { o.request.base.direct = parse_bool(v); }},
+    {"cache_dir", [](rf_options& o, std::string_view v) { o.request.base.cache_dir = v; }},
+    {"cache_bytes", [](rf_options& o, std::string_view v) { o.request.base.cache_bytes = parse_uint(v, 0, max_u64); }},
+    {"stream_shards", [](rf_options& o, std::string_view v) { o.request.base.stream_shards = parse_bool(v); }},
     {"device",
-     [](rf_options& o, std::string_view v) { o.base.device = parse_int(v, -1, std::numeric_limits<int>::max()); }},
-    // s3:// (io/aws_config.hpp): first in each chain, before the environment.
-    {"s3_endpoint", [](rf_options& o, std::string_view v) { o.base.s3.endpoint = v; }},
-    {"s3_region", [](rf_options& o, std::string_view v) { o.base.s3.region = v; }},
-    {"s3_profile", [](rf_options& o, std::string_view v) { o.base.s3.profile = v; }},
-    {"s3_ca_bundle", [](rf_options& o, std::string_view v) { o.base.s3.ca_bundle = v; }},
-    {"s3_anonymous", [](rf_options& o, std::string_view v) { o.base.s3.anonymous = parse_bool(v); }},
-    {"s3_path_style",
      [](rf_options& o, std::string_view v) {
-       if (v == "auto")
-         o.base.s3.path_style.reset();
-       else
-         o.base.s3.path_style = parse_bool(v);
+       o.request.base.device = parse_int(v, -1, std::numeric_limits<int>::max());
      }},
-    {"s3_access_key_id", [](rf_options& o, std::string_view v) { credentials_of(o).access_key_id = v; }},
-    {"s3_secret_access_key", [](rf_options& o, std::string_view v) { credentials_of(o).secret_access_key = v; }},
-    {"s3_session_token", [](rf_options& o, std::string_view v) { credentials_of(o).session_token = v; }},
 };
 
-// The loader's options: the preset (ringfeed::apply_preset, shared with the
-// CLI and the Python binding), then an explicit shuffle over the preset's.
-ringfeed::loader_options resolve(const rf_options& o) {
-  ringfeed::loader_options out = o.base;
-  if (o.transform.empty()) {
-    ringfeed::apply_preset(out, o.pipeline, o.size, o.exact, o.max_pixels);
-    if (o.output) out.output = *o.output;
-  } else {
-    if (o.pipeline_given) throw std::invalid_argument("give either transform or pipeline/size, not both");
-    ringfeed::apply_transform(out, o.transform, o.exact, o.max_pixels);
-    if (o.output) {
-      ringfeed::image::pipeline check = out.pipeline;
-      check.set_output(*o.output);  // says why an output does not fit the list's end
-      out.output = *o.output;
+// "s3_<key>" (io/aws_config.hpp's table): first in each chain, before the
+// environment. True when `name` is one.
+bool set_s3_key(rf_options& o, std::string_view name, std::string_view value) {
+  if (!name.starts_with("s3_")) return false;
+  name.remove_prefix(3);
+  for (const auto& k : ringfeed::io::s3_option_keys()) {
+    if (k.name != name) continue;
+    try {
+      ringfeed::io::set_s3_option(o.request.base.s3, name, value);
+    } catch (const std::invalid_argument& e) {
+      throw bad_value(e.what());
     }
+    return true;
   }
-  if (o.shuffle) out.sampler.shuffle = *o.shuffle;
-  // "" leaves a key to the AWS chain: credentials only when one is given.
-  if (const auto& c = out.s3.credentials;
-      c && c->access_key_id.empty() && c->secret_access_key.empty() && c->session_token.empty())
-    out.s3.credentials.reset();
-  if (const auto& c = out.s3.credentials; c && (c->access_key_id.empty() || c->secret_access_key.empty()))
-    throw std::invalid_argument(
-        "s3_access_key_id and s3_secret_access_key are given together (s3_session_token with them)");
-  return out;
+  return false;
 }
 
 rf_dtype to_c(ringfeed::dtype t) noexcept {
@@ -265,16 +243,12 @@ extern "C" int rf_options_set(rf_options* options, const char* key, const char* 
     for (const option_key& k : option_keys) {
       if (name != k.name) continue;
       if (value == nullptr) throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': value is NULL");
-      rf_options changed = o;  // unchanged on failure
-      try {
-        k.set(changed, value);
-      } catch (const bad_value& e) {
-        throw std::invalid_argument("key '" + ringfeed::escape_bytes(name) + "': bad value '" +
-                                    ringfeed::escape_bytes(value) + "' (" + e.what() + ")");
-      }
-      o = std::move(changed);
+      set_checked(o, name, value, [&](rf_options& changed) { k.set(changed, value); });
       return 0;
     }
+    bool found = false;
+    if (value != nullptr) set_checked(o, name, value, [&](rf_options& changed) { found = set_s3_key(changed, name, value); });
+    if (found) return 0;
     throw std::invalid_argument(key == nullptr ? std::string("key is NULL")
                                                : "unknown key '" + ringfeed::escape_bytes(name) + "'");
   });
@@ -284,9 +258,9 @@ extern "C" int rf_options_set_resume(rf_options* options, const rf_state* state)
   return guarded("rf_options_set_resume", -1, [&] {
     rf_options& o = deref(options, "options");
     if (state == nullptr) {
-      o.base.resume.reset();
+      o.request.base.resume.reset();
     } else {
-      o.base.resume = ringfeed::loader_state{state->seed, state->epoch, static_cast<std::size_t>(state->next_batch),
+      o.request.base.resume = ringfeed::loader_state{state->seed, state->epoch, static_cast<std::size_t>(state->next_batch),
                                              static_cast<std::size_t>(state->rank),
                                              static_cast<std::size_t>(state->world_size)};
     }
@@ -298,7 +272,7 @@ extern "C" int rf_options_set_resume(rf_options* options, const rf_state* state)
 
 extern "C" rf_loader* rf_loader_open(const rf_options* options) noexcept {
   return guarded("rf_loader_open", static_cast<rf_loader*>(nullptr),
-                 [&] { return new rf_loader(resolve(deref(options, "options"))); });
+                 [&] { return new rf_loader(ringfeed::resolve(deref(options, "options").request).options); });
 }
 
 extern "C" void rf_loader_close(rf_loader* loader) noexcept { delete loader; }

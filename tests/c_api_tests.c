@@ -147,6 +147,18 @@ static void check_options(void) {
   rf_loader* l = rf_loader_open(o);
   check(l == NULL && contains(rf_last_error(), "/nonexistent/ringfeed/dataset"),
         "missing source (empty s3 credentials are no error): rf_loader_open is NULL, error names the path");
+  /* settled as in every front end (ringfeed::resolve): the same refusals as Python's */
+  rf_options_set(o, "s3_anonymous", "true");
+  rf_options_set(o, "s3_access_key_id", "AKID");
+  rf_options_set(o, "s3_secret_access_key", "SECRET");
+  l = rf_loader_open(o);
+  check(l == NULL && contains(rf_last_error(), "anonymous signs nothing") && !contains(rf_last_error(), "SECRET"),
+        "s3_anonymous with keys refused at rf_loader_open, as Python refuses it");
+  rf_options_set(o, "s3_anonymous", "false");
+  rf_options_set(o, "transform", "CenterCrop(8)");
+  rf_options_set(o, "size", "64");
+  l = rf_loader_open(o);
+  check(l == NULL && contains(rf_last_error(), "not both"), "transform with size refused");
   rf_options_free(o);
   rf_batch* b = NULL;
   check(rf_loader_next(NULL, &b) == -1 && b == NULL && rf_options_set_resume(NULL, NULL) == -1,

@@ -64,6 +64,7 @@ struct bench_options {
   std::string io = "auto";
   io::s3_options s3;
   std::size_t memory_mb = 1024;
+  CLI::Option* memory_option = nullptr;
   std::uint64_t seed = 0;
   std::string on_error = "skip";
   double step_ms = 0.0;  // simulated training step per batch (the consumer's own time)
@@ -313,32 +314,30 @@ int run_loader_bench(const bench_options& opt) {
   // Before the loader starts its threads: SIGINT/SIGTERM stop the run
   // between two batches (interrupt.hpp).
   const interrupt_watch interrupt;
-  loader_options o;
-  o.source = opt.source;
-  apply_recipe(o, opt.recipe, opt.exact, opt.seed, opt.max_pixels);
+  loader_request request = recipe_request(opt.recipe, opt.exact, opt.seed, opt.max_pixels);
+  loader_options& base = request.base;
+  base.source = opt.source;
+  if (opt.recipe.transform.empty() || opt.output_option->count() > 0) request.output = opt.output;
+  if (opt.memory_option->count() > 0) request.memory_budget = opt.memory_mb << 20;
+  base.direct = opt.direct;
+  base.batch_size = opt.batch;
+  base.threads = opt.threads;
+  base.io_depth = opt.io_depth;
+  base.io = io::parse_backend(opt.io);
+  base.s3 = opt.s3;
+  base.device = opt.device;
+  base.on_error = parse_error_policy(opt.on_error);
+  base.cache_dir = opt.cache_dir;
+  base.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
+  base.stream_shards = opt.stream;
+  base.shuffle_buffer = opt.shuffle_buffer;
+  base.end = loader_end{static_cast<std::uint64_t>(opt.epochs - 1)};  // nothing read past the last epoch
+  resolved settled = resolve(std::move(request));
+  loader_options& o = settled.options;
   if (opt.no_dct_scale) {
     if (opt.exact) throw std::runtime_error("--no-dct-scale is a fast-mode switch; --exact never scales");
     o.pipeline.set_fast_min_reduction(std::numeric_limits<double>::infinity());
   }
-  o.direct = opt.direct;
-  if (opt.recipe.transform.empty() || opt.output_option->count() > 0) {
-    o.output = parse_output(opt.output);
-    image::pipeline check = o.pipeline;
-    check.set_output(o.output);  // says why an --output does not fit the list's end
-  }
-  o.batch_size = opt.batch;
-  o.threads = opt.threads;
-  o.io_depth = opt.io_depth;
-  o.io = io::parse_backend(opt.io);
-  o.s3 = opt.s3;
-  o.memory_budget = opt.memory_mb << 20;
-  o.device = opt.device;
-  o.on_error = parse_error_policy(opt.on_error);
-  o.cache_dir = opt.cache_dir;
-  o.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
-  o.stream_shards = opt.stream;
-  o.shuffle_buffer = opt.shuffle_buffer;
-  o.end = loader_end{static_cast<std::uint64_t>(opt.epochs - 1)};  // nothing read past the last epoch
   if (opt.json) o.log = [](std::string_view line) { std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data()); };
 
   // Start-up a training run pays once: opening the loader (listing the
@@ -529,7 +528,9 @@ void register_bench(CLI::App& app) {
   opt->output_option = cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
-  cmd->add_option("--memory-mb", opt->memory_mb, "budget for batch slabs, MiB")->check(CLI::PositiveNumber);
+  opt->memory_option = cmd->add_option("--memory-mb", opt->memory_mb,
+                                       "budget for batch slabs, MiB (default: max(1 GiB, 4 batches))")
+                            ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
   cmd->add_option("--step-ms", opt->step_ms, "simulate a training step of this many ms per batch (a slow consumer)");
   cmd->add_option("--warmup-batches", opt->warmup_batches,

@@ -78,21 +78,22 @@ int run_export(const export_options& opt) {
   if (ec) throw std::runtime_error("cannot create '" + opt.out + "': " + ec.message());
   write_marker(opt, "the export is running, or it failed or was killed before the end.");
 
-  loader_options o;
-  o.source = opt.source;
-  apply_recipe(o, opt.recipe, opt.exact, opt.seed, opt.max_pixels);
+  loader_request request = recipe_request(opt.recipe, opt.exact, opt.seed, opt.max_pixels);
+  request.base.source = opt.source;
+  request.base.device = -1;
+  request.base.batch_size = 32;
+  request.shuffle.reset();  // the recipe's order: train is shuffled, val is not
+  loader_options o = resolve(std::move(request)).options;
   const bool erases = !o.pipeline.output_ops().empty();  // RandomErasing on the float output
   if (erases || o.pipeline.last_frame().kind != image::frame_kind::image || o.pipeline.last_frame().channels != 3)
     throw std::runtime_error("export writes RGB images (PPM): this transform list ends with " +
                              (erases ? std::string("RandomErasing on a float tensor")
                                      : std::string(image::to_string(o.pipeline.last_frame().kind))) +
                              "; end it with an image, or with ToTensor() [+ Normalize], which export leaves out");
-  o.output = output_spec::uint8_nhwc();
-  o.device = -1;
+  o.output = output_spec::uint8_nhwc();  // export's own rule: the image before ToTensor/Normalize
   o.threads = opt.threads;
   o.io = io::parse_backend(opt.io);
   o.s3 = opt.s3;
-  o.batch_size = 32;
   o.on_error = parse_error_policy(opt.on_error);
   o.resume = loader_state{opt.seed, opt.epoch, 0, 0, 1};
   o.sampler.rank = 0;

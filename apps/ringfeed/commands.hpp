@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ringfeed/loader.hpp>
+#include <ringfeed/loader/resolve.hpp>
 
 namespace ringfeed::cli {
 
@@ -26,13 +27,6 @@ void register_gen(CLI::App& app);
 void register_export(CLI::App& app);
 void register_probe(CLI::App& app);
 void register_pack(CLI::App& app);
-
-/// The train and val presets of `bench` and `export`, on `o`: train is
-/// RandomResizedCrop(size) + flip, shuffled; val is torchvision's recipe,
-/// Resize(size*256/224) + CenterCrop(size), in dataset order. Images over
-/// `max_pixels` are refused (decode_options::max_pixels).
-void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed,
-                  std::uint64_t max_pixels);
 
 /// What a command transforms with: a preset (--pipeline, --size) or a
 /// transform list (--transform), never both.
@@ -55,11 +49,12 @@ inline recipe_options recipe_with(const char* pipeline) {
 /// and --transform to `cmd`.
 CLI::Option* add_recipe_options(CLI::App* cmd, recipe_options& r, const char* presets_help);
 
-/// The preset or the list (ringfeed::apply_transform, which also sets the
-/// output to the list's end and shuffles random recipes) on `o`. Throws
-/// std::runtime_error when both were given.
-void apply_recipe(loader_options& o, const recipe_options& r, bool exact, std::uint64_t seed,
-                  std::uint64_t max_pixels);
+/// A request for ringfeed::resolve (loader/resolve.hpp) with the recipe
+/// the command line gave: the preset (--pipeline, --size; the command's
+/// default preset when neither they nor --transform is given) or the list,
+/// and the seed. resolve() refuses both together and settles the output,
+/// shuffle and memory defaults as every front end does.
+loader_request recipe_request(const recipe_options& r, bool exact, std::uint64_t seed, std::uint64_t max_pixels);
 
 /// A CLI11 check accepting exactly the names the library's `parse` accepts
 /// (parse_output, io::parse_backend, parse_error_policy): its error names
@@ -82,9 +77,9 @@ CLI::Validator accepted_by(Parse parse) {
 /// io_uring, else pread threads with one log line saying why).
 CLI::Option* add_io_option(CLI::App* cmd, std::string& target);
 
-/// `--s3-endpoint`, `--s3-region`, `--s3-profile`, `--s3-ca-bundle`,
-/// `--s3-anonymous`, `--s3-path-style` on `cmd`, into `target`: what the
-/// AWS environment would say, first in each chain. Credentials are not
+/// `--s3-<key>` on `cmd` for each key of io::s3_option_keys (endpoint,
+/// region, profile, ca-bundle, anonymous, path-style), into `target`: what
+/// the AWS environment would say, first in each chain. Credentials are not
 /// options (a command line is visible to every user): environment, profile
 /// files or the instance's chain give them.
 void add_s3_options(CLI::App* cmd, io::s3_options& target);

@@ -13,22 +13,16 @@
 
 namespace ringfeed::cli {
 
-void apply_preset(loader_options& o, const std::string& pipeline, int size, bool exact, std::uint64_t seed,
-                  std::uint64_t max_pixels) {
-  if (size < 1) throw std::runtime_error("--size must be at least 1");
-  ringfeed::apply_preset(o, pipeline, size, exact, max_pixels);
-  o.sampler.seed = seed;
-}
-
-void apply_recipe(loader_options& o, const recipe_options& r, bool exact, std::uint64_t seed,
-                  std::uint64_t max_pixels) {
-  if (r.transform.empty()) return apply_preset(o, r.pipeline, r.size, exact, seed, max_pixels);
-  const bool preset_given = (r.pipeline_option != nullptr && r.pipeline_option->count() > 0) ||
-                            (r.size_option != nullptr && r.size_option->count() > 0);
-  if (preset_given)
-    throw std::runtime_error("--transform replaces --pipeline and --size: give one or the other");
-  ringfeed::apply_transform(o, r.transform, exact, max_pixels);
-  o.sampler.seed = seed;
+loader_request recipe_request(const recipe_options& r, bool exact, std::uint64_t seed, std::uint64_t max_pixels) {
+  const auto given = [](const CLI::Option* option) { return option != nullptr && option->count() > 0; };
+  loader_request request;
+  request.transform = r.transform;
+  if (given(r.pipeline_option) || r.transform.empty()) request.pipeline = r.pipeline;
+  if (given(r.size_option) || r.transform.empty()) request.size = r.size;
+  request.exact = exact;
+  request.max_pixels = max_pixels;
+  request.base.sampler.seed = seed;
+  return request;
 }
 
 CLI::Option* add_recipe_options(CLI::App* cmd, recipe_options& r, const char* presets_help) {
@@ -52,14 +46,19 @@ CLI::Option* add_io_option(CLI::App* cmd, std::string& target) {
 
 void add_s3_options(CLI::App* cmd, io::s3_options& target) {
   const char* group = "s3:// (else from AWS_* variables and ~/.aws, as the AWS tools)";
-  cmd->add_option("--s3-endpoint", target.endpoint, "endpoint URL, e.g. http://127.0.0.1:9000 (MinIO)")->group(group);
-  cmd->add_option("--s3-region", target.region, "region (signing)")->group(group);
-  cmd->add_option("--s3-profile", target.profile, "profile of ~/.aws/credentials and ~/.aws/config")->group(group);
-  cmd->add_option("--s3-ca-bundle", target.ca_bundle, "CA certificates for TLS (PEM file)")->group(group);
-  cmd->add_flag("--s3-anonymous", target.anonymous, "unsigned requests (public buckets)")->group(group);
-  cmd->add_flag_callback("--s3-path-style", [&target] { target.path_style = true; },
-                         "path-style addressing (endpoint/bucket/key), forced")
-      ->group(group);
+  for (const auto& key : io::s3_option_keys()) {
+    if (key.secret) continue;
+    std::string flag = "--s3-" + std::string(key.name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const std::string help(key.help);
+    const std::string name(key.name);
+    if (key.type == io::s3_option_key::kind::text)
+      cmd->add_option_function<std::string>(
+             flag, [&target, name](const std::string& v) { io::set_s3_option(target, name, v); }, help)
+          ->group(group);
+    else
+      cmd->add_flag_callback(flag, [&target, name] { io::set_s3_option(target, name, "1"); }, help)->group(group);
+  }
 }
 
 CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {

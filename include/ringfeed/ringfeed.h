@@ -115,8 +115,9 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  max_pixels     refuse images declaring more pixels, before   178956970
  *                 allocating (a decompression bomb)
  *  output         float32 | float16 (normalized NCHW) | uint8   float32
- *                 (NHWC); with transform: float16 for a list    (transform:
- *                 ending with a float tensor                    its end)
+ *                 (NHWC); with transform: float32 or float16    (transform:
+ *                 for a list ending with a float tensor, else   its end)
+ *                 uint8
  *  batch_size     samples per batch (>= 1)                      256
  *  shuffle        overrides the pipeline's choice               train: true, val: false
  *  seed           sampler and augmentation seed                 0
@@ -126,7 +127,7 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  threads        decode threads (0: one per core)              0
  *  io_depth       reads in flight (0: from the storage probe)   0
  *  io             auto | uring | pread                          auto
- *  memory_budget  bytes of batch slabs (>= 2 batches)           1073741824
+ *  memory_budget  bytes of batch slabs (>= 2 batches)           max(1 GiB, 4 batches)
  *  prefetch_batches  batches ready ahead (0: from the budget)   0
  *  on_error       skip (leave bad files out) | fail             fail
  *  direct         O_DIRECT reads                                false
@@ -144,8 +145,12 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  s3_anonymous   unsigned requests (public buckets)            false
  *  s3_path_style  true | false | auto (path-style for custom    auto
  *                 endpoints, virtual-host on AWS)
- *  s3_access_key_id, s3_secret_access_key   given together     ""
+ *  s3_access_key_id, s3_secret_access_key   given together,    ""
+ *                 not with s3_anonymous
  *  s3_session_token  with them, for temporary credentials       ""
+ *  The options are settled as in every front end (ringfeed::resolve,
+ *  include/ringfeed/loader/resolve.hpp) when the loader opens:
+ *  rf_loader_open reports a contradiction, naming the option.
  *  A secret is never part of an error message or of the stats.
  */
 int rf_options_set(rf_options* options, const char* key, const char* value) RF_NOEXCEPT;

@@ -17,6 +17,8 @@
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/image/jpeg.hpp>
 #include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/image/transform_spec.hpp>
+#include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/image/transforms.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
@@ -161,6 +163,7 @@ py::capsule decode(const py::buffer& data, const std::string& preset, int size, 
     throw std::invalid_argument("decode: data must be contiguous bytes");
   const std::span<const std::byte> bytes(static_cast<const std::byte*>(in.ptr),
                                          static_cast<std::size_t>(in.size * in.itemsize));
+  check_one_recipe(transform, !preset.empty());
   if (!transform.empty()) return decode_transform(bytes, transform, exact, seed, epoch, index, name, max_pixels);
   std::vector<std::uint8_t> pixels;
   std::int64_t height = 0, width = 0;
@@ -226,6 +229,19 @@ void bind_blocks(py::module_& m) {
         py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("name"),
         py::arg("max_pixels"), py::arg("transform") = std::string());
   m.def("_transform_ops", &image::transform_list::supported_ops);
+  // [(op, [(param, default in spec syntax or None when required)])]: the
+  // C++ table ringfeed.transforms generates its classes from.
+  m.def("_transform_signatures", [] {
+    std::vector<std::pair<std::string, std::vector<std::pair<std::string, py::object>>>> out;
+    for (const auto& s : image::op_signatures()) {
+      std::vector<std::pair<std::string, py::object>> params;
+      for (const auto& p : s.params)
+        params.emplace_back(std::string(p.name), p.default_value.empty() ? py::object(py::none())
+                                                                          : py::object(py::str(std::string(p.default_value))));
+      out.emplace_back(std::string(s.name), std::move(params));
+    }
+    return out;
+  });
   m.def(
       "_augment_magnitudes",
       [](const std::string& op, int bins, int width, int height, bool wide) {

@@ -13,6 +13,8 @@
 
 #include <pybind11/stl.h>
 
+#include <ringfeed/io/aws_config.hpp>
+#include <ringfeed/io/location.hpp>
 #include <ringfeed/io/source.hpp>
 
 #include "tensor.hpp"
@@ -23,57 +25,53 @@ namespace ringfeed::python {
 
 namespace {
 
-// Loader(s3={...}), keys and types checked by loader.py's _s3_options.
-io::s3_options s3_options_from(const py::dict& d) {
-  io::s3_options s;
-  const auto text = [&](const char* key) {
-    return d.contains(key) && !d[key].is_none() ? d[key].cast<std::string>() : std::string();
-  };
-  s.endpoint = text("endpoint");
-  s.region = text("region");
-  s.profile = text("profile");
-  s.ca_bundle = text("ca_bundle");
-  if (d.contains("anonymous")) s.anonymous = d["anonymous"].cast<bool>();
-  if (d.contains("path_style") && !d["path_style"].is_none()) s.path_style = d["path_style"].cast<bool>();
-  if (!text("access_key_id").empty())
-    s.credentials = io::aws_credentials{text("access_key_id"), text("secret_access_key"), text("session_token"), {}};
-  return s;
+// Loader(s3={...}): key names and value types checked by loader.py against
+// io::s3_option_keys (exported as _s3_keys); set here through the same table.
+void s3_options_from(const py::dict& d, io::s3_options& s) {
+  for (const auto& [key, value] : d) {
+    if (value.is_none()) continue;
+    const auto name = key.cast<std::string>();
+    io::set_s3_option(s, name, py::isinstance<py::bool_>(value) ? (value.cast<bool>() ? "1" : "0")
+                                                                 : value.cast<std::string>());
+  }
+}
+
+template <class T>
+std::optional<T> optional_of(const py::dict& d, const char* key) {
+  if (!d.contains(key) || d[key].is_none()) return std::nullopt;
+  return d[key].cast<T>();
 }
 
 }  // namespace
 
-loader_options loader_options_from(const py::dict& d) {
-  // Checked and converted in ringfeed/loader.py: here only translated.
-  loader_options o;
+loader_request loader_request_from(const py::dict& d) {
+  // Types checked in ringfeed/loader.py; the options settled by resolve().
+  loader_request r;
+  loader_options& o = r.base;
   o.source = d["source"].cast<std::string>();
-  const auto transform = d["transform"].cast<std::string>();
-  if (transform.empty()) {
-    apply_preset(o, d["pipeline"].cast<std::string>(), d["size"].cast<int>(), d["exact"].cast<bool>(),
-                 d["max_pixels"].cast<std::uint64_t>());
-    o.output = parse_output(d["output"].cast<std::string>());
-  } else {
-    // The list's end decides the output; output= may only pick float16
-    // for a float one (set_output says why anything else does not fit).
-    apply_transform(o, transform, d["exact"].cast<bool>(), d["max_pixels"].cast<std::uint64_t>());
-    if (o.output.normalized()) o.output = parse_output(d["output"].cast<std::string>());
-  }
+  r.pipeline = optional_of<std::string>(d, "pipeline");
+  r.size = optional_of<int>(d, "size");
+  r.transform = d["transform"].cast<std::string>();
+  r.exact = d["exact"].cast<bool>();
+  r.max_pixels = d["max_pixels"].cast<std::uint64_t>();
+  r.output = optional_of<std::string>(d, "output");
+  r.shuffle = optional_of<bool>(d, "shuffle");
+  r.memory_budget = optional_of<std::size_t>(d, "memory_budget");
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();
-  o.sampler.shuffle = d["shuffle"].cast<bool>();
   o.sampler.seed = d["seed"].cast<std::uint64_t>();
-  o.sampler.rank = d["rank"].cast<std::size_t>();
-  o.sampler.world_size = d["world_size"].cast<std::size_t>();
+  o.sampler.rank = optional_of<std::size_t>(d, "rank");  // unset: from the environment
+  o.sampler.world_size = optional_of<std::size_t>(d, "world_size");
   o.threads = d["threads"].cast<std::size_t>();
   o.io_depth = d["io_depth"].cast<std::size_t>();
   o.io = io::parse_backend(d["io"].cast<std::string>());
-  o.memory_budget = d["memory_budget"].cast<std::size_t>();
   o.prefetch_batches = d["prefetch_batches"].cast<std::size_t>();
   o.on_error = parse_error_policy(d["on_error"].cast<std::string>());
   o.direct = d["direct"].cast<bool>();
   o.cache_dir = d["cache_dir"].cast<std::string>();
   if (!d["cache_bytes"].is_none()) o.cache_bytes = d["cache_bytes"].cast<std::uint64_t>();
   o.stream_shards = d["stream_shards"].cast<bool>();
-  if (!d["s3"].is_none()) o.s3 = s3_options_from(d["s3"].cast<py::dict>());  // checked by loader.py
+  if (!d["s3"].is_none()) s3_options_from(d["s3"].cast<py::dict>(), o.s3);
   o.device = d["device"].cast<int>();
   o.device_buffers = d["device_buffers"].cast<std::size_t>();
   o.dataset.include_hidden = d["include_hidden"].cast<bool>();
@@ -105,12 +103,12 @@ loader_options loader_options_from(const py::dict& d) {
                                      listed[1].cast<std::vector<std::int64_t>>());
   }
   if (!d["resume"].is_none()) {
-    const auto r = d["resume"].cast<py::dict>();
-    o.resume = loader_state{r["seed"].cast<std::uint64_t>(), r["epoch"].cast<std::uint64_t>(),
-                            r["next_batch"].cast<std::size_t>(), r["rank"].cast<std::size_t>(),
-                            r["world_size"].cast<std::size_t>()};
+    const auto saved = d["resume"].cast<py::dict>();
+    o.resume = loader_state{saved["seed"].cast<std::uint64_t>(), saved["epoch"].cast<std::uint64_t>(),
+                            saved["next_batch"].cast<std::size_t>(), saved["rank"].cast<std::size_t>(),
+                            saved["world_size"].cast<std::size_t>()};
   }
-  return o;
+  return r;
 }
 
 namespace {
@@ -260,7 +258,11 @@ std::unique_ptr<loader> open_interruptibly(loader_options options) {
 
 }  // namespace
 
-py_loader::py_loader(loader_options options) : m_generation(fork_generation()) {
+py_loader::py_loader(resolved settled) : m_generation(fork_generation()) {
+  loader_options options = std::move(settled.options);
+  m_recipe = std::move(settled.recipe);
+  m_output = std::move(settled.output);
+  m_shuffle = options.sampler.shuffle;
   options.start_eagerly = false;  // threads start with the first batch asked for
   const std::size_t device_buffers = options.device_buffers;
   m_loader = open_interruptibly(std::move(options));
@@ -411,7 +413,7 @@ void py_loader::close() {
 void bind_loader(py::module_& m) {
   install_fork_handler();
   py::class_<py_loader>(m, "_Loader")
-      .def(py::init([](const py::dict& options) { return std::make_unique<py_loader>(loader_options_from(options)); }))
+      .def(py::init([](const py::dict& options) { return std::make_unique<py_loader>(resolve(loader_request_from(options))); }))
       .def("next", &py_loader::next, py::arg("stream") = 0, py::arg("timeout") = 0.0)
       .def("set_epoch", &py_loader::set_epoch)
       .def("set_order", &py_loader::set_order, py::arg("epoch"), py::arg("indices"), py::arg("first_batch") = 0)
@@ -423,9 +425,32 @@ void bind_loader(py::module_& m) {
       .def_property_readonly("uses_device", &py_loader::uses_device)
       .def_property_readonly("host_reason", &py_loader::host_reason)
       .def_property_readonly("converts_on_device", &py_loader::converts_on_device)
+      .def_property_readonly("recipe", [](const py_loader& l) { return l.recipe(); })
+      .def_property_readonly("output", [](const py_loader& l) { return l.output(); })
+      .def_property_readonly("shuffle", [](const py_loader& l) { return l.shuffle(); })
       .def_property_readonly("started", &py_loader::started)
       .def_property_readonly("held", &py_loader::held)
       .def_property_readonly("buffers", &py_loader::buffers);
+  // The accepted names and the s3 keys, from the C++ tables (one list of
+  // each: loader.py generates its checks from them).
+  m.def("_accepted_names", [](const std::string& option) {
+    std::vector<std::string> out;
+    for (auto n : accepted_names(option)) out.emplace_back(n);
+    return out;
+  });
+  m.def("_s3_keys", [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& k : io::s3_option_keys())
+      out.emplace_back(k.name, k.type == io::s3_option_key::kind::text ? "text"
+                               : k.type == io::s3_option_key::kind::flag ? "flag"
+                                                                         : "tristate");
+    return out;
+  });
+  // "local" for a path, else the location's kind (io::classify_location):
+  // the one answer to "is this a URL?".
+  m.def("_is_local_path", [](const std::string& location) {
+    return io::classify_location(location) == io::location_kind::local;
+  });
   m.def("_set_stream_query", [](py::object fn) {
     PyObject* old = g_stream_query;
     g_stream_query = fn.release().ptr();

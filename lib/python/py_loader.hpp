@@ -1,6 +1,7 @@
 // Private to the Python binding: ringfeed::loader as ringfeed._ringfeed._Loader.
 //
-// Thin: options arrive checked and converted by ringfeed/loader.py; this
+// Thin: options arrive type-checked by ringfeed/loader.py and are settled
+// by ringfeed::resolve (loader/resolve.hpp); this
 // class waits for batches with the GIL released (in slices, so Ctrl-C is
 // seen within 50 ms), hands their memory to Python as DLPack capsules, and
 // keeps the process-level promises (fork, batches outliving the loader).
@@ -10,18 +11,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <ringfeed/loader.hpp>
+#include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/next_handoff.hpp>
 
 namespace ringfeed::python {
 
 class py_loader {
  public:
-  explicit py_loader(loader_options options);
+  explicit py_loader(resolved settled);
   ~py_loader();
   py_loader(const py_loader&) = delete;
   py_loader& operator=(const py_loader&) = delete;
@@ -51,6 +55,11 @@ class py_loader {
   [[nodiscard]] bool started() const noexcept { return m_started; }
   [[nodiscard]] std::size_t held() const noexcept { return m_held->load(std::memory_order_relaxed); }
   [[nodiscard]] std::size_t buffers() const noexcept { return m_buffers; }
+  /// What resolve() settled: "train", "val" or "transform"; the output's
+  /// name; whether the sampler shuffles.
+  [[nodiscard]] const std::string& recipe() const noexcept { return m_recipe; }
+  [[nodiscard]] const std::string& output() const noexcept { return m_output; }
+  [[nodiscard]] bool shuffle() const noexcept { return m_shuffle; }
   /// Stops the pipeline and frees its threads; batches still held stay valid.
   void close();
 
@@ -73,10 +82,14 @@ class py_loader {
   bool m_started = false;      // threads exist (next() or set_epoch() ran)
   std::atomic<bool> m_busy{false};  // a call is inside next()/set_epoch()/close()
   loader_state m_position;
+  std::string m_recipe;
+  std::string m_output;
+  bool m_shuffle = false;
 };
 
-/// loader_options from the dict ringfeed/loader.py builds (every key present).
-[[nodiscard]] loader_options loader_options_from(const pybind11::dict& options);
+/// The request of the dict ringfeed/loader.py builds (every key present;
+/// None: unset, for resolve() to settle).
+[[nodiscard]] loader_request loader_request_from(const pybind11::dict& options);
 
 void bind_loader(pybind11::module_& m);
 

@@ -55,8 +55,8 @@ def _translate(name, transform, source_size=None):
         return None, f"{name} has no transform: its samples are PIL images, which default_collate cannot batch"
     from .transforms import output_of, to_spec
     try:
-        spec = to_spec(transform)
-        kind, _, height, _, _ = output_of(spec, source_size)
+        kind, _, height, _, _ = output_of(transform, source_size)  # the one parse here
+        spec = to_spec(transform, check=False)
     except ValueError as e:
         return None, f"{name}'s transform: {e}"
     if kind == "image":
@@ -160,7 +160,8 @@ def fingerprint(dataset):
     transform = getattr(dataset, "transform", None)
     try:
         from .transforms import to_spec
-        spec = to_spec(transform) if transform is not None else None
+        # translated, not parsed: a changed spec is parsed by the new Loader
+        spec = to_spec(transform, check=False) if transform is not None else None
     except ValueError as e:
         spec = f"untranslatable: {e}"
     held = getattr(dataset, "data", None) if hasattr(dataset, "data") else getattr(dataset, "samples", None)

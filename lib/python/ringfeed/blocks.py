@@ -43,9 +43,7 @@ def decode(data, pipeline=None, size=224, exact=False, seed=0, epoch=0, index=0,
     Errors (ValueError for a bad option, RuntimeError for a bad image) name
     `name` and the reason."""
     spec = ""
-    if transform is not None:
-        if pipeline is not None:
-            raise ValueError("give either transform= or pipeline=, not both")
+    if transform is not None:  # with a pipeline too: refused by C++ (check_one_recipe)
         from .transforms import to_spec
         spec = to_spec(transform)
     choice("pipeline", pipeline, (None, "train", "val"))

@@ -16,7 +16,6 @@ from ._checks import choice, flag, int_arg
 
 __all__ = ["Loader", "Batch"]
 
-_OUTPUTS = {"float32": 4, "float16": 2, "uint8": 1}
 DEFAULT_MAX_PIXELS = _ringfeed.DEFAULT_MAX_PIXELS  # Pillow's decompression-bomb limit
 
 
@@ -63,24 +62,13 @@ _ringfeed._set_stream_query(_stream_query)
 def _distributed_defaults():
     """Rank and world size of an initialized torch.distributed group, else
     (None, None): the C++ sampler then reads RANK/WORLD_SIZE (torchrun) or
-    SLURM_PROCID/SLURM_NTASKS."""
+    SLURM_PROCID/SLURM_NTASKS, for every front end alike."""
     torch = sys.modules.get("torch")
     if torch is not None:
         dist = getattr(torch, "distributed", None)
         if dist is not None and dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()
     return None, None
-
-
-def _env_rank_world():
-    for rank_var, world_var in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
-        if rank_var in os.environ or world_var in os.environ:
-            try:
-                return int(os.environ.get(rank_var, "0")), int(os.environ.get(world_var, "1"))
-            except ValueError:
-                raise ValueError(f"{rank_var}={os.environ.get(rank_var)!r} / {world_var}={os.environ.get(world_var)!r}"
-                                 " in the environment are not integers") from None
-    return 0, 1
 
 
 def _current_cuda_device():
@@ -121,34 +109,31 @@ def _device_index(device):
     raise ValueError(f"device must be None, 'cuda', 'cuda:N', an int or a torch.device, not {device!r}")
 
 
-_S3_TEXT = ("endpoint", "region", "profile", "ca_bundle", "access_key_id", "secret_access_key", "session_token")
-_S3_FLAGS = ("anonymous", "path_style")
+# The s3 keys, from the C++ table (io::s3_option_keys): name -> "text",
+# "flag" or "tristate" (path_style: True, False or None).
+_S3_KEYS = dict(_ringfeed._s3_keys())
 
 
 def _s3_options(s3):
-    """Loader(s3=...): a dict of the keys below, checked here; None when unset."""
+    """Loader(s3=...): a dict of the keys above, their types checked here
+    (the rules that tie them together are C++'s resolve); None when unset."""
     if s3 is None:
         return None
     if not isinstance(s3, dict):
-        raise ValueError(f"s3 must be a dict of {', '.join(_S3_TEXT + _S3_FLAGS)}, not {type(s3).__name__}")
+        raise ValueError(f"s3 must be a dict of {', '.join(_S3_KEYS)}, not {type(s3).__name__}")
     out = {}
     for key, value in s3.items():
-        if key in _S3_TEXT:
+        kind = _S3_KEYS.get(key)
+        if kind is None:
+            raise ValueError(f"s3 has no option {key!r}: it takes {', '.join(_S3_KEYS)}")
+        if kind == "text":
             if value is not None and not isinstance(value, (str, os.PathLike)):
                 raise ValueError(f"s3[{key!r}] must be a str, not {type(value).__name__}")
             out[key] = os.fspath(value) if value is not None else None
-        elif key in _S3_FLAGS:
-            if not (key == "path_style" and value is None):
+        else:
+            if not (kind == "tristate" and value is None):
                 flag(f"s3[{key!r}]", value)
             out[key] = value
-        else:
-            raise ValueError(f"s3 has no option {key!r}: it takes {', '.join(_S3_TEXT + _S3_FLAGS)}")
-    if bool(out.get("access_key_id")) != bool(out.get("secret_access_key")):
-        raise ValueError("s3: give access_key_id and secret_access_key together")
-    if out.get("session_token") and not out.get("access_key_id"):
-        raise ValueError("s3: session_token needs access_key_id and secret_access_key")
-    if out.get("anonymous") and out.get("access_key_id"):
-        raise ValueError("s3: anonymous=True signs nothing: leave out access_key_id and secret_access_key")
     return out
 
 
@@ -195,36 +180,27 @@ class Loader:
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
             raise ValueError(f"source must be a non-empty path or URL (nfs://, s3://, https://), not {source!r}")
-        spec, shape = "", None
+        # The rules that tie options together and the defaults that depend on
+        # others (transform or preset, output, shuffle, memory_budget, s3's
+        # pairs) are settled once, in C++ (ringfeed::resolve); here only
+        # Python's types are checked.
+        spec, self._transform_ops = "", None
         if transform is not None:
-            if pipeline is not None or size is not None:
-                raise ValueError("give either transform= or pipeline=/size=, not both: "
-                                 "transform replaces the train/val presets")
-            from .transforms import output_of, to_spec
-            spec = to_spec(transform)
-            # images in memory all have one size, which may decide the output's
-            kind, channels, height, width, random = output_of(
-                spec, None if _pixels is None else tuple(_pixels[0].shape[1:3]))
-            if height is None:
-                raise ValueError("transform: the output size depends on the image (no crop or fixed-size "
-                                 "resize at the end), so samples cannot be stacked into a batch; "
-                                 f"end it with a crop or Resize((h, w)): {spec}")
-            shape = (kind, channels, height, width)
-            if output is None:
-                output = {"image": "uint8", "uint8": "uint8", "float32": "float32"}[kind]
-            elif kind != "float32" or output == "uint8":
-                raise ValueError(f"output={output!r} does not fit this transform, which ends with "
-                                 f"{'a PIL image' if kind == 'image' else 'a ' + kind + ' tensor'}; "
-                                 "leave output unset (float16 is for transforms ending with a float tensor)")
-        pipeline = "train" if pipeline is None else pipeline
-        size = 224 if size is None else size
-        output = "float32" if output is None else output
-        choice("pipeline", pipeline, ("train", "val"))
-        choice("output", output, tuple(_OUTPUTS))
-        choice("on_error", on_error, ("skip", "fail"))
-        choice("io", io, ("auto", "uring", "pread"))
+            from .transforms import _joined, _op_specs
+            if isinstance(transform, str):
+                spec = transform
+            else:  # parsed once, by C++ (resolve); its errors reworded to name the op
+                self._transform_ops = _op_specs(transform)
+                spec = _joined(self._transform_ops)
+        if pipeline is not None:
+            choice("pipeline", pipeline, tuple(_ringfeed._accepted_names("pipeline")))
+        if output is not None:
+            choice("output", output, tuple(_ringfeed._accepted_names("output")))
+        choice("on_error", on_error, tuple(_ringfeed._accepted_names("on_error")))
+        choice("io", io, tuple(_ringfeed._accepted_names("io")))
         batch_size = int_arg("batch_size", batch_size, 1)
-        size = int_arg("size", size, 1)
+        if size is not None:
+            size = int_arg("size", size, 1)
         seed = int_arg("seed", seed)
         threads = int_arg("threads", threads)
         io_depth = int_arg("io_depth", io_depth)
@@ -233,13 +209,12 @@ class Loader:
         max_pixels = int_arg("max_pixels", max_pixels, 1)
         if epochs is not None:
             epochs = int_arg("epochs", epochs, 1)
-        if shuffle is None:
-            # a recipe with a random op is a training one: shuffled, as "train" is
-            shuffle = pipeline == "train" if not spec else random
-        for name, value in (("shuffle", shuffle), ("exact", exact), ("drop_last", drop_last),
+        for name, value in (("exact", exact), ("drop_last", drop_last),
                             ("direct", direct), ("stream_shards", stream_shards),
                             ("include_hidden", include_hidden)):
             flag(name, value)
+        if shuffle is not None:
+            flag("shuffle", shuffle)
         device_index = _device_index(device)
         # torch makes the batches' tensors: imported here rather than inside
         # the first next(), which would otherwise spend a second or two in it.
@@ -247,23 +222,14 @@ class Loader:
 
         if rank is None and world_size is None:
             rank, world_size = _distributed_defaults()
-        if rank is None or world_size is None:
-            env_rank, env_world = _env_rank_world()
-            rank = env_rank if rank is None else rank
-            world_size = env_world if world_size is None else world_size
-        world_size = int_arg("world_size", world_size, 1)
-        rank = int_arg("rank", rank)
-        if rank >= world_size:
-            raise ValueError(f"rank must be below world_size: rank {rank}, world_size {world_size}")
+        # still unset: C++ reads RANK/WORLD_SIZE or SLURM's (data::sampler), as every front end
+        if rank is not None:
+            rank = int_arg("rank", rank)
+        if world_size is not None:
+            world_size = int_arg("world_size", world_size, 1)
 
-        if shape is None:
-            sample_bytes = size * size * 3 * (_OUTPUTS[output] if device_index < 0 else 1)
-        else:
-            sample_bytes = shape[1] * shape[2] * shape[3] * (_OUTPUTS[output] if device_index < 0 else 1)
-        slab_bytes = batch_size * sample_bytes
-        if memory_budget is None:
-            memory_budget = max(1 << 30, 4 * slab_bytes)  # nothing to tune: room for prefetch whatever the batch
-        memory_budget = int_arg("memory_budget", memory_budget, 1)
+        if memory_budget is not None:
+            memory_budget = int_arg("memory_budget", memory_budget, 1)
         if cache_bytes is not None:
             cache_bytes = int_arg("cache_bytes", cache_bytes, 1)
         if cache_dir is not None:
@@ -282,6 +248,7 @@ class Loader:
             # images in memory, (uint8 array, labels)
             samples=_samples, pixels=_pixels)
         self._device = device_index
+        self._settled = None  # what C++ settled: recipe, output, shuffle (set by _open)
         self._lock = threading.Lock()
         self._core = None
         self._core = self._open(None)  # indexes the source and checks the options; no thread yet
@@ -301,12 +268,17 @@ class Loader:
         options = dict(self._options, resume=resume, source=os.fsencode(self._options["source"]),
                        cache_dir=os.fsencode(self._options["cache_dir"]))
         try:
-            return _ringfeed._Loader(options)
-        except ValueError:
+            core = _ringfeed._Loader(options)
+            self._settled = dict(recipe=core.recipe, output=core.output, shuffle=core.shuffle)
+            return core
+        except ValueError as e:
+            if self._transform_ops is not None and str(e).startswith("transform spec"):
+                from .transforms import _name_the_op
+                raise _name_the_op(self._transform_ops, e) from None
             raise
         except RuntimeError as e:
             message = str(e)
-            if "://" not in self._options["source"] and not os.path.exists(self._options["source"]) \
+            if _ringfeed._is_local_path(self._options["source"]) and not os.path.exists(self._options["source"]) \
                     and not any(c in self._options["source"] for c in "*?[{"):
                 raise FileNotFoundError(2, message, self._options["source"]) from None
             raise
@@ -380,10 +352,9 @@ class Loader:
         s = json.loads(core.stats_json())
         if self._options["transform"]:
             s["transform"] = self._options["transform"]
-        s.update(source=self._options["source"],
-                 pipeline="transform" if self._options["transform"] else self._options["pipeline"],
+        s.update(source=self._options["source"], pipeline=self._settled["recipe"],
                  mode="exact" if self._options["exact"] else "fast", batch=self._options["batch_size"],
-                 output=self._options["output"],
+                 output=self._settled["output"],
                  device=f"cuda:{self._device}" if core.uses_device else "host", host_reason=core.host_reason,
                  output_made_on="device" if core.converts_on_device else "host")
         return s
@@ -409,8 +380,11 @@ class Loader:
 
     def __repr__(self):
         o = self._options
-        recipe = f"transform={o['transform']!r}" if o["transform"] else f"pipeline={o['pipeline']!r}, size={o['size']}"
-        return f"ringfeed.Loader({o['source']!r}, batch_size={o['batch_size']}, {recipe}, output={o['output']!r})"
+        size = 224 if o["size"] is None else o["size"]
+        recipe = f"transform={o['transform']!r}" if o["transform"] else \
+            f"pipeline={self._settled['recipe']!r}, size={size}"
+        return f"ringfeed.Loader({o['source']!r}, batch_size={o['batch_size']}, {recipe}, " \
+               f"output={self._settled['output']!r})"
 
     # --- internals ---------------------------------------------------------------------
     def _live(self):

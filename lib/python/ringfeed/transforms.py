@@ -15,6 +15,7 @@ Wherever ringfeed takes a transform it also takes torchvision's own objects
 from their attributes. An op ringfeed cannot run raises ValueError naming
 it, its position and what is supported; nothing is approximated.
 """
+import ast
 import enum
 import math
 import numbers
@@ -41,53 +42,23 @@ class AutoAugmentPolicy(enum.Enum):
 
 _REQUIRED = object()
 
-# name -> torchvision 0.14's constructor parameters and defaults, in order.
+
+def _default(text):
+    """A default of the C++ signature table (spec syntax) as a Python value."""
+    for enum_type in (InterpolationMode, AutoAugmentPolicy):
+        if text.startswith(enum_type.__name__ + "."):
+            return enum_type[text.split(".", 1)[1]]
+    return ast.literal_eval(text)
+
+
+# name -> torchvision 0.14's constructor parameters and defaults, in order,
+# generated from the C++ table every spec is bound to (op_signatures.cpp).
 # The attribute of a torchvision object with a parameter's name holds what
 # the spec needs (torchvision stores them under the same names).
-_SIGNATURES = {
-    "Compose": [("transforms", _REQUIRED)],
-    "Resize": [("size", _REQUIRED), ("interpolation", InterpolationMode.BILINEAR), ("max_size", None),
-               ("antialias", None)],
-    "CenterCrop": [("size", _REQUIRED)],
-    "Pad": [("padding", _REQUIRED), ("fill", 0), ("padding_mode", "constant")],
-    "RandomCrop": [("size", _REQUIRED), ("padding", None), ("pad_if_needed", False), ("fill", 0),
-                   ("padding_mode", "constant")],
-    "RandomResizedCrop": [("size", _REQUIRED), ("scale", (0.08, 1.0)), ("ratio", (3.0 / 4.0, 4.0 / 3.0)),
-                          ("interpolation", InterpolationMode.BILINEAR), ("antialias", None)],
-    "RandomHorizontalFlip": [("p", 0.5)],
-    "RandomVerticalFlip": [("p", 0.5)],
-    "ColorJitter": [("brightness", 0), ("contrast", 0), ("saturation", 0), ("hue", 0)],
-    "Grayscale": [("num_output_channels", 1)],
-    "RandomGrayscale": [("p", 0.1)],
-    "GaussianBlur": [("kernel_size", _REQUIRED), ("sigma", (0.1, 2.0))],
-    "RandomRotation": [("degrees", _REQUIRED), ("interpolation", InterpolationMode.NEAREST), ("expand", False),
-                       ("center", None), ("fill", 0)],
-    "RandomAffine": [("degrees", _REQUIRED), ("translate", None), ("scale", None), ("shear", None),
-                     ("interpolation", InterpolationMode.NEAREST), ("fill", 0), ("center", None)],
-    "RandomPosterize": [("bits", _REQUIRED), ("p", 0.5)],
-    "RandomSolarize": [("threshold", _REQUIRED), ("p", 0.5)],
-    "RandomAutocontrast": [("p", 0.5)],
-    "RandomEqualize": [("p", 0.5)],
-    "RandomAdjustSharpness": [("sharpness_factor", _REQUIRED), ("p", 0.5)],
-    "RandomInvert": [("p", 0.5)],
-    "AutoAugment": [("policy", AutoAugmentPolicy.IMAGENET), ("interpolation", InterpolationMode.NEAREST),
-                    ("fill", None)],
-    "RandAugment": [("num_ops", 2), ("magnitude", 9), ("num_magnitude_bins", 31),
-                    ("interpolation", InterpolationMode.NEAREST), ("fill", None)],
-    "TrivialAugmentWide": [("num_magnitude_bins", 31), ("interpolation", InterpolationMode.NEAREST),
-                           ("fill", None)],
-    "AugMix": [("severity", 3), ("mixture_width", 3), ("chain_depth", -1), ("alpha", 1.0), ("all_ops", True),
-               ("interpolation", InterpolationMode.BILINEAR), ("fill", None)],
-    "ToTensor": [],
-    "PILToTensor": [],
-    "ConvertImageDtype": [("dtype", _REQUIRED)],
-    "Normalize": [("mean", _REQUIRED), ("std", _REQUIRED), ("inplace", False)],
-    "RandomErasing": [("p", 0.5), ("scale", (0.02, 0.33)), ("ratio", (0.3, 3.3)), ("value", 0),
-                      ("inplace", False)],
-    "RandomApply": [("transforms", _REQUIRED), ("p", 0.5)],
-    "RandomChoice": [("transforms", _REQUIRED), ("p", None)],
-    "RandomOrder": [("transforms", _REQUIRED)],
-}
+_SIGNATURES = {"Compose": [("transforms", _REQUIRED)]}
+_SIGNATURES.update((name, [(param, _REQUIRED if default is None else _default(default))
+                           for param, default in params])
+                   for name, params in _ringfeed._transform_signatures())
 _CONTAINERS = ("RandomApply", "RandomChoice", "RandomOrder")
 
 
@@ -113,7 +84,7 @@ class _Transform:
                 values[param] = default
             setattr(self, param, values[param])
         if name != "Compose":
-            _ringfeed._transform_spec(to_spec(self))  # torchvision's argument checks, now
+            to_spec(self)  # torchvision's argument checks, now
 
     def __call__(self, img):
         raise TypeError(f"ringfeed.transforms.{type(self).__name__} runs inside ringfeed (Loader, decode), "
@@ -187,22 +158,51 @@ def _flatten(transform):
     return [transform]
 
 
-def to_spec(transform):
+def _op_specs(transform):
+    """[(type name, spec)] of each op of `transform`, translated, not parsed."""
+    return [(type(t).__name__, _op_spec(t, f"transform {position}"))
+            for position, t in enumerate(_flatten(transform))]
+
+
+def _joined(ops):
+    return "; ".join(spec for _, spec in ops)
+
+
+def _name_the_op(ops, error):
+    """A ValueError from parsing _joined(ops) in C++, reworded to name the op
+    it is about and its position ("transform 2 (GaussianBlur): transform
+    spec, column 14: ..."), with the column counted within that op."""
+    message = str(error)
+    head = "transform spec, column "
+    if message.startswith(head):
+        column, _, reason = message[len(head):].partition(": ")
+        if column.isdigit():
+            at, offset = int(column) - 1, 0
+            for position, (name, spec) in enumerate(ops):
+                if offset <= at < offset + len(spec):
+                    return ValueError(f"transform {position} ({name}): {head}{at - offset + 1}: {reason}")
+                offset += len(spec) + 2
+    if len(ops) == 1:
+        return ValueError(f"transform 0 ({ops[0][0]}): {message}")
+    return ValueError(message)
+
+
+def to_spec(transform, check=True):
     """The spec string of `transform`: a ringfeed.transforms or torchvision
     transform, a Compose of them, or a list. A str is taken as a spec.
-    Raises ValueError naming the op and its position when one cannot run."""
+    Raises ValueError naming the op and its position when one cannot run.
+    check=False: translated only (C++ parses it where it is used, and a
+    ValueError from there is reworded by _name_the_op)."""
     if isinstance(transform, str):
         return transform
-    specs = []
-    for position, t in enumerate(_flatten(transform)):
-        where = f"transform {position}"
-        spec = _op_spec(t, where)
+    ops = _op_specs(transform)
+    spec = _joined(ops)
+    if check:
         try:
             _ringfeed._transform_spec(spec)
         except ValueError as e:
-            raise ValueError(f"{where} ({type(t).__name__}): {e}") from None
-        specs.append(spec)
-    return "; ".join(specs)
+            raise _name_the_op(ops, e) from None
+    return spec
 
 
 def output_of(transform, source_size=None):
@@ -210,9 +210,13 @@ def output_of(transform, source_size=None):
     with: kind "image" (uint8 HWC), "uint8" (a CHW tensor) or "float32";
     height and width None when they depend on the image (of any size, or
     of source_size=(height, width)); random True when an op draws random
-    parameters."""
+    parameters. The list is parsed once, here."""
     height, width = source_size if source_size is not None else (0, 0)
-    return _ringfeed._transform_output(to_spec(transform), height, width)
+    ops = None if isinstance(transform, str) else _op_specs(transform)
+    try:
+        return _ringfeed._transform_output(transform if ops is None else _joined(ops), height, width)
+    except ValueError as e:
+        raise (e if ops is None else _name_the_op(ops, e)) from None
 
 
 __all__ = ["InterpolationMode", "AutoAugmentPolicy", "to_spec", "output_of"] + [

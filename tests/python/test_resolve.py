@@ -1,0 +1,50 @@
+"""Every front end settles its options in one C++ step (ringfeed::resolve):
+Python's Loader and decode, and the CLI, give the same defaults and refuse
+the same contradictions, and stats() says why each default has its value."""
+import json
+
+import pytest
+
+import ringfeed
+from conftest import run_cli
+
+BIG_BATCH = 1024  # 1024 × 224·224·3 float32 = 588 MiB a slab: 4 slabs exceed 1 GiB
+
+
+def test_a_transform_and_a_preset_together_are_refused_by_loader_and_decode(val_dir):
+    with pytest.raises(ValueError, match="give either transform or pipeline/size, not both"):
+        ringfeed.Loader(val_dir, transform="CenterCrop(8)", size=64)
+    with pytest.raises(ValueError, match="give either transform or pipeline/size, not both"):
+        ringfeed.Loader(val_dir, transform="CenterCrop(8)", pipeline="val")
+    with pytest.raises(ValueError, match="give either transform or pipeline/size, not both"):
+        ringfeed.decode(b"\xff\xd8", pipeline="val", transform="CenterCrop(8)")
+
+
+def test_stats_give_the_reason_for_each_default(val_dir):
+    s = ringfeed.Loader(val_dir, batch_size=4, pipeline="val").stats()
+    assert s["shuffle_reason"] == "the val preset reads in dataset order"
+    assert s["memory_budget"] == 1 << 30
+    assert s["memory_budget_reason"].startswith("1 GiB: room for 4 batch slabs of")
+    assert "pipeline_reason" not in s  # given, so not settled
+    t = ringfeed.Loader(val_dir, batch_size=4, transform="RandomResizedCrop(32); ToTensor()").stats()
+    assert t["shuffle_reason"] == "the transform draws random parameters"
+    given = ringfeed.Loader(val_dir, batch_size=4, shuffle=False, memory_budget=1 << 28).stats()
+    assert "shuffle_reason" not in given and "memory_budget_reason" not in given
+    assert given["pipeline_reason"] == "no transform or preset given: train"
+
+
+def test_the_memory_default_grows_past_1_gib_for_large_batches(val_dir):
+    # nothing is allocated before the first batch: stats() reads the settled options
+    loader = ringfeed.Loader(val_dir, batch_size=BIG_BATCH, pipeline="val")
+    s = loader.stats()
+    loader.close()
+    assert s["memory_budget"] == 4 * BIG_BATCH * 224 * 224 * 3 * 4
+    assert s["memory_budget_reason"] == "4 batch slabs of 588 MiB: more than 1 GiB"
+
+
+def test_python_and_the_cli_settle_the_same_defaults(val_dir):
+    python = ringfeed.Loader(val_dir, batch_size=8, pipeline="val", size=64).stats()
+    cli = json.loads(run_cli("bench", val_dir, "--pipeline", "val", "--size", 64, "--batch", 8,
+                             "--device", -1, "--json").stdout)
+    for key in ("memory_budget", "memory_budget_reason", "shuffle_reason"):
+        assert cli[key] == python[key], key
