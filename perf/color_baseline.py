@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Baseline for perf/color_bench.cpp: the same colour ops and whole transforms
+"""Baseline for perf/bench/color_bench.cpp: the same colour ops and whole transforms
 with torchvision 0.14 on PIL images (Pillow 9.4; gaussian_blur and AugMix run
 torch's tensor kernels), one thread, same photo crops and parameters, rows
 named `pillow/<op>/.../size:WxH`.

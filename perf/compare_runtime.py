@@ -6,7 +6,7 @@ Usage: compare_runtime.py RESULTS_DIR
 RESULTS_DIR holds one Google Benchmark JSON file per executable, written with
 --benchmark_repetitions=N --benchmark_report_aggregates_only=true (see
 perf/run_runtime_benchmarks). Benchmarks are named
-`<impl>/<workload>[/<arg>:<value>...]` (perf/bench_support.hpp); an impl
+`<impl>/<workload>[/<arg>:<value>...]` (perf/bench/bench_support.hpp); an impl
 starting with `ringfeed` is ringfeed's, anything else is a baseline. A
 baseline pairs with a ringfeed row when the workload is the same and each of
 the baseline's args has the same value in the ringfeed row (so `pread.1thread`

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Pillow + torchvision twin of perf/geometry_bench.cpp: the same cases,
+"""Pillow + torchvision twin of perf/bench/geometry_bench.cpp: the same cases,
 torchvision.transforms.functional on a PIL RGB image, one thread, images
 per second of CPU time (median of --repeats timed batches; CPU time, not
 wall time, so that other processes on a shared machine count less; the

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Pillow + torchvision, images per second per core, on files in memory: the
-baseline twin of perf/image_bench.cpp (same cases, same JSON).
+baseline twin of perf/bench/image_bench.cpp (same cases, same JSON).
 
   decode           Image.open(BytesIO(b)).convert('RGB')
   val.exact        + Resize(256) + CenterCrop(224), np.asarray (uint8 HWC)

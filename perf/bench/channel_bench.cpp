@@ -1,4 +1,4 @@
-// perf/channel_bench.cpp — ringfeed::channel hand-off costs.
+// perf/bench/channel_bench.cpp — ringfeed::channel hand-off costs.
 //
 // Workloads (baselines with the same names: baseline_queue_bench.cpp):
 //   pingpong/n:N            two coroutines on a thread_pool pass an int back

@@ -1,4 +1,4 @@
-// perf/baseline_asio_bench.cpp — thread_pool_bench's workloads on
+// perf/bench/baseline_asio_bench.cpp — thread_pool_bench's workloads on
 // boost::asio::thread_pool (header-only Asio).
 //
 // Fairness: an asio::thread_pool with `workers` threads; the benchmark thread

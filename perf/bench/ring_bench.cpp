@@ -1,4 +1,4 @@
-// perf/ring_bench.cpp — reading many small files through ringfeed::io::ring.
+// perf/bench/ring_bench.cpp — reading many small files through ringfeed::io::ring.
 //
 // Workload (baselines with the same name: baseline_pread_bench.cpp):
 //   read_small_files/files:F  read every file of the shared corpus

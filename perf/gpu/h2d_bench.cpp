@@ -1,4 +1,4 @@
-// perf/h2d_bench.cpp — issue 17, target 4: does ringfeed's upload stage
+// perf/gpu/h2d_bench.cpp — issue 17, target 4: does ringfeed's upload stage
 // move batches host → device as fast as a plain pinned copy loop, and does
 // it never make the host wait for the device?
 //

@@ -1,4 +1,4 @@
-// perf/baseline_turbojpeg_bench.cpp — decode_bench's workloads with
+// perf/bench/baseline_turbojpeg_bench.cpp — decode_bench's workloads with
 // libjpeg-turbo's own TurboJPEG API and nothing else: the floor any
 // libjpeg-turbo-based decoder (ringfeed's included) stands on.
 //
@@ -9,7 +9,7 @@
 //   decode_scaled/images:N/denom:D   the same at TurboJPEG's 1/D scaling factor
 //                                    (TJSCALED: the DCT-domain scaling
 //                                    ringfeed.fast uses)
-// Same corpus, bytes and order as decode_bench (perf/jpeg_corpus.hpp); one
+// Same corpus, bytes and order as decode_bench (perf/bench/jpeg_corpus.hpp); one
 // thread; an iteration is one pass; items_per_second is images per second.
 #include <turbojpeg.h>
 

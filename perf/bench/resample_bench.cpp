@@ -1,4 +1,4 @@
-// perf/resample_bench.cpp — ringfeed's Pillow-exact resampler
+// perf/bench/resample_bench.cpp — ringfeed's Pillow-exact resampler
 // (ringfeed/image/resample.hpp) on the sizes an ImageNet pipeline sees,
 // RGB, bilinear (torchvision's default), one thread, one resize per
 // iteration; items_per_second is images per second.

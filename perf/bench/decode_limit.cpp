@@ -1,4 +1,4 @@
-// perf/decode_limit.cpp — the bare-decode limit: libjpeg-turbo's TurboJPEG
+// perf/bench/decode_limit.cpp — the bare-decode limit: libjpeg-turbo's TurboJPEG
 // API decoding JPEGs held in memory on N threads, and nothing else. A loader
 // that decodes every file cannot beat this; ringfeed's train pipeline aims
 // to (it decodes only what the crop needs), so perf/compare_loader.py and
@@ -7,7 +7,7 @@
 //   decode_limit DIR [--threads N] [--seconds S] [--files M] [--denom D]
 //
 // Loads up to M (default 2000) *.jpg / *.jpeg files under DIR, recursively, in
-// sorted path order (perf/jpeg_corpus.hpp), then for S seconds (default 3)
+// sorted path order (perf/bench/jpeg_corpus.hpp), then for S seconds (default 3)
 // each of N threads (default 2) takes the next file round-robin and runs
 // tjDecompressHeader3 + tjDecompress2 to TJPF_RGB with flags 0 (accurate
 // ISLOW DCT, fancy upsampling) at TurboJPEG's scaling factor 1/D (default 1:

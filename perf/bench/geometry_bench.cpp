@@ -1,4 +1,4 @@
-// perf/geometry_bench.cpp — ringfeed's geometry ops (ringfeed/image/
+// perf/bench/geometry_bench.cpp — ringfeed's geometry ops (ringfeed/image/
 // geometry.hpp) one at a time on one thread, RGB, on a 224×224 and a
 // 500×375 image (deterministic noise: the cost does not depend on content).
 // items_per_second is images per second. The Pillow/torchvision twin is

@@ -1,4 +1,4 @@
-// perf/color_bench.cpp — ringfeed's colour and pixel ops
+// perf/bench/color_bench.cpp — ringfeed's colour and pixel ops
 // (ringfeed/image/color.hpp), one thread, one op per iteration, on RGB crops
 // of a committed photo (tests/data/image/photos/coffee_portrait.jpg,
 // 375×500): `224x224` (its top-left 224×224) and `375x500` (all of it).

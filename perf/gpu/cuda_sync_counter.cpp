@@ -1,4 +1,4 @@
-// perf/cuda_sync_counter.cpp — see cuda_sync_counter.hpp.
+// perf/gpu/cuda_sync_counter.cpp — see cuda_sync_counter.hpp.
 #include "cuda_sync_counter.hpp"
 
 #include <cuda_runtime_api.h>

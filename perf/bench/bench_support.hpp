@@ -1,4 +1,4 @@
-// perf/bench_support.hpp — the harness every ringfeed micro-benchmark shares.
+// perf/bench/bench_support.hpp — the harness every ringfeed micro-benchmark shares.
 //
 // Naming: every benchmark is registered as `<impl>/<workload>[/<arg>:<n>...]`.
 // `impl` is `ringfeed` or `ringfeed.<variant>` for ringfeed's own code and a

@@ -1,4 +1,4 @@
-// perf/nfs_depth_bench.cpp — how much reads in flight buy on one NFS
+// perf/bench/nfs_depth_bench.cpp — how much reads in flight buy on one NFS
 // connection: nfs_client reading the 200 files (20-200 KiB) of the test
 // harness's ganesha export (tests/support/nfs_server.hpp) with 1 and with 32
 // reads in flight, in two settings:

@@ -1,5 +1,5 @@
-// perf/decode_bench.cpp — ringfeed's JPEG decode and decode + transform, per
-// core, on an in-memory corpus (perf/jpeg_corpus.hpp: the same bytes
+// perf/bench/decode_bench.cpp — ringfeed's JPEG decode and decode + transform, per
+// core, on an in-memory corpus (perf/bench/jpeg_corpus.hpp: the same bytes
 // baseline_turbojpeg_bench.cpp decodes). One thread, no I/O; an iteration is
 // one pass over the whole corpus; items_per_second is images per second.
 //

@@ -1,4 +1,4 @@
-// perf/baseline_queue_bench.cpp — channel_bench's workloads on plain threads
+// perf/bench/baseline_queue_bench.cpp — channel_bench's workloads on plain threads
 // and the textbook bounded queue: one mutex, two condition variables
 // (not_empty, not_full), notify_one after every push and pop.
 //   pingpong/n:N       the benchmark thread and one helper thread pass an int

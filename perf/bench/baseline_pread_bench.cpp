@@ -1,4 +1,4 @@
-// perf/baseline_pread_bench.cpp — ring_bench's workload with plain syscalls.
+// perf/bench/baseline_pread_bench.cpp — ring_bench's workload with plain syscalls.
 //
 //   read_small_files/files:F  read every file of the shared corpus
 //                             (file_corpus.hpp, page cache warm) with

@@ -1,4 +1,4 @@
-// perf/baseline_tbb_bench.cpp — thread_pool_bench's workloads on oneTBB.
+// perf/bench/baseline_tbb_bench.cpp — thread_pool_bench's workloads on oneTBB.
 //
 // Fairness: a tbb::task_arena with `workers` slots, none reserved for the
 // calling thread, and a global_control that lets TBB start that many worker

@@ -1,4 +1,4 @@
-// perf/dataset_scan_bench.cpp — how long an ImageFolder index takes to build.
+// perf/bench/dataset_scan_bench.cpp — how long an ImageFolder index takes to build.
 //
 // Workload: an ImageNet-shaped tree of F empty files (RINGFEED_BENCH_FILES,
 // default 200000) spread over C class directories (RINGFEED_BENCH_CLASSES,

@@ -1,4 +1,4 @@
-// perf/image_bench.cpp — ringfeed's image layer, images per second per core,
+// perf/bench/image_bench.cpp — ringfeed's image layer, images per second per core,
 // on files already in memory (no I/O), in the same cases as
 // perf/image_baseline.py measures for Pillow + torchvision:
 //   decode       full decode to RGB (Pillow: Image.open(b).convert('RGB'))

@@ -1,4 +1,4 @@
-// perf/thread_pool_bench.cpp — ringfeed::thread_pool scheduling costs.
+// perf/bench/thread_pool_bench.cpp — ringfeed::thread_pool scheduling costs.
 //
 // Workloads (baselines with the same names: baseline_tbb_bench.cpp,
 // baseline_asio_bench.cpp):

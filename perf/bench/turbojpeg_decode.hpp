@@ -1,4 +1,4 @@
-// perf/turbojpeg_decode.hpp — one JPEG through TurboJPEG and nothing else:
+// perf/bench/turbojpeg_decode.hpp — one JPEG through TurboJPEG and nothing else:
 // the bare decode baseline_turbojpeg_bench and decode_limit both time.
 // Plain C++ and TurboJPEG: baselines link no ringfeed code.
 #pragma once

@@ -1,10 +1,10 @@
-// perf/jpeg_corpus.hpp — the in-memory JPEG corpus of the decode benchmarks.
+// perf/bench/jpeg_corpus.hpp — the in-memory JPEG corpus of the decode benchmarks.
 //
 // decode_bench (ringfeed) and baseline_turbojpeg_bench (libjpeg-turbo's
 // TurboJPEG API alone) decode exactly the same bytes:
 //  - RINGFEED_BENCH_JPEG_DIR set: the first RINGFEED_BENCH_JPEGS (default
 //    200) *.jpg / *.jpeg files under it, recursively, in sorted path order
-//    (perf/image_bench.cpp's order). perf/run_runtime_benchmarks points it at
+//    (perf/bench/image_bench.cpp's order). perf/run_runtime_benchmarks points it at
 //    a `ringfeed gen` dataset: ImageNet's mix of sizes, qualities, chroma
 //    subsampling, grayscale and progressive files.
 //  - unset: RINGFEED_BENCH_JPEGS synthetic 500×375 JPEGs (4:2:0, quality 90,
@@ -44,7 +44,7 @@ class jpeg_corpus {
   jpeg_corpus(const std::string& dir, std::size_t count) {
     if (dir.empty()) {
       synthesize(count);
-      m_source = "synthetic 500x375 (perf/jpeg_corpus.hpp)";
+      m_source = "synthetic 500x375 (perf/bench/jpeg_corpus.hpp)";
     } else {
       load(dir, count);
       m_source = dir;

@@ -1,4 +1,4 @@
-// perf/file_corpus.hpp — a directory of small files for the read benchmarks.
+// perf/bench/file_corpus.hpp — a directory of small files for the read benchmarks.
 //
 // small_file_corpus() creates it on first use in a fresh /tmp/ringfeed-perf-*
 // directory: RINGFEED_BENCH_FILES files (default 2000) of 16–200 KiB, sizes

@@ -1,4 +1,4 @@
-// perf/cuda_sync_counter.hpp — counts the CUDA runtime and driver API calls
+// perf/gpu/cuda_sync_counter.hpp — counts the CUDA runtime and driver API calls
 // that make the host wait for the device, through CUPTI's callback API
 // (cuptiSubscribe + cuptiEnableDomain for CUPTI_CB_DOMAIN_RUNTIME_API and
 // CUPTI_CB_DOMAIN_DRIVER_API), process-wide: every thread's calls count,
