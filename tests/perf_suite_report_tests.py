@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""perf/suite_report.py on made-up measurements: the ratios to the
+"""perf/suite/suite_report.py on made-up measurements: the ratios to the
 bare-decode limit and to the DataLoader per dataset and profile (report.json
 "ratios" and report.md's table), the large-photo profile's own section, and
 reports written before there were datasets still render. Also: the steady
-state and start-up each loader cell reports (perf/suite_measure.py on a
-recorded `ringfeed bench --json` line, perf/compare_loader.py's rule on
+state and start-up each loader cell reports (perf/suite/suite_measure.py on a
+recorded `ringfeed bench --json` line, perf/compare/compare_loader.py's rule on
 recorded batch times), `perf/run --quick --plan`'s expected duration against
 its budget, the images/s plot's script (a colour per series, the ratio
 to the DataLoader on each ringfeed bar, dataset and cache in each title),
@@ -23,7 +23,8 @@ import tempfile
 import unittest
 
 PERF = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "perf")
-sys.path.insert(0, PERF)
+SUITE = os.path.join(PERF, "suite")  # perf/run's scripts
+sys.path[:0] = [SUITE, os.path.join(PERF, "compare")]
 import suite_report  # noqa: E402
 import suite_measure  # noqa: E402
 import compare_loader  # noqa: E402  (imports torch only inside its functions)
@@ -67,7 +68,7 @@ class ratios(unittest.TestCase):
         with open(os.path.join(self.tmp.name, "run.json"), "w") as f:
             json.dump(RUN, f)
         self.out = os.path.join(self.tmp.name, "out")
-        subprocess.run([sys.executable, os.path.join(PERF, "suite_report.py"), "--raw", raw, "--run",
+        subprocess.run([sys.executable, os.path.join(SUITE, "suite_report.py"), "--raw", raw, "--run",
                         os.path.join(self.tmp.name, "run.json"), "--out", self.out], check=True)
         with open(os.path.join(self.out, "report.json")) as f:
             self.rep = json.load(f)

@@ -3,7 +3,7 @@
 // Naming: every benchmark is registered as `<impl>/<workload>[/<arg>:<n>...]`.
 // `impl` is `ringfeed` or `ringfeed.<variant>` for ringfeed's own code and a
 // short baseline name otherwise (`tbb`, `asio`, `mutex_cv`, `pread.1thread`).
-// perf/compare_runtime.py pairs each ringfeed row with every baseline row
+// perf/compare/compare_runtime.py pairs each ringfeed row with every baseline row
 // whose `<workload>/<args>` part is identical, so a ringfeed benchmark and
 // its baselines must use the same workload name, arguments and per-item work.
 //

@@ -3,13 +3,13 @@
 // of a committed photo (tests/data/image/photos/coffee_portrait.jpg,
 // 375×500): `224x224` (its top-left 224×224) and `375x500` (all of it).
 // Rows: `ringfeed/<op>/<params>/size:WxH`; items_per_second is images per
-// second. perf/color_baseline.py times the same ops, parameters and pixels
+// second. perf/compare/color_baseline.py times the same ops, parameters and pixels
 // with torchvision 0.14 on PIL images (Pillow 9.4; gaussian_blur through
 // torch, one thread) under the same names with `pillow/` in front, and with
 // `--ringfeed FILE` (this program's --benchmark_format=json output) prints
 // the ratios:
 //   build/default/perf/color_bench --benchmark_format=json --benchmark_repetitions=5 > /tmp/c.json
-//   /usr/bin/python3 perf/color_baseline.py --ringfeed /tmp/c.json
+//   /usr/bin/python3 perf/compare/color_baseline.py --ringfeed /tmp/c.json
 // The rows of whole transforms (`augmix/...`, the augment policies,
 // ColorJitter, RandomResizedCrop, RandomCrop, the tensor ops) run that transform list
 // alone (exact, through pipeline::apply_pixels), a new sample and so new

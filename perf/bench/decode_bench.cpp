@@ -20,7 +20,7 @@
 //     ringfeed.exact, ringfeed.fast   pipeline::val(256, 224, mode).apply
 //   train/images:N            decode + RandomResizedCrop(224) + flip, uint8 HWC
 //     ringfeed.exact, ringfeed.fast   pipeline::train(224, mode).apply
-// libjpeg-turbo has no val/train of its own: perf/compare_runtime.py shows
+// libjpeg-turbo has no val/train of its own: perf/compare/compare_runtime.py shows
 // those rows against turbojpeg's full decode as a reference ("decode alone").
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/image/jpeg.hpp>

@@ -1,7 +1,7 @@
 // perf/bench/decode_limit.cpp — the bare-decode limit: libjpeg-turbo's TurboJPEG
 // API decoding JPEGs held in memory on N threads, and nothing else. A loader
 // that decodes every file cannot beat this; ringfeed's train pipeline aims
-// to (it decodes only what the crop needs), so perf/compare_loader.py and
+// to (it decodes only what the crop needs), so perf/compare/compare_loader.py and
 // perf/run report ringfeed's images/s as a ratio to it.
 //
 //   decode_limit DIR [--threads N] [--seconds S] [--files M] [--denom D]

@@ -2,7 +2,7 @@
 // geometry.hpp) one at a time on one thread, RGB, on a 224×224 and a
 // 500×375 image (deterministic noise: the cost does not depend on content).
 // items_per_second is images per second. The Pillow/torchvision twin is
-// perf/geometry_baseline.py: same case names, F.* on a PIL image; the ratio
+// perf/compare/geometry_baseline.py: same case names, F.* on a PIL image; the ratio
 // ringfeed / Pillow of the two items_per_second is the op's speed-up.
 //
 //   geometry/<case>/<W>x<H>, cases:

@@ -1,6 +1,6 @@
 // perf/bench/image_bench.cpp — ringfeed's image layer, images per second per core,
 // on files already in memory (no I/O), in the same cases as
-// perf/image_baseline.py measures for Pillow + torchvision:
+// perf/compare/image_baseline.py measures for Pillow + torchvision:
 //   decode       full decode to RGB (Pillow: Image.open(b).convert('RGB'))
 //   val.exact    Resize(256) + CenterCrop(224), Pillow-exact resampling
 //   val.fast     the same with DCT-domain scaling / region decode

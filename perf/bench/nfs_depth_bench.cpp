@@ -98,7 +98,7 @@ double machine_busy_seconds() {
 }
 
 /// Waits up to `limit` for a quarter of a second in which the machine's CPUs
-/// together are less than 10% busy, as perf/suite_measure.py does before it
+/// together are less than 10% busy, as perf/suite/suite_measure.py does before it
 /// measures: depth 32 is bound by the cores here, and a compile running
 /// beside it would decide the ratio. True if it was quiet.
 bool wait_for_quiet(std::chrono::milliseconds limit) {

@@ -16,7 +16,7 @@
 //                      0.08 (the smallest crop: an upscale)
 // The pixels are deterministic noise: resampling cost does not depend on
 // content. No baseline here: Pillow's resize is measured with the same cases
-// by perf/compare_image.py (val.exact, train.exact).
+// by perf/compare/compare_image.py (val.exact, train.exact).
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/image/resample.hpp>
 #include <ringfeed/random.hpp>

@@ -9,7 +9,7 @@ Prints one line per phase (build, datasets, each profile's measurements,
 report) with its expected seconds on this project's reference machine (2
 cores, idle: the costs below were measured there with the quick suite), and
 the total: perf/run prints it at its start. The measurements mirror
-perf/suite_measure.py's plan: the same cells, cold and warm, each costing its
+perf/suite/suite_measure.py's plan: the same cells, cold and warm, each costing its
 images over the contender's rate plus a start-up (process start, imports,
 the DataLoader's worker fork) plus the suite's own per-cell overhead (the
 quiet wait, dropping or warming the cache).
@@ -55,7 +55,7 @@ RAW_FILES_PER_S = {"nvme": 12000, "sata-ssd": 6000, "hdd": 140}
 
 def cells(dataset: str, profile: str, loaders_only: bool, draft: bool, python: bool, decode_limit: bool,
           caches: list[str], no_warm_direct: bool) -> list[tuple]:
-    """(tool, layout, pipeline, io, cache) as perf/suite_measure.py runs them (one round)."""
+    """(tool, layout, pipeline, io, cache) as perf/suite/suite_measure.py runs them (one round)."""
     layouts = ["small"] if loaders_only else ["small", "shards"]
     plan = []
     if not loaders_only:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""perf/compare_object_store.py — reading tar shards from a local S3 server.
+"""perf/compare/compare_object_store.py — reading tar shards from a local S3 server.
 
-    /usr/bin/python3 perf/compare_object_store.py [--images N] [--depth D] [--out results.json]
+    /usr/bin/python3 perf/compare/compare_object_store.py [--images N] [--depth D] [--out results.json]
 
 One run on this machine, loopback only: s3rver (tests/support/object_store.py)
 serves WebDataset shards made by `ringfeed gen` + `ringfeed pack`, and the
@@ -41,7 +41,7 @@ import tarfile
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 import object_store  # noqa: E402
 

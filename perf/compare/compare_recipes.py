@@ -44,9 +44,9 @@ for (random pixels in the published formats and sizes, written under WORK):
               an ImageFolder: ringfeed.Loader(dir, transform=T) against
               DataLoader(ImageFolder(dir, transform=T))
 
-  python3 perf/compare_recipes.py --source /tmp/gen/train --native /tmp/native --rounds 3
+  python3 perf/compare/compare_recipes.py --source /tmp/gen/train --native /tmp/native --rounds 3
 
-  python3 perf/compare_recipes.py --source /tmp/gen/train --rounds 3 --out perf/results/recipes_2core.json
+  python3 perf/compare/compare_recipes.py --source /tmp/gen/train --rounds 3 --out perf/results/recipes_2core.json
 """
 import argparse
 import json
@@ -57,7 +57,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 def recipes():

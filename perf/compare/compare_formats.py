@@ -13,7 +13,7 @@ alternating in interleaved rounds so drift hits both alike. Reports the
 median images/s per core of each and the ratio, and checks that both gave
 the same pixels for every file.
 
-  /usr/bin/python3 perf/compare_formats.py --source DIR/train [--count 200]
+  /usr/bin/python3 perf/compare/compare_formats.py --source DIR/train [--count 200]
       [--rounds 5] [--python-path build/release/python]
 
 Needs Debian's python3-pil and python3-numpy, and the ringfeed module
@@ -28,7 +28,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 
 FORMATS = [
     ("JPEG q90", "JPEG", {"quality": 90}, "RGB"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args "..."] [--build-only]
+# perf/gpu/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args "..."] [--build-only]
 #
 # The proof, on this Debian 12 machine, that a folder made by
 # `perf/gpu_machine.sh --prepare DIR` is all a bare GPU machine needs: in a
@@ -26,8 +26,8 @@
 # before spending device time on it.
 set -uo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dir="${1:?usage: perf/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args ARGS]}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+dir="${1:?usage: perf/gpu/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args ARGS]}"
 shift
 out=""
 ctest_args="-LE nfs"
@@ -119,8 +119,8 @@ log "ldd: ringfeed and _ringfeed load liburing, libjpeg, libturbojpeg, libspng, 
 [ "$build_only" = 1 ] && exit 0
 # ctest's children (install_consumer configures a consumer project) find
 # pkg-config and the packages through the same environment as the build.
-# shellcheck source=perf/gpu_deps.sh
-source "$here/perf/gpu_deps.sh"
+# shellcheck source=perf/gpu/gpu_deps.sh
+source "$here/perf/gpu/gpu_deps.sh"
 gpu_deps_env "$dir" "$(command -v python3)" 2>/dev/null || { log "gpu_deps_env $dir failed"; exit 1; }
 # shellcheck disable=SC2086  # ctest_args are words
 (cd build/gpu-deps && ctest -j 2 --timeout 900 --output-on-failure $ctest_args) 2>&1 | tee -a "$out/ctest.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf/nfs_bench.sh DIR [ROUNDS]
+# perf/compare/nfs_bench.sh DIR [ROUNDS]
 #
 # ringfeed over NFS without a kernel mount: DIR (an ImageFolder, e.g. from
 # `ringfeed gen`) is exported by a real nfs-ganesha server (VFS backend) on
@@ -14,9 +14,9 @@
 # cores, and "the network" is loopback. Needs root (ganesha binds the NFS
 # ports and opens files by handle; drop_caches). RINGFEED_BIN: the binary.
 set -euo pipefail
-dir=$(cd "${1:?usage: perf/nfs_bench.sh DIR [ROUNDS]}" && pwd)
+dir=$(cd "${1:?usage: perf/compare/nfs_bench.sh DIR [ROUNDS]}" && pwd)
 rounds=${2:-3}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${RINGFEED_BIN:-$root/build/release/bin/ringfeed}
 say() { echo "nfs_bench: $*" >&2; }
 [ -x "$bin" ] || { say "no ringfeed binary at $bin (set RINGFEED_BIN)"; exit 1; }

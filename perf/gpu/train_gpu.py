@@ -55,8 +55,8 @@ then --steps measured steps. Per loader it reports
 
 Usage, on a machine with a CUDA GPU (all cores, ~2 minutes plus the dataset):
 
-  /usr/bin/python3 perf/train_gpu.py --json train_gpu.json
-  /usr/bin/python3 perf/train_gpu.py --source /data/imagenet/train --steps 200
+  /usr/bin/python3 perf/gpu/train_gpu.py --json train_gpu.json
+  /usr/bin/python3 perf/gpu/train_gpu.py --source /data/imagenet/train --steps 200
 
 Without --source, `ringfeed gen` writes an ImageNet-like dataset large enough
 that the warm-up and measured steps fit in one epoch (--gen-dir, default
@@ -92,10 +92,10 @@ import subprocess
 import sys
 import time
 
-from gen_dataset import ensure_gen
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "perf", "common"))
+from gen_dataset import ensure_gen  # noqa: E402
 SKIP = 77  # ctest's SKIP_RETURN_CODE in this project: cannot run here, nothing measured
 LOADERS = ("ringfeed", "dataloader", "rf_dataloader")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]

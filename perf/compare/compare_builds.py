@@ -4,7 +4,7 @@ against another build's, interleaved in one run (A B B A A B ...) on the
 same files and cores, for the train and val presets (--pipelines) and any
 transform list (--transform NAME=SPEC, bench's spec grammar).
 
-  python3 perf/compare_builds.py --source /tmp/gen/train --baseline /tmp/old/build/release/bin/ringfeed \
+  python3 perf/compare/compare_builds.py --source /tmp/gen/train --baseline /tmp/old/build/release/bin/ringfeed \
       --ringfeed build/release/bin/ringfeed --rounds 6 --out perf/results/presets_vs_previous_2core.json
 
 Reports for each preset the median images/s of each build, the ratio of the

@@ -22,8 +22,8 @@ images/s / (T x images/s at 1 thread) -- goal >= 85% up to the physical core
 count (from /sys/devices/system/cpu/*/topology, else lscpu) -- and, for
 ringfeed, the bench JSON's stage utilizations, io_depth and bottleneck.
 
-  /usr/bin/python3 perf/scaling.py --json scaling.json
-  /usr/bin/python3 perf/scaling.py --threads 1,2 --rounds 2 --seconds 3   # a 2-core machine
+  /usr/bin/python3 perf/compare/scaling.py --json scaling.json
+  /usr/bin/python3 perf/compare/scaling.py --threads 1,2 --rounds 2 --seconds 3   # a 2-core machine
 
 Batches stay in host memory by default (--device -1: the CPU pipeline alone,
 the same work on every machine); --device 0 adds the CUDA upload stage.
@@ -42,10 +42,10 @@ import subprocess
 import sys
 import time
 
-from gen_dataset import ensure_gen
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "perf", "common"))
+from gen_dataset import ensure_gen  # noqa: E402
 GOAL = 0.85
 
 

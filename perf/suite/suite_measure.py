@@ -16,12 +16,12 @@ each run) and then a warm one (every file read beforehand):
               --direct), val and train, on the small files and on the tar shards
               (per-sample reads, and --stream: whole shards read sequentially)
   dataloader  PyTorch DataLoader(ImageFolder) with the same transforms
-              (perf/compare_loader.py's dataloader_run), small files only;
+              (perf/compare/compare_loader.py's dataloader_run), small files only;
               with --draft also the same DataLoader whose loader calls
               Pillow's draft() (its DCT scaling; tool "pytorch_draft")
   python      ringfeed.Loader from --python-path (the build's Python
               module), one epoch in a process of its own, small files only
-              (perf/compare_loader.py's python_loader_child)
+              (perf/compare/compare_loader.py's python_loader_child)
   decode      --decode-limit: perf/decode_limit on the small files' JPEGs,
               TurboJPEG's bare full decode of the files held in memory on as
               many threads as cores (the limit a whole-image decoder meets;
@@ -368,8 +368,8 @@ def pyloader_main(argv: list[str]) -> int:
     except Exception as e:  # ImportError, or a module built for another Python
         print(json.dumps({"status": "n/a", "reason": f"n/a: ringfeed module unavailable ({type(e).__name__}: {e})"}))
         return 0
-    sys.path.insert(0, HERE)
-    from compare_loader import python_loader_child  # what perf/compare_loader.py measures
+    sys.path.insert(0, os.path.join(HERE, "..", "compare"))
+    from compare_loader import python_loader_child  # what perf/compare/compare_loader.py measures
     python_loader_child(a.source, a.pipeline, a.batch, a.threads, False, warmup=a.warmup)
     return 0
 
@@ -389,8 +389,8 @@ def dataloader_main(argv: list[str]) -> int:
     except Exception as e:  # ImportError, or a broken install
         print(json.dumps({"status": "n/a", "reason": f"n/a: PyTorch unavailable ({type(e).__name__}: {e})"}))
         return 0
-    sys.path.insert(0, HERE)
-    from compare_loader import dataloader_run  # the DataLoader code perf/compare_loader.py measures
+    sys.path.insert(0, os.path.join(HERE, "..", "compare"))
+    from compare_loader import dataloader_run  # the DataLoader code perf/compare/compare_loader.py measures
     ips, d = dataloader_run(a.source, a.pipeline, a.batch, a.workers, draft=a.draft, warmup=a.warmup)
     print(json.dumps({**d, "images_per_s": ips, "draft": a.draft, "workers": a.workers,
                       "batch": a.batch, "torch": torch.__version__, "torchvision": torchvision.__version__}))

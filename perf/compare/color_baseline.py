@@ -4,9 +4,9 @@ with torchvision 0.14 on PIL images (Pillow 9.4; gaussian_blur and AugMix run
 torch's tensor kernels), one thread, same photo crops and parameters, rows
 named `pillow/<op>/.../size:WxH`.
 
-    /usr/bin/python3 perf/color_baseline.py                      # Pillow alone
+    /usr/bin/python3 perf/compare/color_baseline.py                      # Pillow alone
     build/default/perf/color_bench --benchmark_format=json > /tmp/c.json
-    /usr/bin/python3 perf/color_baseline.py --ringfeed /tmp/c.json  # + ratios
+    /usr/bin/python3 perf/compare/color_baseline.py --ringfeed /tmp/c.json  # + ratios
 
 Time per op: the fastest of 15 runs, each the mean over a tenth of the calls
 timeit.Timer.autorange finds for 0.2 s; ringfeed's: the `min` aggregate of
@@ -32,7 +32,7 @@ import torchvision.transforms.functional as F
 from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PHOTO = os.path.join(HERE, "..", "tests", "data", "image", "photos", "coffee_portrait.jpg")
+PHOTO = os.path.join(HERE, "..", "..", "tests", "data", "image", "photos", "coffee_portrait.jpg")
 
 OPS = [
     ("adjust_brightness/1.3", lambda im: F.adjust_brightness(im, 1.3)),

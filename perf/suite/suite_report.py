@@ -70,7 +70,7 @@ def environment() -> dict:
     mem = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
     osname = next((l.split("=", 1)[1].strip().strip('"') for l in open("/etc/os-release")
                    if l.startswith("PRETTY_NAME=")), "?") if os.path.exists("/etc/os-release") else "?"
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     commit = sh(["git", "-C", root, "rev-parse", "--short", "HEAD"]) or "unknown"
     if sh(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"]):
         commit += " (dirty)"
@@ -514,7 +514,7 @@ def markdown(rep: dict) -> str:
              "consumer); for ringfeed.Loader, its `stats()['bottleneck']`.")
     L.append("- **ringfeed.Loader (Python)**: the build's Python module, `ringfeed.Loader(DIR, batch_size=64, "
              "pipeline=P, output='float32', threads=cores)` on the host, one epoch in a process of its own "
-             "(perf/compare_loader.py's Python contender), each batch touched as the DataLoader's are.")
+             "(perf/compare/compare_loader.py's Python contender), each batch touched as the DataLoader's are.")
     L.append("- **bare decode**: `perf/decode_limit DIR --threads cores` (TurboJPEG `tjDecompress2` full decodes "
              "to RGB of up to 2000 of the JPEGs, loaded into memory first, untimed). A loader that decodes whole "
              "images cannot beat it; ringfeed's train pipeline decodes only what its crop needs.")

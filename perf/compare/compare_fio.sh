@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf/compare_fio.sh DIR [ROUNDS] [DEPTH]
+# perf/compare/compare_fio.sh DIR [ROUNDS] [DEPTH]
 #
 # Raw read throughput, cold cache, ringfeed's reader against fio's io_uring
 # engine on the same files at the same depth, interleaved in one run:
@@ -17,10 +17,10 @@
 # of the two goes first alternates by round), and the summary prints
 # current/baseline ratios: of the medians and the median per-round ratio.
 set -euo pipefail
-dir=${1:?usage: perf/compare_fio.sh DIR [ROUNDS] [DEPTH]}
+dir=${1:?usage: perf/compare/compare_fio.sh DIR [ROUNDS] [DEPTH]}
 rounds=${2:-3}
 depth=${3:-32}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${RINGFEED_BIN:-$root/build/release/bin/ringfeed}
 [ -x "$bin" ] || { echo "compare_fio: no ringfeed binary at $bin (set RINGFEED_BIN)" >&2; exit 1; }
 base=${RINGFEED_BASELINE_BIN:-}

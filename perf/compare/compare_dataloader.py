@@ -22,7 +22,7 @@ runs in a fresh process, --epochs epochs (default 2), and the last one is
 timed, from iter() to its last batch, touching every batch alike; rounds
 are interleaved (ringfeed first on even rounds) and medians reported.
 
-  python3 perf/compare_dataloader.py --work /tmp/dl-perf --rounds 3 --out perf/results/dataloader_2core.json
+  python3 perf/compare/compare_dataloader.py --work /tmp/dl-perf --rounds 3 --out perf/results/dataloader_2core.json
 """
 import argparse
 import json
@@ -35,7 +35,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 GOALS = {"cifar10": 10.0, "mnist": 10.0, "imagefolder": 3.0}
 
 

@@ -82,7 +82,7 @@ def ringfeed_run(cli, source, pipeline, batch, threads, exact, size=224):
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 def touch(x, y):

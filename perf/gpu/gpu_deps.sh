@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# perf/gpu_deps.sh — the private dependency prefix for a bare GPU machine
+# perf/gpu/gpu_deps.sh — the private dependency prefix for a bare GPU machine
 # (no Debian development packages, no apt, no network). Called by
 # perf/gpu_machine.sh; usable alone:
 #
-#   perf/gpu_deps.sh prepare DIR [--python PY]...   (a Debian 12 machine with
+#   perf/gpu/gpu_deps.sh prepare DIR [--python PY]...   (a Debian 12 machine with
 #        network to Debian's archive): puts into DIR what the build needs and
 #        such a machine lacks, and prints its size; Python headers of a
 #        python3.12 found here and of each PY
-#   source perf/gpu_deps.sh; gpu_deps_env DIR PY    (the GPU machine): exports
+#   source perf/gpu/gpu_deps.sh; gpu_deps_env DIR PY    (the GPU machine): exports
 #        PATH, CMAKE_PREFIX_PATH and friends for a build against DIR alone and
 #        sets the array gpu_deps_cmake_args (pass it to cmake's configure)
 #
@@ -135,7 +135,7 @@ gpu_deps_prepare() {  # DIR [--python PY]...
   if [ -n "$found" ]; then pythons=("$found" "${pythons[@]}"); else
     gpu_deps_log "no python3.12 here: DIR gets no Python 3.12 headers (--python PY to name one)"
   fi
-  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   command -v apt-get >/dev/null && command -v dpkg >/dev/null || { gpu_deps_log "needs apt-get and dpkg (Debian 12)"; return 1; }
   mkdir -p "$dir" && dir="$(cd "$dir" && pwd)"
   rm -rf "${dir:?}/root" "${dir:?}/bin" "${dir:?}/python" "${dir:?}/debs"
