@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from suite_measure import SPREAD_LIMIT, rounds_spread
+from measure_rounds import SPREAD_LIMIT, rounds_spread
 
 PROFILE_ORDER = ["nvme", "sata-ssd", "hdd", "path"]
 DATASET_ORDER = ["imagenet", "large"]
