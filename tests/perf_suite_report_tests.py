@@ -25,10 +25,13 @@ import unittest
 PERF = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "perf")
 SUITE = os.path.join(PERF, "suite")  # perf/run's scripts
 sys.path[:0] = [SUITE, os.path.join(PERF, "compare")]
-import suite_report  # noqa: E402
 import measure_cells  # noqa: E402
 import measure_host  # noqa: E402
 import measure_rounds  # noqa: E402
+import report_cells  # noqa: E402
+import report_markdown  # noqa: E402
+import report_plots  # noqa: E402
+import report_sections  # noqa: E402
 import compare_loader  # noqa: E402  (imports torch only inside its functions)
 
 
@@ -112,7 +115,7 @@ class ratios(unittest.TestCase):
         del old["ratios"]
         old["profiles"] = [dict(p) for p in old["profiles"] if p["dataset"] == "imagenet"]
         del old["profiles"][0]["dataset"]
-        md = suite_report.markdown(old)
+        md = report_markdown.markdown(old)
         self.assertIn("| ImageNet-like | nvme | warm | — | 1,000 (—) |", md)
 
 
@@ -200,9 +203,9 @@ class steady_state(unittest.TestCase):
         cells = [measurement("ringfeed", "train", 1250.0, run_images_per_s=1000.0, startup_s=0.3, steady=True),
                  measurement("pytorch", "train", 600.0, run_images_per_s=500.0, startup_s=1.0, steady=True)]
         rep = {"run": RUN, "environment": {"cores": 2}, "profiles": [profile("imagenet", cells)]}
-        row = suite_report.ratio_rows(rep)[0]
+        row = report_sections.ratio_rows(rep)[0]
         self.assertAlmostEqual(row["ringfeed_train_vs_dataloader"], 1250 / 600)  # steady over steady
-        md = "\n".join(suite_report.startup_section(rep))
+        md = "\n".join(report_sections.startup_section(rep))
         self.assertIn("| ImageNet-like | nvme | warm | 0.30 s; 1,000 → 1,250 | — | — | 1.00 s; 500 → 600 | — |", md)
 
 
@@ -293,22 +296,22 @@ class rounds(unittest.TestCase):
         train = measurement("ringfeed", "train", 1450.0, cache="cold", rounds_ok=2,
                             runs=[{"status": "ok", "images_per_s": 1400.0}, {"status": "ok", "images_per_s": 1500.0}])
         rep = {"run": dict(RUN, rounds=2), "environment": {"cores": 2}, "profiles": [profile("imagenet", [val, train])]}
-        cells = suite_report.disagreeing_cells(rep)
+        cells = report_cells.disagreeing_cells(rep)
         self.assertEqual([(c["label"], c["cache"], c["rounds"]) for c in cells],
                          [("ringfeed val", "cold", [657.0, 1400.0])])
-        md = "\n".join(suite_report.rounds_section(rep))
+        md = "\n".join(report_sections.rounds_section(rep))
         self.assertIn("Rounds that disagree by more than 15%", md)
         self.assertIn("| ImageNet-like | nvme | ringfeed val | small | cold | 72% | 657 / 1,400 images/s |", md)
-        self.assertIn("1,028 (657–1,400) ⚠ 72%", suite_report.rate_cell(val, "images_per_s", []))
-        self.assertNotIn("⚠", suite_report.rate_cell(train, "images_per_s", []))
-        row = suite_report.ratio_rows(rep)[0]
+        self.assertIn("1,028 (657–1,400) ⚠ 72%", report_cells.rate_cell(val, "images_per_s", []))
+        self.assertNotIn("⚠", report_cells.rate_cell(train, "images_per_s", []))
+        row = report_sections.ratio_rows(rep)[0]
         self.assertEqual(row["rounds_disagree"], ["ringfeed_val"])
-        self.assertIn("1,028 ⚠", "\n".join(suite_report.ratio_section(rep)))
+        self.assertIn("1,028 ⚠", "\n".join(report_sections.ratio_section(rep)))
         # Every round agreeing, or a single round, is said as such.
         rep["profiles"] = [profile("imagenet", [train])]
-        self.assertIn("rounds agree within 15%", "\n".join(suite_report.rounds_section(rep)))
+        self.assertIn("rounds agree within 15%", "\n".join(report_sections.rounds_section(rep)))
         rep["run"] = dict(RUN, rounds=1)
-        self.assertIn("not compared", "\n".join(suite_report.rounds_section(rep)))
+        self.assertIn("not compared", "\n".join(report_sections.rounds_section(rep)))
 
 
 class plot(unittest.TestCase):
@@ -329,7 +332,7 @@ class plot(unittest.TestCase):
                                         measurement("pytorch", "train", 60.0, cache="cold")]), profile="hdd")
         self.rep = {"run": RUN, "environment": {"cores": 2},
                     "profiles": [profile("imagenet", cold + warm + shards), hdd, profile("large", large)]}
-        self.scripts = suite_report.plot_scripts(self.rep, self.tmp.name)
+        self.scripts = report_plots.plot_scripts(self.rep, self.tmp.name)
         self.gp = self.scripts["images_per_s"]
 
     def tearDown(self):
@@ -369,7 +372,7 @@ class plot(unittest.TestCase):
 
     @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot not installed")
     def test_gnuplot_draws_it(self):
-        self.assertEqual(suite_report.plots(self.rep, self.tmp.name), [])
+        self.assertEqual(report_plots.plots(self.rep, self.tmp.name), [])
         with open(os.path.join(self.tmp.name, "images_per_s.png"), "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
