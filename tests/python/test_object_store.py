@@ -1,7 +1,7 @@
 """The object-store harness works: each server, each fault, the CLI.
 
 Run (ctest: object_store_tests):
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/support/test_object_store.py
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python/test_object_store.py
 Skips (naming why) when s3rver is not installed; the HTTPS and proxy tests
 need only Python and openssl.
 """
@@ -20,8 +20,8 @@ import urllib.request
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+SUPPORT = pathlib.Path(__file__).resolve().parent.parent / "support"  # the harness under test
+sys.path.insert(0, str(SUPPORT))
 import object_store as store  # noqa: E402
 
 STEP_TIMEOUT_S = 10  # no single request in these tests may take longer
@@ -359,7 +359,7 @@ def test_servers_stop_after_their_lifetime(www):
 
 def start_cli(tmp_path, *args):
     ready = tmp_path / "ready.json"
-    proc = subprocess.Popen([sys.executable, str(HERE / "object_store.py"), "serve", "--ready-file", str(ready),
+    proc = subprocess.Popen([sys.executable, str(SUPPORT / "object_store.py"), "serve", "--ready-file", str(ready),
                              *map(str, args)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
