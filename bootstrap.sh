@@ -34,7 +34,7 @@ packages=(
   liblmdb-dev libmsgpuck-dev            # lmdb:// sources; msgpuck decodes their msgpack records (msgpack-c's
                                         # C++ package needs libboost-dev 1.74, which conflicts with 1.81)
   python3-lmdb python3-msgpack          # lmdb_tests and test_lmdb.py write their databases with these
-  fio gnuplot-nox                       # perf/run and perf/compare_fio.sh: the device's limit, plots
+  fio gnuplot-nox                       # perf/run and perf/compare/compare_fio.sh: the device's limit, plots
   python3 tar  # tests build tar shards with GNU tar and Python's tarfile
   python3-torchvision python3-pil python3-numpy  # torchvision parity tests; the DataLoader baseline in perf/
   clang libclang-rt-14-dev              # the libFuzzer targets in tests/fuzz (the fuzz preset)

@@ -13,10 +13,10 @@
 #   3. perf/h2d_bench: the upload stage vs a plain pinned cudaMemcpyAsync
 #      loop (goal >= 0.90) and the synchronizing CUDA calls per batch of the
 #      stage and of a real loader (goal 0), counted with CUPTI
-#   4. perf/scaling.py: ringfeed bench train/val and decode_limit at 1, 2,
+#   4. perf/compare/scaling.py: ringfeed bench train/val and decode_limit at 1, 2,
 #      4, ... and all threads (goal: efficiency >= 85% up to the physical
 #      cores); on a GPU also train at all threads with device upload
-#   5. perf/train_gpu.py: ResNet-50 fed by ringfeed.Loader(device="cuda")
+#   5. perf/gpu/train_gpu.py: ResNet-50 fed by ringfeed.Loader(device="cuda")
 #      vs DataLoader(num_workers=cores, pin_memory=True); without a GPU its
 #      --dry-run --device cpu instead (the measuring path, no numbers)
 #
@@ -28,7 +28,7 @@
 #       the build needs, unpacked into a private prefix, Boost trimmed to
 #       the headers the build includes, pkgconf, and Python headers of
 #       PY (default: a python3.12 here) for an interpreter without its own
-#       (perf/gpu_deps.sh; 14.3 MiB)
+#       (perf/gpu/gpu_deps.sh; 14.3 MiB)
 #   perf/gpu_machine.sh --deps DIR --out RESULTS [--quick] [--step S[,S...]] [--jobs N]
 #                       [--recipe R]
 #       on the GPU machine, against DIR alone; S is one or more of
@@ -40,7 +40,7 @@
 #                 SIMD kernels, built by that machine's compiler for its
 #                 CPU, against the committed torchvision 0.14 bytes
 #         bench   `ringfeed gen`, then h2d_bench with the synchronizing-call count
-#         train   perf/train_gpu.py (ResNet-50, ringfeed vs DataLoader;
+#         train   perf/gpu/train_gpu.py (ResNet-50, ringfeed vs DataLoader;
 #                 --recipe R: its --recipe, default train)
 #         all     the five in order (default; the full run takes longer
 #                 than one 10-minute command: run a few steps per command there)
@@ -55,7 +55,7 @@
 #   perf/gpu_machine.sh --selftest-hidden DIR [--out RESULTS]
 #       (root, here) the proof: in a mount namespace whose /usr hides every
 #       development package but the compiler's own, builds with --deps DIR
-#       (CUDA off, every target) and runs ctest (perf/gpu_hidden_selftest.sh)
+#       (CUDA off, every target) and runs ctest (perf/gpu/gpu_hidden_selftest.sh)
 #
 # Steps that need a GPU exit 77 without one, saying "no CUDA device: <why>";
 # the script goes on, and exits 0 when every step passed or was skipped, 1
@@ -104,10 +104,10 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -n "$prepare" ]; then
-  exec "$here/perf/gpu_deps.sh" prepare "$prepare" "${extra[@]}"
+  exec "$here/perf/gpu/gpu_deps.sh" prepare "$prepare" "${extra[@]}"
 fi
 if [ -n "$selftest" ]; then
-  exec "$here/perf/gpu_hidden_selftest.sh" "$selftest" ${out:+--out "$out"}
+  exec "$here/perf/gpu/gpu_hidden_selftest.sh" "$selftest" ${out:+--out "$out"}
 fi
 IFS=, read -ra steps <<<"$step_name"
 [ "${#steps[@]}" -gt 0 ] || { echo "gpu_machine: --step needs at least one step" >&2; exit 2; }
@@ -120,7 +120,7 @@ for s in "${steps[@]}"; do
 done
 case "$recipe" in
   train|ta_wide|autoaugment) ;;
-  *) echo "gpu_machine: --recipe is train, ta_wide or autoaugment (perf/train_gpu.py), not $recipe" >&2; exit 2 ;;
+  *) echo "gpu_machine: --recipe is train, ta_wide or autoaugment (perf/gpu/train_gpu.py), not $recipe" >&2; exit 2 ;;
 esac
 # has_step S: S was asked for (by name or by all)
 has_step() { [[ ",$step_name," == *",$1,"* || ",$step_name," == *",all,"* ]]; }
@@ -200,8 +200,8 @@ EOF
 # --- a bare GPU machine: --deps DIR -------------------------------------------------------
 
 if [ -n "$deps" ]; then
-  # shellcheck source=perf/gpu_deps.sh
-  source "$here/perf/gpu_deps.sh"
+  # shellcheck source=perf/gpu/gpu_deps.sh
+  source "$here/perf/gpu/gpu_deps.sh"
   mkdir -p "$bdir"
   kept="$bdir/gpu-machine-summary.txt"  # every step's status on this machine, across commands
   has_step build && rm -f "$kept"  # a new run starts with the build
@@ -268,12 +268,12 @@ if [ -n "$deps" ]; then
   deps_train() {
     local args=() rc
     [ "$quick" = 1 ] && args=(--steps 30 --warmup 10)
-    "$py" perf/train_gpu.py "${args[@]}" --recipe "$recipe" --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
+    "$py" perf/gpu/train_gpu.py "${args[@]}" --recipe "$recipe" --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
       --json "$out/train_gpu.json"
     rc=$?
     [ "$rc" = 77 ] || return "$rc"
     echo "no CUDA device: the measuring path on the CPU instead (--dry-run --device cpu, no numbers)"
-    "$py" perf/train_gpu.py --dry-run --device cpu --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
+    "$py" perf/gpu/train_gpu.py --dry-run --device cpu --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
       --gen-dir "$here/build/gpu-machine/train-gpu-dry-run" --json "$out/train_gpu.json" || return 1
     return 77
   }
@@ -344,11 +344,11 @@ fi
 
 # --- 4. target 3: many cores --------------------------------------------------------------
 if [ "$quick" = 1 ]; then sc_args=(--rounds 2 --seconds 3); else sc_args=(--rounds 3 --seconds 5); fi
-step scaling "$py" perf/scaling.py --source "$data/train" "${sc_args[@]}" --ringfeed "$cli" \
+step scaling "$py" perf/compare/scaling.py --source "$data/train" "${sc_args[@]}" --ringfeed "$cli" \
   --decode-limit "$here/build/release/perf/decode_limit" --json "$out/scaling.json"
 if [ "$cuda" = 1 ]; then
   all="$("$py" -c 'import os; print(len(os.sched_getaffinity(0)))')"
-  step scaling_device "$py" perf/scaling.py --source "$data/train" --workloads train --device 0 --threads "1,$all" \
+  step scaling_device "$py" perf/compare/scaling.py --source "$data/train" --workloads train --device 0 --threads "1,$all" \
     "${sc_args[@]}" --ringfeed "$cli" --json "$out/scaling_device.json"
 else
   say "scaling_device: skipped: no CUDA device (h2d_bench --probe)"
@@ -356,10 +356,10 @@ fi
 
 # --- 5. target 4: a real training loop ----------------------------------------------------
 if [ "$quick" = 1 ]; then tg_args=(--steps 30 --warmup 10); else tg_args=(); fi
-step train_gpu "$py" perf/train_gpu.py "${tg_args[@]}" --recipe "$recipe" --ringfeed "$cli" --python-path "$here/build/release/python" \
+step train_gpu "$py" perf/gpu/train_gpu.py "${tg_args[@]}" --recipe "$recipe" --ringfeed "$cli" --python-path "$here/build/release/python" \
   --json "$out/train_gpu.json"
 if [ $? = 77 ]; then  # no GPU: at least the whole measuring path, on the CPU (it measures nothing)
-  step train_gpu_dry_run "$py" perf/train_gpu.py --dry-run --device cpu --ringfeed "$cli" \
+  step train_gpu_dry_run "$py" perf/gpu/train_gpu.py --dry-run --device cpu --ringfeed "$cli" \
     --python-path "$here/build/release/python" --gen-dir "$here/build/gpu-machine/train-gpu-dry-run" \
     --json "$out/train_gpu_dry_run.json"
 fi

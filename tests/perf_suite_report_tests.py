@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""perf/suite_report.py on made-up measurements: the ratios to the
+"""perf/suite/suite_report.py on made-up measurements: the ratios to the
 bare-decode limit and to the DataLoader per dataset and profile (report.json
 "ratios" and report.md's table), the large-photo profile's own section, and
 reports written before there were datasets still render. Also: the steady
-state and start-up each loader cell reports (perf/suite_measure.py on a
-recorded `ringfeed bench --json` line, perf/compare_loader.py's rule on
+state and start-up each loader cell reports (perf/suite/measure_cells.py on a
+recorded `ringfeed bench --json` line, perf/compare/compare_loader.py's rule on
 recorded batch times), `perf/run --quick --plan`'s expected duration against
 its budget, the images/s plot's script (a colour per series, the ratio
 to the DataLoader on each ringfeed bar, dataset and cache in each title),
@@ -23,9 +23,15 @@ import tempfile
 import unittest
 
 PERF = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "perf")
-sys.path.insert(0, PERF)
-import suite_report  # noqa: E402
-import suite_measure  # noqa: E402
+SUITE = os.path.join(PERF, "suite")  # perf/run's scripts
+sys.path[:0] = [SUITE, os.path.join(PERF, "compare")]
+import measure_cells  # noqa: E402
+import measure_host  # noqa: E402
+import measure_rounds  # noqa: E402
+import report_cells  # noqa: E402
+import report_markdown  # noqa: E402
+import report_plots  # noqa: E402
+import report_sections  # noqa: E402
 import compare_loader  # noqa: E402  (imports torch only inside its functions)
 
 
@@ -67,7 +73,7 @@ class ratios(unittest.TestCase):
         with open(os.path.join(self.tmp.name, "run.json"), "w") as f:
             json.dump(RUN, f)
         self.out = os.path.join(self.tmp.name, "out")
-        subprocess.run([sys.executable, os.path.join(PERF, "suite_report.py"), "--raw", raw, "--run",
+        subprocess.run([sys.executable, os.path.join(SUITE, "suite_report.py"), "--raw", raw, "--run",
                         os.path.join(self.tmp.name, "run.json"), "--out", self.out], check=True)
         with open(os.path.join(self.out, "report.json")) as f:
             self.rep = json.load(f)
@@ -109,7 +115,7 @@ class ratios(unittest.TestCase):
         del old["ratios"]
         old["profiles"] = [dict(p) for p in old["profiles"] if p["dataset"] == "imagenet"]
         del old["profiles"][0]["dataset"]
-        md = suite_report.markdown(old)
+        md = report_markdown.markdown(old)
         self.assertIn("| ImageNet-like | nvme | warm | — | 1,000 (—) |", md)
 
 
@@ -141,8 +147,8 @@ class steady_state(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_bench_cell_is_the_steady_state_with_start_up_apart(self):
-        run = suite_measure.runner(None, 30)
-        m = suite_measure.ringfeed_once(run, self.cli, "/data", "train", False, 1, True, warmup=8)
+        run = measure_host.runner(None, 30)
+        m = measure_cells.ringfeed_once(run, self.cli, "/data", "train", False, 1, True, warmup=8)
         self.assertEqual(m["status"], "ok")
         self.assertEqual(m["images_per_s"], 1250.0)  # what the report's ratios use
         self.assertEqual(m["run_images_per_s"], 1000.0)  # the short run, start-up included
@@ -153,10 +159,10 @@ class steady_state(unittest.TestCase):
 
     def test_stream_buffer_is_a_quarter_of_a_small_dataset(self):
         # Were the shuffle buffer the whole dataset, every read would come before the first batch.
-        self.assertEqual(suite_measure.shuffle_buffer(1000), 250)
-        self.assertIsNone(suite_measure.shuffle_buffer(10000))  # bench's own 1000
-        run = suite_measure.runner(None, 30)
-        suite_measure.ringfeed_once(run, self.cli, "/shards", "train", False, 1, True, stream=True, warmup=8,
+        self.assertEqual(measure_cells.shuffle_buffer(1000), 250)
+        self.assertIsNone(measure_cells.shuffle_buffer(10000))  # bench's own 1000
+        run = measure_host.runner(None, 30)
+        measure_cells.ringfeed_once(run, self.cli, "/shards", "train", False, 1, True, stream=True, warmup=8,
                                     shuffle_buffer=250)
         with open(self.args) as f:
             self.assertIn("--stream --shuffle-buffer 250", f.read())
@@ -166,7 +172,7 @@ class steady_state(unittest.TestCase):
         # came within microseconds; that is no steady state (it read as 28 million images/s).
         j = {"images": 300, "seconds": 0.9, "images_per_s": 333.0, "steady_images_per_s": 2.8e7,
              "steady_seconds": 6e-6, "open_s": 0.0, "first_batch_s": 0.84}
-        cell = suite_measure.steady_cell(j, j["images_per_s"], suite_measure.startup_of(j))
+        cell = measure_cells.steady_cell(j, j["images_per_s"], measure_cells.startup_of(j))
         self.assertEqual((cell["images_per_s"], cell["steady"]), (333.0, False))
         self.assertIn("whole-run rate", cell["steady_note"])
 
@@ -187,19 +193,19 @@ class steady_state(unittest.TestCase):
     def test_dataloader_and_bare_decode_cells_alike(self):
         j = {"images": 1000, "seconds": 2.0, "images_per_s": 500.0, "steady_images_per_s": 600.0,
              "open_s": 0.1, "first_batch_s": 0.9}
-        cell = suite_measure.steady_cell(j, j["images_per_s"], suite_measure.startup_of(j))
+        cell = measure_cells.steady_cell(j, j["images_per_s"], measure_cells.startup_of(j))
         self.assertEqual((cell["images_per_s"], cell["run_images_per_s"]), (600.0, 500.0))
         self.assertAlmostEqual(cell["startup_s"], 1.0)
-        old = suite_measure.steady_cell({"images_per_s": 500.0}, 500.0, None)  # an old build: no steady state
+        old = measure_cells.steady_cell({"images_per_s": 500.0}, 500.0, None)  # an old build: no steady state
         self.assertEqual((old["images_per_s"], old["steady"]), (500.0, False))
 
     def test_report_shows_start_up_apart(self):
         cells = [measurement("ringfeed", "train", 1250.0, run_images_per_s=1000.0, startup_s=0.3, steady=True),
                  measurement("pytorch", "train", 600.0, run_images_per_s=500.0, startup_s=1.0, steady=True)]
         rep = {"run": RUN, "environment": {"cores": 2}, "profiles": [profile("imagenet", cells)]}
-        row = suite_report.ratio_rows(rep)[0]
+        row = report_sections.ratio_rows(rep)[0]
         self.assertAlmostEqual(row["ringfeed_train_vs_dataloader"], 1250 / 600)  # steady over steady
-        md = "\n".join(suite_report.startup_section(rep))
+        md = "\n".join(report_sections.startup_section(rep))
         self.assertIn("| ImageNet-like | nvme | warm | 0.30 s; 1,000 → 1,250 | — | — | 1.00 s; 500 → 600 | — |", md)
 
 
@@ -264,23 +270,23 @@ class rounds(unittest.TestCase):
             ("python", "small", "val", "buffered"), ("ringfeed", "shards", "train", "buffered")]
 
     def test_every_other_round_runs_in_the_reverse_order(self):
-        self.assertEqual(suite_measure.round_order(self.PLAN, 0), self.PLAN)
-        self.assertEqual(suite_measure.round_order(self.PLAN, 1), self.PLAN[::-1])
-        self.assertEqual(suite_measure.round_order(self.PLAN, 2), self.PLAN)
+        self.assertEqual(measure_rounds.round_order(self.PLAN, 0), self.PLAN)
+        self.assertEqual(measure_rounds.round_order(self.PLAN, 1), self.PLAN[::-1])
+        self.assertEqual(measure_rounds.round_order(self.PLAN, 2), self.PLAN)
         # The val cell's neighbour before it differs between the two rounds.
         before = [o[o.index(self.PLAN[1]) - 1] if o.index(self.PLAN[1]) else None
-                  for o in (suite_measure.round_order(self.PLAN, r) for r in (0, 1))]
+                  for o in (measure_rounds.round_order(self.PLAN, r) for r in (0, 1))]
         self.assertNotEqual(before[0], before[1])
 
     def test_rounds_more_than_15_percent_apart_are_flagged(self):
         runs = lambda *v: [{"status": "ok", "images_per_s": x, "mb_per_s": x / 10} for x in v]  # noqa: E731
-        far = suite_measure.summarize(runs(657.0, 1400.0))  # the neighbour's toll in one round only
+        far = measure_rounds.summarize(runs(657.0, 1400.0))  # the neighbour's toll in one round only
         self.assertTrue(far["rounds_disagree"])
         self.assertAlmostEqual(far["spread"], (1400 - 657) / ((1400 + 657) / 2))
-        near = suite_measure.summarize(runs(1400.0, 1300.0))
+        near = measure_rounds.summarize(runs(1400.0, 1300.0))
         self.assertFalse(near["rounds_disagree"])  # 7%: within 15%
-        self.assertNotIn("rounds_disagree", suite_measure.summarize(runs(657.0)))  # one round: nothing to compare
-        fio = suite_measure.summarize([{"status": "ok", "mb_per_s": 500.0}, {"status": "ok", "mb_per_s": 700.0}])
+        self.assertNotIn("rounds_disagree", measure_rounds.summarize(runs(657.0)))  # one round: nothing to compare
+        fio = measure_rounds.summarize([{"status": "ok", "mb_per_s": 500.0}, {"status": "ok", "mb_per_s": 700.0}])
         self.assertTrue(fio["rounds_disagree"])  # no images/s: MB/s is the cell's rate
 
     def test_report_flags_the_cell_and_lists_its_rounds(self):
@@ -290,22 +296,22 @@ class rounds(unittest.TestCase):
         train = measurement("ringfeed", "train", 1450.0, cache="cold", rounds_ok=2,
                             runs=[{"status": "ok", "images_per_s": 1400.0}, {"status": "ok", "images_per_s": 1500.0}])
         rep = {"run": dict(RUN, rounds=2), "environment": {"cores": 2}, "profiles": [profile("imagenet", [val, train])]}
-        cells = suite_report.disagreeing_cells(rep)
+        cells = report_cells.disagreeing_cells(rep)
         self.assertEqual([(c["label"], c["cache"], c["rounds"]) for c in cells],
                          [("ringfeed val", "cold", [657.0, 1400.0])])
-        md = "\n".join(suite_report.rounds_section(rep))
+        md = "\n".join(report_sections.rounds_section(rep))
         self.assertIn("Rounds that disagree by more than 15%", md)
         self.assertIn("| ImageNet-like | nvme | ringfeed val | small | cold | 72% | 657 / 1,400 images/s |", md)
-        self.assertIn("1,028 (657–1,400) ⚠ 72%", suite_report.rate_cell(val, "images_per_s", []))
-        self.assertNotIn("⚠", suite_report.rate_cell(train, "images_per_s", []))
-        row = suite_report.ratio_rows(rep)[0]
+        self.assertIn("1,028 (657–1,400) ⚠ 72%", report_cells.rate_cell(val, "images_per_s", []))
+        self.assertNotIn("⚠", report_cells.rate_cell(train, "images_per_s", []))
+        row = report_sections.ratio_rows(rep)[0]
         self.assertEqual(row["rounds_disagree"], ["ringfeed_val"])
-        self.assertIn("1,028 ⚠", "\n".join(suite_report.ratio_section(rep)))
+        self.assertIn("1,028 ⚠", "\n".join(report_sections.ratio_section(rep)))
         # Every round agreeing, or a single round, is said as such.
         rep["profiles"] = [profile("imagenet", [train])]
-        self.assertIn("rounds agree within 15%", "\n".join(suite_report.rounds_section(rep)))
+        self.assertIn("rounds agree within 15%", "\n".join(report_sections.rounds_section(rep)))
         rep["run"] = dict(RUN, rounds=1)
-        self.assertIn("not compared", "\n".join(suite_report.rounds_section(rep)))
+        self.assertIn("not compared", "\n".join(report_sections.rounds_section(rep)))
 
 
 class plot(unittest.TestCase):
@@ -326,7 +332,7 @@ class plot(unittest.TestCase):
                                         measurement("pytorch", "train", 60.0, cache="cold")]), profile="hdd")
         self.rep = {"run": RUN, "environment": {"cores": 2},
                     "profiles": [profile("imagenet", cold + warm + shards), hdd, profile("large", large)]}
-        self.scripts = suite_report.plot_scripts(self.rep, self.tmp.name)
+        self.scripts = report_plots.plot_scripts(self.rep, self.tmp.name)
         self.gp = self.scripts["images_per_s"]
 
     def tearDown(self):
@@ -366,7 +372,7 @@ class plot(unittest.TestCase):
 
     @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot not installed")
     def test_gnuplot_draws_it(self):
-        self.assertEqual(suite_report.plots(self.rep, self.tmp.name), [])
+        self.assertEqual(report_plots.plots(self.rep, self.tmp.name), [])
         with open(os.path.join(self.tmp.name, "images_per_s.png"), "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 

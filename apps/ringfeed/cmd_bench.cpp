@@ -414,7 +414,7 @@ int run_loader_bench(const bench_options& opt) {
   const double seconds = st.elapsed_s;
   const double images_per_s = static_cast<double>(images) / seconds;
   // Steady state: the images after the warm-up (at least the first batch)
-  // over the time after it, the rule perf/compare_loader.py applies to the
+  // over the time after it, the rule perf/compare/compare_loader.py applies to the
   // DataLoader too; null when nothing came after it.
   const double first_batch_s = first_at ? std::chrono::duration<double>(*first_at - began).count() : 0.0;
   const double steady_s = warm_at ? std::chrono::duration<double>(ended - *warm_at).count() : 0.0;
