@@ -20,6 +20,7 @@ loader_request request_for(std::string transform = {}) {
   r.base.source = "/data/train";
   r.base.batch_size = 4;
   r.transform = std::move(transform);
+  r.node = ringfeed::node_view{};  // no limits: the reasons below are the plain ones
   return r;
 }
 

@@ -135,7 +135,10 @@ struct loader_options {
   /// Seed, shuffle, distributed rank/world size and the sampler's drop_last.
   data::sampler_options sampler{};
 
-  /// Decode threads; 0: one per CPU this process may run on (its affinity mask).
+  /// Decode threads; 0: one per CPU this process may run on (its affinity
+  /// mask). ringfeed::resolve (every front end) sets it first to this
+  /// rank's share: the mask within the cgroup quota, divided among the
+  /// local ranks (loader/node.hpp), with its reason in stats().
   std::size_t threads = 0;
   /// Samples being read at once (decodes are not bounded by it: every
   /// thread decodes, whatever the depth). 0: what the

@@ -124,7 +124,9 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  drop_last      drop a short last batch                       false
  *  rank           this process's rank            RANK/WORLD_SIZE or SLURM env, else 0
  *  world_size     processes sharing the dataset  RANK/WORLD_SIZE or SLURM env, else 1
- *  threads        decode threads (0: one per core)              0
+ *  threads        decode threads (0: this rank's share of the   0
+ *                 CPUs: affinity mask within the cgroup quota,
+ *                 divided among local ranks)
  *  io_depth       reads in flight (0: from the storage probe)   0
  *  io             auto | uring | pread                          auto
  *  memory_budget  bytes of batch slabs (>= 2 batches)           max(1 GiB, 4 batches)

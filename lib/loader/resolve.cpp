@@ -99,14 +99,29 @@ resolved resolve(loader_request r) {
 
   if (o.batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
   const std::size_t slab = o.batch_size * sample_bytes(o, out.recipe);
+  const node_view node = r.node ? *r.node : read_node(node_sources::of_this_process());
+  if (o.threads == 0) {
+    sized share = decode_threads_for(node);
+    if (r.workers && *r.workers > 0) {
+      share.reason = *r.workers <= share.value
+                         ? "num_workers=" + std::to_string(*r.workers) + " (this rank's share: " + share.reason + ")"
+                         : "num_workers=" + std::to_string(*r.workers) + " capped at this rank's share: " + share.reason;
+      share.value = std::min(share.value, *r.workers);
+    }
+    o.threads = share.value;
+    out.reasons.push_back({"threads", std::move(share.reason)});
+  }
   if (r.memory_budget) {
     if (*r.memory_budget == 0) throw std::invalid_argument("memory_budget must be at least 1");
     o.memory_budget = *r.memory_budget;
   } else {
-    o.memory_budget = std::max(gib, 4 * slab);
-    out.reasons.push_back({"memory_budget", o.memory_budget == gib
-                                                ? "1 GiB: room for 4 batch slabs of " + mib(slab) + " and more"
-                                                : "4 batch slabs of " + mib(slab) + ": more than 1 GiB"});
+    const std::size_t wanted = std::max(gib, 4 * slab);
+    sized budget = memory_budget_for(node, wanted,
+                                     wanted == gib ? "1 GiB: room for 4 batch slabs of " + mib(slab) + " and more"
+                                                   : "4 batch slabs of " + mib(slab) + ": more than 1 GiB",
+                                     slab);
+    o.memory_budget = budget.value;
+    out.reasons.push_back({"memory_budget", std::move(budget.reason)});
   }
   io::settle_s3_options(o.s3);
   o.reasons = out.reasons;

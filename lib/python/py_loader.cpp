@@ -57,6 +57,7 @@ loader_request loader_request_from(const py::dict& d) {
   r.output = optional_of<std::string>(d, "output");
   r.shuffle = optional_of<bool>(d, "shuffle");
   r.memory_budget = optional_of<std::size_t>(d, "memory_budget");
+  r.workers = optional_of<std::size_t>(d, "workers");
   o.batch_size = d["batch_size"].cast<std::size_t>();
   o.drop_last = d["drop_last"].cast<bool>();
   o.sampler.seed = d["seed"].cast<std::uint64_t>();

@@ -39,7 +39,7 @@ def test_the_memory_default_grows_past_1_gib_for_large_batches(val_dir):
     s = loader.stats()
     loader.close()
     assert s["memory_budget"] == 4 * BIG_BATCH * 224 * 224 * 3 * 4
-    assert s["memory_budget_reason"] == "4 batch slabs of 588 MiB: more than 1 GiB"
+    assert s["memory_budget_reason"].startswith("4 batch slabs of 588 MiB: more than 1 GiB")
 
 
 def test_python_and_the_cli_settle_the_same_defaults(val_dir):
@@ -48,3 +48,19 @@ def test_python_and_the_cli_settle_the_same_defaults(val_dir):
                              "--device", -1, "--json").stdout)
     for key in ("memory_budget", "memory_budget_reason", "shuffle_reason"):
         assert cli[key] == python[key], key
+
+
+def test_threads_are_this_ranks_share_and_num_workers_caps_them(val_dir, monkeypatch):
+    import os
+    cpus = len(os.sched_getaffinity(0))
+    s = ringfeed.Loader(val_dir, batch_size=4).stats()
+    assert s["threads"] <= cpus and s["threads_reason"].startswith(f"{cpus} CPUs in the affinity mask")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(2 * cpus))  # more local ranks than CPUs: one thread each
+    shared = ringfeed.Loader(val_dir, batch_size=4).stats()
+    assert shared["threads"] == 1
+    assert f"shared by {2 * cpus} local ranks (LOCAL_WORLD_SIZE)" in shared["threads_reason"]
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    loader = ringfeed.DataLoader(val_dir, batch_size=4, num_workers=1)
+    s = loader.stats()
+    assert s["threads"] == 1 and s["threads_reason"].startswith("num_workers=1 (this rank's share: ")
+    assert ringfeed.Loader(val_dir, batch_size=4, threads=2).stats().get("threads_reason") is None

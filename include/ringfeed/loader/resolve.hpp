@@ -11,8 +11,12 @@
 //     a list that ends with a float tensor);
 //   - shuffle defaults to the recipe's: "train" and lists with a random op
 //     are shuffled, "val" and deterministic lists are not;
+//   - threads default to this rank's share of the CPUs it may use: the
+//     affinity mask within the cgroup quota, divided among the local ranks
+//     that share it (loader/node.hpp);
 //   - memory_budget defaults to max(1 GiB, 4 batch slabs), so prefetch has
-//     room whatever the batch;
+//     room whatever the batch, within a quarter of this rank's share of
+//     the cgroup limit or MemAvailable;
 //   - s3 credentials come in pairs and not with anonymous.
 //
 // Each default it picks is returned with its reason (resolved::reasons),
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include <ringfeed/loader.hpp>
+#include <ringfeed/loader/node.hpp>
 
 namespace ringfeed {
 
@@ -52,6 +57,12 @@ struct loader_request {
   std::optional<std::string> output;
   std::optional<bool> shuffle;
   std::optional<std::size_t> memory_budget;
+  /// The user's statement of CPUs for data (DataLoader's num_workers > 0):
+  /// with threads unset, threads = min(workers, this rank's share).
+  std::optional<std::size_t> workers;
+  /// The machine as resolve sees it (tests give one); unset: read_node of
+  /// this process (loader/node.hpp).
+  std::optional<node_view> node;
 };
 
 struct resolved {

@@ -43,7 +43,9 @@ class DataLoader:
     (seed, iteration, position); None: the generator's initial seed, else
     torch's, which torch.manual_seed sets), device (batches uploaded on
     ringfeed's CUDA stream, as Loader's), exact (torchvision-exact resizes),
-    threads (0 or None: one per CPU), memory_budget (bytes of batch buffers),
+    threads (0 or None: this rank's share of the CPUs it may use, within
+    the cgroup quota and among the local ranks; num_workers > 0 caps it),
+    memory_budget (bytes of batch buffers),
     strict (raise instead of falling back).
 
     num_workers and persistent_workers are accepted and checked as torch
@@ -80,6 +82,9 @@ class DataLoader:
             seed = (generator.initial_seed() if generator is not None else _torch().initial_seed()) & (2**63 - 1)
         per_batch = getattr(batch_sampler, "batch_size", None) if batch_sampler is not None else batch_size
         prefetch = prefetch_factor * max(num_workers, 1) if isinstance(prefetch_factor, int) else 0
+        # num_workers > 0 states the CPUs the script gives data: threads = min(N, this rank's share),
+        # settled in C++ (resolve); 0, torch's default, lets ringfeed decide
+        workers = num_workers if num_workers > 0 else None
         if is_path:  # what Loader reads, with its default recipe
             reason = _unsupported_arguments(torch_args, torch_loader)
             if reason is not None:
@@ -87,7 +92,7 @@ class DataLoader:
             source = os.fspath(dataset)
             core = Loader(source, batch_size=per_batch, shuffle=False, seed=seed, exact=exact, device=device,
                           rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
-                          prefetch_batches=prefetch)
+                          prefetch_batches=prefetch, _workers=workers)
             return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
 
         reason, found = native_source(dataset)
@@ -104,7 +109,7 @@ class DataLoader:
 
         core_args = dict(batch_size=per_batch, exact=exact, device=device, shuffle=False, seed=seed,
                          drop_last=False, rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
-                         prefetch_batches=prefetch)
+                         prefetch_batches=prefetch, _workers=workers)
         self = cls._native(dataset, torch_args, _open_core(found, core_args), torch_loader, found)
         self._core_args = core_args
         self._fingerprint = fingerprint(dataset)

@@ -175,7 +175,8 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, _samples=None, _pixels=None):
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, _samples=None, _pixels=None,
+                 _workers=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -244,6 +245,7 @@ class Loader:
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
             include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, epochs=epochs, resume=None,
+            workers=_workers,  # DataLoader's num_workers: a cap on threads (resolve)
             # ringfeed.DataLoader's: a torchvision dataset's list, (paths as bytes, labels), or its
             # images in memory, (uint8 array, labels)
             samples=_samples, pixels=_pixels)
