@@ -42,7 +42,9 @@
 #         bench   `ringfeed gen`, then h2d_bench with the synchronizing-call count
 #         train   perf/gpu/train_gpu.py (ResNet-50, ringfeed vs DataLoader;
 #                 --recipe R: its --recipe, default train)
-#         all     the five in order (default; the full run takes longer
+#         node    perf/node_sim.py with 4 and 8 ranks on this machine's cores
+#                 (issue 39: ringfeed's defaults vs hand-set threads)
+#         all     the six in order (default; the full run takes longer
 #                 than one 10-minute command: run a few steps per command there)
 #       each step under `timeout 540` (9 minutes; each reuses the build
 #       before it). RESULTS gets at most 8 plain files: summary.txt (the
@@ -113,8 +115,8 @@ IFS=, read -ra steps <<<"$step_name"
 [ "${#steps[@]}" -gt 0 ] || { echo "gpu_machine: --step needs at least one step" >&2; exit 2; }
 for s in "${steps[@]}"; do
   case "$s" in
-    build|tests|goldens|bench|train|all) ;;
-    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train or all (comma-separated), not '$s'" >&2
+    build|tests|goldens|bench|train|node|all) ;;
+    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train, node or all (comma-separated), not '$s'" >&2
        exit 2 ;;
   esac
 done
@@ -277,6 +279,15 @@ if [ -n "$deps" ]; then
       --gen-dir "$here/build/gpu-machine/train-gpu-dry-run" --json "$out/train_gpu.json" || return 1
     return 77
   }
+  deps_node() {  # issue 39: 4 and 8 ranks on this machine's cores (CPU output), perf/node_sim.py
+    local data="$here/build/gpu-machine/gen-3000" rounds=2 n rc=0
+    gen_dataset "$bdir/bin/ringfeed" "$data" 3000 || return 1
+    for n in 4 8; do
+      PYTHONPATH="$bdir/python" "$py" perf/node_sim.py "$data/train" --ranks "$n" --rounds "$rounds" --epochs 1 \
+        --json "$out/node_sim_$n.json" || rc=1
+    done
+    return "$rc"
+  }
   # run_step NAME FUNCTION FILE: the function in a shell of its own under
   # timeout, with the variables it reads; output to $out/FILE.
   run_step() {
@@ -296,6 +307,7 @@ if [ -n "$deps" ]; then
   if has_step goldens; then run_step goldens deps_goldens goldens.txt; fi
   if has_step bench; then run_step bench deps_bench h2d_bench.txt; fi
   if has_step train; then run_step train deps_train train_gpu.txt; fi
+  if has_step node; then run_step node deps_node node_sim.txt; fi
   echo
   cat "$summary"
   echo "[gpu_machine] results in $out ($(find "$out" -maxdepth 1 -type f | wc -l) files)"
