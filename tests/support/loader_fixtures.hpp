@@ -92,6 +92,22 @@ inline std::vector<delivered> drain_epoch(ringfeed::loader& l) {
   return out;
 }
 
+// The first epoch of a loader made with `o`, destroyed before this returns: a reference run.
+inline std::vector<delivered> first_epoch(const ringfeed::loader_options& o) {
+  ringfeed::loader l(o);
+  return drain_epoch(l);
+}
+
+// `got` has the batches of `want`: as many, each with the same samples and pixels.
+inline void require_same_batches(const std::vector<delivered>& got, const std::vector<delivered>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    INFO("batch " << k);
+    REQUIRE(got[k].indices == want[k].indices);
+    REQUIRE(got[k].pixels == want[k].pixels);
+  }
+}
+
 // What the device tests start with: a watchdog that names the test (none
 // where `what` is null), a temporary directory, and the test photos as an
 // ImageFolder in it (image_data::photo_folder), made in that order.
