@@ -39,11 +39,9 @@
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
-namespace img = ringfeed::image;
 using ringfeed::output_spec;
 using ringfeed::batch;
 using ringfeed::loader;
-using ringfeed::loader_options;
 
 using namespace ringfeed::test;  // the fixtures
 
@@ -135,7 +133,7 @@ TEST_CASE("prefetch never runs past the memory budget, however slow the consumer
   ringfeed::test::temp_dir tmp;
   const auto root = make_folder(tmp.path(), 8);  // 64 samples
   auto o = base_options(root);
-  o.pipeline = img::pipeline::val(256, 224, img::pipeline_mode::fast);
+  o.pipeline = ringfeed::image::pipeline::val(256, 224, ringfeed::image::pipeline_mode::fast);
   o.sampler.shuffle = false;
   o.output = output_spec::float32_nchw();  // 602 KB per sample
   o.batch_size = 4;                            // 2.3 MiB slabs

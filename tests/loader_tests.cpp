@@ -32,7 +32,6 @@ namespace img = ringfeed::image;
 using ringfeed::output_spec;
 using ringfeed::batch;
 using ringfeed::loader;
-using ringfeed::loader_options;
 
 using namespace ringfeed::test;  // the fixtures
 

@@ -1,19 +1,9 @@
-"""The object-store harness's servers (see object_store.py, the entry point
-and its CLI), on 127.0.0.1, free ports, bounded in time.
-
-* ``S3rver``: the npm package s3rver (real S3 REST: ListObjectsV2 with
-  continuation tokens, Range GET, HEAD, S3 error bodies; not If-Match: see
-  object_store_proxy.FaultProxy). It checks
-  that a SigV4 request names its access key (``S3RVER``, secret ``S3RVER``)
-  but does not verify the signature itself: tests/sigv4_tests.cpp checks the
-  signer against AWS's published vectors. Installed by ``./bootstrap.sh deps``
-  into ``~/.cache/ringfeed/node`` (or ``$RINGFEED_NODE_PREFIX``);
-  ``$RINGFEED_S3RVER`` names another executable.
-* ``HttpsServer``: a static file server over TLS with a self-signed
-  certificate made here (``openssl`` CLI) for 127.0.0.1 and localhost; serves
-  Range (206, 416), HEAD, ETag and If-Match (412). Clients trust it through
-  ``ca_file`` (curl: CURLOPT_CAINFO, ``CURL_CA_BUNDLE``, ``SSL_CERT_FILE``).
-* ``_ThreadedServer``: what HttpsServer and the fault proxy run on.
+"""The object-store harness's servers, on 127.0.0.1, free ports, bounded in
+time: ``S3rver`` (the npm package s3rver), ``HttpsServer`` (static files
+over TLS with a self-signed certificate made here) and ``_ThreadedServer``,
+what HttpsServer and the fault proxy (object_store_proxy.py) run on. What
+each serves, and how the tests start them, is said in object_store.py, the
+harness's entry point and CLI.
 """
 from __future__ import annotations
 
