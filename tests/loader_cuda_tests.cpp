@@ -48,6 +48,15 @@ ringfeed::loader_options options(const fs::path& root, output_spec format, int d
   return o;
 }
 
+// Batches of 2 in 3 device buffers: a consumer holding two batches at once
+// leaves the loader one to fill.
+ringfeed::loader_options held_batches_options(const fs::path& root) {
+  auto o = options(root, output_spec::float32_nchw(), 0);
+  o.batch_size = 2;
+  o.device_buffers = 3;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda][loader]") {
@@ -81,9 +90,7 @@ TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda]
 
 TEST_CASE("device buffers rotate under a consumer that holds and releases batches", "[cuda][loader]") {
   photo_folder_fixture photos("device buffer rotation", std::chrono::seconds(120));
-  auto o = options(photos.root, output_spec::float32_nchw(), 0);
-  o.batch_size = 2;
-  o.device_buffers = 3;
+  const auto o = held_batches_options(photos.root);
   ringfeed::loader device(o);
   cuda_stream stream;
   // Over 5 epochs, keep the previous batch while taking the next (2 of 3
@@ -174,9 +181,7 @@ TEST_CASE("slow consumers on the default stream and a side stream get the host's
 
 TEST_CASE("break and iterate again, set_epoch and resume mid-epoch keep every device buffer", "[cuda][loader]") {
   photo_folder_fixture photos("stop and restart", std::chrono::seconds(240));
-  auto o = options(photos.root, output_spec::float32_nchw(), 0);
-  o.batch_size = 2;
-  o.device_buffers = 3;
+  const auto o = held_batches_options(photos.root);
   ringfeed::loader device(o);
   for (std::uint64_t round = 0; round < 5; ++round) {
     device.set_epoch(round % 2);
