@@ -16,14 +16,17 @@
 #include <ringfeed/ringfeed.h>
 #include <ringfeed/sync_wait.hpp>
 
-#include "image_test_data.hpp"
 #include "cuda_device.hpp"
+#include "cuda_fixtures.hpp"
 #include "gpu_consumer.hpp"
-#include "test_support.hpp"
+#include "loader_fixtures.hpp"
 
 namespace fs = std::filesystem;
 namespace img = ringfeed::image;
 using ringfeed::output_spec;
+using ringfeed::test::copy_to_host;
+using ringfeed::test::cuda_stream;
+using ringfeed::test::photo_folder_fixture;
 
 static ringfeed::test::skip_if_unavailable skip_without_device{ringfeed::test::why_no_cuda_device};
 
@@ -45,16 +48,23 @@ ringfeed::loader_options options(const fs::path& root, output_spec format, int d
   return o;
 }
 
+// Batches of 2 in 3 device buffers: a consumer holding two batches at once
+// leaves the loader one to fill.
+ringfeed::loader_options held_batches_options(const fs::path& root) {
+  auto o = options(root, output_spec::float32_nchw(), 0);
+  o.batch_size = 2;
+  o.device_buffers = 3;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda][loader]") {
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  cudaStream_t stream = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  photo_folder_fixture photos;
+  cuda_stream stream;
   for (auto format : {output_spec::float32_nchw(), output_spec::float16_nchw(), output_spec::uint8_nhwc()}) {
-    ringfeed::loader host(options(root, format, -1));
-    ringfeed::loader device(options(root, format, 0));
+    ringfeed::loader host(options(photos.root, format, -1));
+    ringfeed::loader device(options(photos.root, format, 0));
     REQUIRE(device.uses_device());
     REQUIRE_FALSE(host.uses_device());
     std::size_t batches = 0;
@@ -67,10 +77,8 @@ TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda]
       REQUIRE(d->images().shape == h->images().shape);
       REQUIRE(d->images().dtype == h->images().dtype);
       REQUIRE(d->ready_event() != nullptr);
-      std::vector<std::byte> copy(d->images().bytes());
-      d->wait(reinterpret_cast<ringfeed::cuda::stream_t>(stream));
-      CUDA_OK(cudaMemcpyAsync(copy.data(), d->images().data, copy.size(), cudaMemcpyDeviceToHost, stream));
-      CUDA_OK(cudaStreamSynchronize(stream));
+      d->wait(stream.rf());
+      const auto copy = copy_to_host(d->images().data, d->images().bytes(), stream.get());
       REQUIRE(std::memcmp(copy.data(), h->images().data, copy.size()) == 0);
       REQUIRE(std::vector<std::int64_t>(d->labels().begin(), d->labels().end()) ==
               std::vector<std::int64_t>(h->labels().begin(), h->labels().end()));
@@ -78,22 +86,16 @@ TEST_CASE("device batches equal host batches bit for bit, every format", "[cuda]
     }
     REQUIRE(batches == device.batches_per_epoch());
   }
-  CUDA_OK(cudaStreamDestroy(stream));
 }
 
 TEST_CASE("device buffers rotate under a consumer that holds and releases batches", "[cuda][loader]") {
-  ringfeed::test::watchdog dog("device buffer rotation", std::chrono::seconds(120));
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  auto o = options(root, output_spec::float32_nchw(), 0);
-  o.batch_size = 2;
-  o.device_buffers = 3;
+  photo_folder_fixture photos("device buffer rotation", std::chrono::seconds(120));
+  const auto o = held_batches_options(photos.root);
   ringfeed::loader device(o);
-  cudaStream_t stream = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cuda_stream stream;
   // Over 5 epochs, keep the previous batch while taking the next (2 of 3
   // buffers lent), compare each with the host path.
-  auto ho = options(root, output_spec::float32_nchw(), -1);
+  auto ho = options(photos.root, output_spec::float32_nchw(), -1);
   ho.batch_size = 2;
   ringfeed::loader reference(ho);
   for (int e = 0; e < 5; ++e) {
@@ -103,16 +105,13 @@ TEST_CASE("device buffers rotate under a consumer that holds and releases batche
       auto h = ringfeed::sync_wait(reference.next());
       REQUIRE(d.has_value() == h.has_value());
       if (!d) break;
-      d->wait(reinterpret_cast<ringfeed::cuda::stream_t>(stream));
-      std::vector<std::byte> copy(d->images().bytes());
-      CUDA_OK(cudaMemcpyAsync(copy.data(), d->images().data, copy.size(), cudaMemcpyDeviceToHost, stream));
-      CUDA_OK(cudaStreamSynchronize(stream));
+      d->wait(stream.rf());
+      const auto copy = copy_to_host(d->images().data, d->images().bytes(), stream.get());
       REQUIRE(std::memcmp(copy.data(), h->images().data, copy.size()) == 0);
-      if (previous) previous->release(reinterpret_cast<ringfeed::cuda::stream_t>(stream));
+      if (previous) previous->release(stream.rf());
       previous = std::move(d);
     }
   }
-  CUDA_OK(cudaStreamDestroy(stream));
 }
 
 namespace {
@@ -161,16 +160,13 @@ std::vector<std::vector<std::byte>> read_on_host(ringfeed::loader& host, int epo
 
 TEST_CASE("slow consumers on the default stream and a side stream get the host's bytes, no host sync",
           "[cuda][loader]") {
-  ringfeed::test::watchdog dog("slow consumers", std::chrono::seconds(240));
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  auto ho = options(root, output_spec::float32_nchw(), -1);
+  photo_folder_fixture photos("slow consumers", std::chrono::seconds(240));
+  auto ho = options(photos.root, output_spec::float32_nchw(), -1);
   ringfeed::loader host(ho);
   const auto want = read_on_host(host, 3);
-  cudaStream_t side = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-  for (cudaStream_t s : {static_cast<cudaStream_t>(nullptr), side}) {
-    auto o = options(root, output_spec::float32_nchw(), 0);
+  cuda_stream side;
+  for (cudaStream_t s : {static_cast<cudaStream_t>(nullptr), side.get()}) {
+    auto o = options(photos.root, output_spec::float32_nchw(), 0);
     o.device_buffers = 2;
     ringfeed::loader device(o);
     REQUIRE(device.uses_device());
@@ -181,16 +177,11 @@ TEST_CASE("slow consumers on the default stream and a side stream get the host's
       REQUIRE(got[k] == want[k]);
     }
   }
-  CUDA_OK(cudaStreamDestroy(side));
 }
 
 TEST_CASE("break and iterate again, set_epoch and resume mid-epoch keep every device buffer", "[cuda][loader]") {
-  ringfeed::test::watchdog dog("stop and restart", std::chrono::seconds(240));
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  auto o = options(root, output_spec::float32_nchw(), 0);
-  o.batch_size = 2;
-  o.device_buffers = 3;
+  photo_folder_fixture photos("stop and restart", std::chrono::seconds(240));
+  const auto o = held_batches_options(photos.root);
   ringfeed::loader device(o);
   for (std::uint64_t round = 0; round < 5; ++round) {
     device.set_epoch(round % 2);
@@ -213,24 +204,21 @@ TEST_CASE("break and iterate again, set_epoch and resume mid-epoch keep every de
     auto y = ringfeed::sync_wait(resumed.next());
     REQUIRE(x.has_value() == y.has_value());
     if (!x) break;
-    std::vector<std::byte> cx(x->images().bytes()), cy(y->images().bytes());
     x->wait(nullptr);
     y->wait(nullptr);
-    CUDA_OK(cudaMemcpyAsync(cx.data(), x->images().data, cx.size(), cudaMemcpyDeviceToHost, nullptr));
-    CUDA_OK(cudaMemcpyAsync(cy.data(), y->images().data, cy.size(), cudaMemcpyDeviceToHost, nullptr));
-    CUDA_OK(cudaStreamSynchronize(nullptr));
+    const auto cx = copy_to_host(x->images().data, x->images().bytes(), nullptr);
+    const auto cy = copy_to_host(y->images().data, y->images().bytes(), nullptr);
     REQUIRE(cx == cy);
   }
 }
 
 TEST_CASE("the loader's device is the one asked for; the caller's current device is left alone", "[cuda][loader]") {
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
+  photo_folder_fixture photos;
   int count = 0;
   CUDA_OK(cudaGetDeviceCount(&count));
   const int target = count - 1;  // a second GPU where there is one, else device 0
   CUDA_OK(cudaSetDevice(0));
-  auto o = options(root, output_spec::float32_nchw(), target);
+  auto o = options(photos.root, output_spec::float32_nchw(), target);
   int current = -1;
   {
     ringfeed::loader device(o);
@@ -255,11 +243,10 @@ TEST_CASE("the loader's device is the one asked for; the caller's current device
 }
 
 TEST_CASE("C API device batches read by a kernel after rf_batch_wait", "[cuda][loader][capi]") {
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
+  photo_folder_fixture photos;
   const auto open = [&](const char* device) {
     rf_options* o = rf_options_new();
-    REQUIRE(rf_options_set(o, "source", root.c_str()) == 0);
+    REQUIRE(rf_options_set(o, "source", photos.root.c_str()) == 0);
     REQUIRE(rf_options_set(o, "batch_size", "4") == 0);
     REQUIRE(rf_options_set(o, "pipeline", "val") == 0);
     REQUIRE(rf_options_set(o, "size", "32") == 0);
@@ -271,8 +258,8 @@ TEST_CASE("C API device batches read by a kernel after rf_batch_wait", "[cuda][l
   };
   rf_loader* host = open("-1");
   rf_loader* device = open("0");
-  cudaStream_t s = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cuda_stream stream;
+  const cudaStream_t s = stream.get();
   std::vector<std::pair<std::byte*, std::vector<std::byte>>> copies;
   for (;;) {
     rf_batch* h = nullptr;
@@ -299,7 +286,6 @@ TEST_CASE("C API device batches read by a kernel after rf_batch_wait", "[cuda][l
     REQUIRE(got == want);
     CUDA_OK(cudaFree(dst));
   }
-  CUDA_OK(cudaStreamDestroy(s));
   rf_loader_close(device);
   rf_loader_close(host);
 }

@@ -22,9 +22,8 @@
 #include <ringfeed/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
-#include "image_test_data.hpp"
+#include "loader_fixtures.hpp"
 #include "sim_device.hpp"
-#include "test_support.hpp"
 
 namespace {
 
@@ -109,53 +108,61 @@ std::vector<bytes> device_epochs(sim_device& dev, ringfeed::loader& loader, cu::
   return out;
 }
 
+// Most tests' setup, in this order: a watchdog naming the test (none where
+// `what` is null), the test photos in a temporary directory, the host
+// path's batches of `epochs` epochs from `first_epoch` (made with `pipe`
+// where given; none for 0 epochs), then the simulated device with
+// `devices` devices, installed until the fixture goes.
+struct sim_fixture {
+  sim_fixture(const char* what, std::uint64_t first_epoch, int epochs, int devices = 1,
+              const img::pipeline* pipe = nullptr)
+      : photos(what),
+        want(epochs > 0 ? host_batches(photos.root, first_epoch, epochs, pipe) : std::vector<bytes>{}),
+        sim(devices) {}
+
+  sim_device& dev() { return *sim.dev; }
+
+  ringfeed::test::photo_folder_fixture photos;
+  const fs::path& root = photos.root;
+  std::vector<bytes> want;
+  sim_scope sim;
+};
+
 }  // namespace
 
 TEST_CASE("default-stream consumers with slow kernels get the host path's bytes", "[device_sim][loader]") {
-  ringfeed::test::watchdog dog("default stream", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto want = host_batches(root, 0, 3);
-  sim_scope sim;
-  sim.dev->set_timing({2ms, 2ms});
-  ringfeed::loader loader(options(root, 0));
+  sim_fixture f("default stream", 0, 3);
+  f.dev().set_timing({2ms, 2ms});
+  ringfeed::loader loader(options(f.root, 0));
   REQUIRE(loader.uses_device());
-  const auto got = device_epochs(*sim.dev, loader, nullptr, 3);
-  REQUIRE(got.size() == want.size());
+  const auto got = device_epochs(f.dev(), loader, nullptr, 3);
+  REQUIRE(got.size() == f.want.size());
   for (std::size_t k = 0; k < got.size(); ++k) {
     INFO("batch " << k);
-    REQUIRE(got[k] == want[k]);
+    REQUIRE(got[k] == f.want[k]);
   }
 }
 
 TEST_CASE("side-stream consumers with slow kernels get the host path's bytes", "[device_sim][loader]") {
-  ringfeed::test::watchdog dog("side stream", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto want = host_batches(root, 0, 3);
-  sim_scope sim;
-  sim.dev->set_timing({2ms, 2ms});
-  ringfeed::loader loader(options(root, 0));
-  const cu::stream_t s = sim.dev->create_stream();
-  const auto got = device_epochs(*sim.dev, loader, s, 3);
-  REQUIRE(got == want);
-  sim.dev->destroy_stream(s);
+  sim_fixture f("side stream", 0, 3);
+  f.dev().set_timing({2ms, 2ms});
+  ringfeed::loader loader(options(f.root, 0));
+  const cu::stream_t s = f.dev().create_stream();
+  const auto got = device_epochs(f.dev(), loader, s, 3);
+  REQUIRE(got == f.want);
+  f.dev().destroy_stream(s);
 }
 
 TEST_CASE("a transform list the kernel cannot convert is uploaded as the host made it", "[device_sim][loader]") {
   // One channel and a float tensor op at the end: the host writes the
   // output, the device gets it byte for byte (before: a ValueError, no
   // device path for such recipes).
-  ringfeed::test::watchdog dog("host converted", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
   const img::pipeline pipe = img::transform_list::parse(
                                  "RandomResizedCrop(24); Grayscale(); ToTensor(); RandomErasing(p=0.5, value='random')")
                                  .compile(img::pipeline_mode::fast);
-  const auto want = host_batches(root, 0, 2, &pipe);
-  sim_scope sim;
-  sim.dev->set_timing({2ms, 2ms});
-  ringfeed::loader_options o = options(root, 0);
+  sim_fixture f("host converted", 0, 2, 1, &pipe);
+  f.dev().set_timing({2ms, 2ms});
+  ringfeed::loader_options o = options(f.root, 0);
   o.pipeline = pipe;
   ringfeed::loader loader(o);
   REQUIRE(loader.uses_device());
@@ -167,18 +174,15 @@ TEST_CASE("a transform list the kernel cannot convert is uploaded as the host ma
     CHECK(b->images().layout == ringfeed::layout::nchw);
   }
   loader.set_epoch(0);
-  const auto got = device_epochs(*sim.dev, loader, nullptr, 2);
-  REQUIRE(got == want);
+  const auto got = device_epochs(f.dev(), loader, nullptr, 2);
+  REQUIRE(got == f.want);
 }
 
 TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loader]") {
   // break after a few batches, then iterate again (set_epoch), holding two
   // batches at a time: with buffers lost, the second next() never returns.
-  ringfeed::test::watchdog dog("set_epoch after break", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  sim_scope sim;
-  ringfeed::loader loader(options(root, 0, 3));
+  sim_fixture f("set_epoch after break", 0, 0);
+  ringfeed::loader loader(options(f.root, 0, 3));
   for (std::uint64_t round = 0; round < 4; ++round) {
     loader.set_epoch(round);
     auto a = ringfeed::sync_wait(loader.next());
@@ -203,34 +207,29 @@ TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loade
 }
 
 TEST_CASE("a loader resumed mid-epoch on the device continues with the host path's bytes", "[device_sim][loader]") {
-  ringfeed::test::watchdog dog("resume", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto epoch1 = host_batches(root, 1, 1);
-  sim_scope sim;
-  sim.dev->set_timing({2ms, 2ms});
-  auto o = options(root, 0);
+  sim_fixture f("resume", 1, 1);
+  const auto& epoch1 = f.want;
+  f.dev().set_timing({2ms, 2ms});
+  auto o = options(f.root, 0);
   o.resume = ringfeed::loader_state{o.sampler.seed, 1, 2, 0, 1};
   ringfeed::loader loader(o);
   std::vector<std::unique_ptr<reading>> reads;
   while (auto b = ringfeed::sync_wait(loader.next())) {
     reads.push_back(std::make_unique<reading>());
-    consume(*sim.dev, *b, nullptr, 4ms, *reads.back());
+    consume(f.dev(), *b, nullptr, 4ms, *reads.back());
   }
-  sim.dev->drain();
+  f.dev().drain();
   REQUIRE(reads.size() + 2 == epoch1.size());
   for (std::size_t k = 0; k < reads.size(); ++k) REQUIRE(reads[k]->got == epoch1[k + 2]);
 }
 
 TEST_CASE("the loader uploads to its device and leaves the caller's current device alone", "[device_sim][loader]") {
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto want = host_batches(root, 0, 1);
-  sim_scope sim(2);
+  sim_fixture f(nullptr, 0, 1, 2);
+  sim_scope& sim = f.sim;
   REQUIRE(sim.dev->current_device() == 0);
   std::vector<bytes> got;
   {
-    ringfeed::loader loader(options(root, 1));
+    ringfeed::loader loader(options(f.root, 1));
     REQUIRE(loader.uses_device());
     REQUIRE(sim.dev->current_device() == 0);
     for (int d : sim.dev->allocation_devices()) REQUIRE(d == 1);
@@ -248,18 +247,14 @@ TEST_CASE("the loader uploads to its device and leaves the caller's current devi
       REQUIRE(sim.dev->current_device() == 0);
     }
   }
-  REQUIRE(got == want);
+  REQUIRE(got == f.want);
 }
 
 TEST_CASE("a transient upload failure is reported and the next epoch is whole", "[device_sim][loader]") {
-  ringfeed::test::watchdog dog("transient failure", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto want = host_batches(root, 1, 1);
-  sim_scope sim;
-  sim.dev->set_timing({3ms, 1ms});
-  ringfeed::loader loader(options(root, 0));
-  sim.dev->fail(sim_device::op::convert, 719, false, 2);  // the third batch's kernel launch
+  sim_fixture f("transient failure", 1, 1);
+  f.dev().set_timing({3ms, 1ms});
+  ringfeed::loader loader(options(f.root, 0));
+  f.dev().fail(sim_device::op::convert, 719, false, 2);  // the third batch's kernel launch
   bool failed = false;
   try {
     while (auto b = ringfeed::sync_wait(loader.next())) b->wait(nullptr);
@@ -269,16 +264,14 @@ TEST_CASE("a transient upload failure is reported and the next epoch is whole", 
   }
   REQUIRE(failed);
   loader.set_epoch(1);
-  const auto got = device_epochs(*sim.dev, loader, nullptr, 1);
-  REQUIRE(got == want);
+  const auto got = device_epochs(f.dev(), loader, nullptr, 1);
+  REQUIRE(got == f.want);
 }
 
 TEST_CASE("a sticky device error stays: no retry on the next epoch", "[device_sim][loader]") {
-  ringfeed::test::watchdog dog("sticky failure", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  sim_scope sim;
-  ringfeed::loader loader(options(root, 0));
+  sim_fixture f("sticky failure", 0, 0);
+  sim_scope& sim = f.sim;
+  ringfeed::loader loader(options(f.root, 0));
   sim.dev->fail(sim_device::op::copy_async, 700, true, 1);  // cudaErrorIllegalAddress on the second upload
   REQUIRE_THROWS_AS([&] { while (auto b = ringfeed::sync_wait(loader.next())) b->wait(nullptr); }(), cu::cuda_error);
   const std::size_t copies = sim.dev->calls(sim_device::op::copy_async);
@@ -291,13 +284,10 @@ TEST_CASE("a sticky device error stays: no retry on the next epoch", "[device_si
 }
 
 TEST_CASE("an uploader that cannot be made means host batches, with the reason", "[device_sim][loader]") {
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto want = host_batches(root, 0, 1);
-  sim_scope sim;
-  sim.dev->fail(sim_device::op::allocate, 2, false, 1);  // cudaErrorMemoryAllocation for a buffer
+  sim_fixture f(nullptr, 0, 1);
+  f.dev().fail(sim_device::op::allocate, 2, false, 1);  // cudaErrorMemoryAllocation for a buffer
   std::vector<std::string> lines;
-  auto o = options(root, 0);
+  auto o = options(f.root, 0);
   o.log = [&](std::string_view l) { lines.emplace_back(l); };
   ringfeed::loader loader(o);
   REQUIRE_FALSE(loader.uses_device());
@@ -308,18 +298,15 @@ TEST_CASE("an uploader that cannot be made means host batches, with the reason",
     const auto* p = static_cast<const std::byte*>(b->images().data);
     got.emplace_back(p, p + b->images().bytes());
   }
-  REQUIRE(got == want);
-  REQUIRE(sim.dev->live_allocations() == 0);  // nothing of the failed uploader left behind
+  REQUIRE(got == f.want);
+  REQUIRE(f.dev().live_allocations() == 0);  // nothing of the failed uploader left behind
 }
 
 TEST_CASE("destroying the loader waits for the consumer's pending release", "[device_sim][loader]") {
-  ringfeed::test::watchdog dog("destruction", 120s);
-  ringfeed::test::temp_dir tmp;
-  const auto root = ringfeed::test::image_data::photo_folder(tmp.path());
-  const auto want = host_batches(root, 0, 1);
-  sim_scope sim;
+  sim_fixture f("destruction", 0, 1);
+  sim_scope& sim = f.sim;
   const cu::stream_t s = sim.dev->create_stream();
-  auto loader = std::make_unique<ringfeed::loader>(options(root, 0));
+  auto loader = std::make_unique<ringfeed::loader>(options(f.root, 0));
   auto b = ringfeed::sync_wait(loader->next());
   REQUIRE(b.has_value());
   ringfeed::test::sim_gate gate;  // the consumer's kernel runs until the gate opens; then it reads
@@ -332,6 +319,6 @@ TEST_CASE("destroying the loader waits for the consumer's pending release", "[de
   ringfeed::test::teardown_past_gate(*sim.dev, gate, [&] { b->release(s); });
   sim.dev->drain();
   REQUIRE(r.live);
-  REQUIRE(r.got == want.front());
+  REQUIRE(r.got == f.want.front());
   sim.dev->destroy_stream(s);
 }

@@ -178,3 +178,78 @@ def point_aws_at(monkeypatch, endpoint, server, tmp_path):
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+# --- object storage (test_object_storage.py, test_object_storage_reads.py) ---------
+# The servers of tests/support/object_store.py, one of each for both files
+# (session scope: they were module-scoped when the two were one file).
+
+# Servers outlive the tests that use them (the harness stops a server after
+# its lifetime, 120 s by default).
+OBJECT_STORE_LIFETIME_S = 1800
+
+# io_depth 8: the servers are Python threads in this process (one GIL, 2 cores);
+# 64 requests at once (the network default) queued some behind the others
+# past the client's 10 s per attempt when the machine was busy.
+OBJECT_KW = dict(batch_size=8, pipeline="val", shuffle=False, threads=2, on_error="fail", device="cpu", io_depth=8)
+
+
+def _object_store():
+    sys.path.insert(0, str(REPO / "tests" / "support"))
+    return pytest.importorskip("object_store", reason="tests/support/object_store.py (the servers harness)")
+
+
+def shard_names(shards: pathlib.Path):
+    return sorted(p.name for p in shards.glob("*.tar"))
+
+
+def brace(names) -> str:
+    """shard-{000000..00000N}.tar for names shard-000000.tar … shard-00000N.tar."""
+    first, last = names[0], names[-1]
+    stem = first[: first.rindex("-") + 1]
+    return f"{stem}{{{first[len(stem):-4]}..{last[len(stem):-4]}}}.tar"
+
+
+@pytest.fixture(scope="session")
+def shards(tmp_path_factory, train_dir) -> pathlib.Path:
+    """train_dir packed into 1 MiB tar shards (WebDataset naming), in order."""
+    out = tmp_path_factory.mktemp("shards") / "shards"
+    run_cli("pack", train_dir, out, "--shard-mb", "1", "--no-shuffle")
+    assert len(list(out.glob("*.tar"))) >= 2, "want several shards"
+    return out
+
+
+@pytest.fixture(scope="session")
+def tls_server(tmp_path_factory, shards):
+    root = shards.parent
+    with _object_store().HttpsServer(root, tmp_path_factory.mktemp("tls"),
+                                     lifetime_s=OBJECT_STORE_LIFETIME_S) as server:
+        yield server
+
+
+@pytest.fixture
+def trust(monkeypatch, tls_server):
+    monkeypatch.setenv("CURL_CA_BUNDLE", tls_server.ca_file)
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory, train_dir, val_dir, shards):
+    store = _object_store()
+    try:
+        server = store.S3rver(tmp_path_factory.mktemp("s3rver"), buckets=["data"],
+                              lifetime_s=OBJECT_STORE_LIFETIME_S).start()
+    except store.Unavailable as e:
+        pytest.skip(f"s3rver not installed: {e}")
+    try:
+        server.populate("data", train_dir, prefix="train/")
+        server.populate("data", shards, prefix="shards/")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(monkeypatch, s3, tmp_path):
+    """The AWS tools' configuration, pointing at s3rver; nothing from outside."""
+    point_aws_at(monkeypatch, s3.endpoint, s3, tmp_path)
+    return s3

@@ -3,9 +3,9 @@
 ``Http2Server(root, cert_dir)`` runs ``h2_server.js`` (Node's built-in
 http2 module; Node comes with the s3rver install, ``./bootstrap.sh deps``)
 on 127.0.0.1 and a free port with a self-signed certificate
-(``object_store.make_self_signed_cert``): ``url``, ``ca_file``, and
+(``object_store_servers.make_self_signed_cert``): ``url``, ``ca_file``, and
 ``log()``, the requests so far with the HTTP version each came in
-("2.0" or "1.1"). Raises ``object_store.Unavailable`` where node is missing.
+("2.0" or "1.1"). Raises ``object_store_servers.Unavailable`` where node is missing.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import subprocess
 import time
 import urllib.request
 
-import object_store
+import object_store_servers
 
 HERE = pathlib.Path(__file__).resolve().parent
 START_TIMEOUT_S = 30
@@ -35,8 +35,8 @@ class Http2Server:
     def start(self) -> "Http2Server":
         node = shutil.which("node")
         if node is None:
-            raise object_store.Unavailable("node is not installed (./bootstrap.sh deps installs it)")
-        self.ca_file, key = object_store.make_self_signed_cert(self.cert_dir)
+            raise object_store_servers.Unavailable("node is not installed (./bootstrap.sh deps installs it)")
+        self.ca_file, key = object_store_servers.make_self_signed_cert(self.cert_dir)
         ready = self.cert_dir / "h2-ready.json"
         self._proc = subprocess.Popen([node, str(HERE / "h2_server.js"), str(self.root), self.ca_file, key, str(ready)],
                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -1,13 +1,16 @@
 // Fixtures shared by the loader's tests: a small ImageFolder of the test
-// photos, the same photos in tar shards, options that read it quickly, and epochs copied out of batches.
+// photos, the same photos in tar shards, options that read it quickly, and epochs copied out of batches;
+// the photo folder in a temporary directory under a watchdog (the device tests' setup).
 #pragma once
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"
+#include "test_support.hpp"
 
 namespace ringfeed::test {
 
@@ -87,5 +91,35 @@ inline std::vector<delivered> drain_epoch(ringfeed::loader& l) {
   while (auto b = ringfeed::sync_wait(l.next())) out.push_back(copy_of(*b));
   return out;
 }
+
+// The first epoch of a loader made with `o`, destroyed before this returns: a reference run.
+inline std::vector<delivered> first_epoch(const ringfeed::loader_options& o) {
+  ringfeed::loader l(o);
+  return drain_epoch(l);
+}
+
+// `got` has the batches of `want`: as many, each with the same samples and pixels.
+inline void require_same_batches(const std::vector<delivered>& got, const std::vector<delivered>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    INFO("batch " << k);
+    REQUIRE(got[k].indices == want[k].indices);
+    REQUIRE(got[k].pixels == want[k].pixels);
+  }
+}
+
+// What the device tests start with: a watchdog that names the test (none
+// where `what` is null), a temporary directory, and the test photos as an
+// ImageFolder in it (image_data::photo_folder), made in that order.
+struct photo_folder_fixture {
+  explicit photo_folder_fixture(const char* what = nullptr,
+                                std::chrono::seconds limit = std::chrono::seconds(120))
+      : dog(what != nullptr ? std::make_unique<watchdog>(what, limit) : nullptr),
+        root(image_data::photo_folder(tmp.path())) {}
+
+  std::unique_ptr<watchdog> dog;
+  temp_dir tmp;
+  std::filesystem::path root;
+};
 
 }  // namespace ringfeed::test
