@@ -15,9 +15,9 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/image/transform_list.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
