@@ -36,7 +36,7 @@ TOP_LEVEL = {
     "ringfeed.h": "bindings",
 }
 FOLDERS = {"detail": "core", "io": "io", "data": "data", "image": "image",
-           "cuda": "cuda"}
+           "cuda": "cuda", "loader": "loader"}
 # lib/<folder>: the layer its files belong to.
 LIB_FOLDERS = {"core": "core", "io": "io", "data": "data", "image": "image",
                "cuda": "cuda", "loader": "loader", "python": "bindings"}
