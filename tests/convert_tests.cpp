@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <ringfeed/cuda/uploader.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 namespace img = ringfeed::image;
 using ringfeed::output_spec;

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <ringfeed/data/dataset.hpp>
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/text.hpp>
 
 #include <cstdio>

@@ -19,7 +19,7 @@
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/thread_pool.hpp>
 
-#include "io/http_client.hpp"
+#include "io/object/http_client.hpp"
 #include "tiny_http.hpp"
 
 using namespace ringfeed;

@@ -10,7 +10,7 @@
 // here needs Python.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // (scaled / region) decodes of fast mode.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 
 #include <filesystem>
 #include <string>

@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "image/geometry_detail.hpp"
+#include "image/kernels/geometry_detail.hpp"
 #include "image_test_data.hpp"
 #include "simd_switch.hpp"
 

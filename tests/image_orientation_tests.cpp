@@ -6,8 +6,8 @@
 // ImageOps.exif_transpose of that. Nothing here needs Python.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/jpeg.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/decode.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 #include <algorithm>
 #include <cstdint>

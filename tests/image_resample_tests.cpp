@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "image/cpu_features.hpp"
-#include "image/resample_detail.hpp"
+#include "image/kernels/cpu_features.hpp"
+#include "image/kernels/resample_detail.hpp"
 #include "image_test_data.hpp"
 
 namespace img = ringfeed::image;

@@ -8,7 +8,7 @@
 // under ASan). Nothing here needs Python.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // same paths everywhere.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 #include <cmath>
 #include <cstdio>

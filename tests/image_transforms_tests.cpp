@@ -4,7 +4,7 @@
 // generator itself is tested in random_tests.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 #include <bit>
 #include <cstring>
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "image/planes.hpp"
+#include "image/transforms/planes.hpp"
 #include "image_test_data.hpp"
 #include "simd_switch.hpp"
 

@@ -8,7 +8,7 @@
 // anything is allocated. Nothing here needs Python.
 #include <catch2/catch.hpp>
 
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/random.hpp>
 
 #include <algorithm>

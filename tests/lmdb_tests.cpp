@@ -26,7 +26,7 @@
 #include <ringfeed/when_all.hpp>
 
 #include "data_test_support.hpp"
-#include "io/lmdb_source.hpp"
+#include "io/lmdb/lmdb_source.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

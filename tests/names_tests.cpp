@@ -7,7 +7,7 @@
 #include <string>
 
 #include <ringfeed/cuda/uploader.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/loader.hpp>
 #include <ringfeed/output_spec.hpp>

@@ -40,7 +40,7 @@
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/reader.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/output_spec.hpp>
 #include <ringfeed/stats.hpp>
 #include <ringfeed/task.hpp>

@@ -8,7 +8,7 @@
 
 #include <ringfeed/io/location.hpp>
 
-#include "io/lmdb_source.hpp"
+#include "io/lmdb/lmdb_source.hpp"
 #include "io/sources.hpp"
 
 namespace ringfeed::io {

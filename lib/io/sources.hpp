@@ -12,26 +12,26 @@ namespace ringfeed::io::detail {
 
 /// Local files (a directory, a manifest, tar shards or one file) through a
 /// reader: io_uring or pread, buffered or O_DIRECT; network mounts get the
-/// network retry policy. lib/io/local_source.cpp.
+/// network retry policy. lib/io/uring/local_source.cpp.
 std::unique_ptr<source> open_local_source(const std::string& location, thread_pool& resume_on,
                                           const source_options& options, storage_info storage);
 
-/// `nfs://server/export/dir` through one libnfs client. lib/io/nfs_source.cpp.
+/// `nfs://server/export/dir` through one libnfs client. lib/io/nfs/nfs_source.cpp.
 std::unique_ptr<source> open_nfs_source(const std::string& location, thread_pool& resume_on,
                                         const source_options& options);
 
 /// `https://host/path` (or http://): objects read unsigned through one
-/// libcurl multi client. lib/io/object_source.cpp.
+/// libcurl multi client. lib/io/object/object_source.cpp.
 std::unique_ptr<source> open_https_source(const std::string& location, thread_pool& resume_on,
                                           const source_options& options);
 
 /// `s3://bucket/prefix`: objects SigV4-signed, the prefix listed with
-/// ListObjectsV2. lib/io/s3_source.cpp.
+/// ListObjectsV2. lib/io/object/s3_source.cpp.
 std::unique_ptr<source> open_s3_source(const std::string& location, thread_pool& resume_on,
                                        const source_options& options);
 
 /// `inner` with a read-through disk cache in options.cache_dir, written by
-/// a thread of its own. lib/io/cached_source.cpp.
+/// a thread of its own. lib/io/cache/cached_source.cpp.
 std::unique_ptr<source> with_cache(std::unique_ptr<source> inner, const source_options& options);
 
 /// The depth a source of `storage` is sized for: options.depth, else the

@@ -15,14 +15,14 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/image/transform_spec.hpp>
-#include <ringfeed/loader/resolve.hpp>
-#include <ringfeed/image/transforms.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader.hpp>
+#include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/thread_pool.hpp>
 #include <ringfeed/when_all.hpp>

@@ -18,9 +18,9 @@
 // it). A tensor op that needs a tensor before it is timed with the op that
 // makes one, on both sides (`to_tensor+normalize`).
 #include <ringfeed/image/color.hpp>
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/image/transform_list.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 #include <cstddef>
 #include <exception>

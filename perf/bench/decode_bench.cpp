@@ -23,8 +23,8 @@
 // libjpeg-turbo has no val/train of its own: perf/compare/compare_runtime.py shows
 // those rows against turbojpeg's full decode as a reference ("decode alone").
 #include <ringfeed/image/image.hpp>
-#include <ringfeed/image/jpeg.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/decode.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 #include <cstddef>
 #include <cstdint>

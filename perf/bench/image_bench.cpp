@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include <ringfeed/image/jpeg.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/decode.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 namespace fs = std::filesystem;
 namespace img = ringfeed::image;

@@ -20,7 +20,7 @@
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/image/resample.hpp>
 #include <ringfeed/random.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 #include <cstddef>
 #include <cstdint>

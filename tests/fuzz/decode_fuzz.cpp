@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 
 #include "fuzz_support.hpp"
 

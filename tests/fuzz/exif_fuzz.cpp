@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "../../lib/image/codec_detail.hpp"
+#include "../../lib/image/codecs/codec_detail.hpp"
 #include "fuzz_support.hpp"
 
 namespace detail = ringfeed::image::detail;

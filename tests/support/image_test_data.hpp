@@ -19,7 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include <ringfeed/image/image.hpp>
-#include <ringfeed/image/jpeg.hpp>
+#include <ringfeed/image/decode.hpp>
 
 #include "files.hpp"
 

@@ -1,11 +1,11 @@
 // For tests of the image layer's SIMD paths: whether this CPU has what they
-// need (the library's own answer, lib/image/cpu_features.hpp: tests that
+// need (the library's own answer, lib/image/kernels/cpu_features.hpp: tests that
 // include this add lib/ to their include path), and a process-wide switch
 // (set_blur_simd, set_affine_simd, ...) turned off for one scope, so that
 // the portable path runs.
 #pragma once
 
-#include "image/cpu_features.hpp"
+#include "image/kernels/cpu_features.hpp"
 
 namespace ringfeed::test {
 

@@ -48,7 +48,7 @@
 #include <string>
 
 #include <ringfeed/cuda/stream.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/output_spec.hpp>
 
 namespace ringfeed::cuda {

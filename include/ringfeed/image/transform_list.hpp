@@ -28,7 +28,7 @@
 
 #include <ringfeed/image/geometry.hpp>
 #include <ringfeed/image/transform_op.hpp>
-#include <ringfeed/image/transforms.hpp>
+#include <ringfeed/image/pipeline.hpp>
 
 namespace ringfeed::image {
 

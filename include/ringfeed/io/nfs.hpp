@@ -141,7 +141,7 @@ class nfs_client {
   [[nodiscard]] std::string url_of(std::string_view path) const;
 
  private:
-  struct core;  // lib/io/nfs_core.hpp; shared with the operations in flight
+  struct core;  // lib/io/nfs/nfs_core.hpp; shared with the operations in flight
   std::shared_ptr<core> m_core;
 };
 

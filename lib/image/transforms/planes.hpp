@@ -1,0 +1,53 @@
+// Private to lib/image: uint8 HWC pixels to 32-bit channel planes through
+// one 256-entry table per channel, the last step of ToTensor [+ Normalize]
+// (the tables hold the float32 bits torch computes for each byte value,
+// normalize_table). The output is the tables' entries, so every path gives
+// the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <ringfeed/image/pipeline.hpp>
+
+namespace ringfeed::image::detail {
+
+/// out[c][x] = table[c][in[sx * channels + c]] for x in [0, width), where
+/// sx = width − 1 − x when `flip` (RandomHorizontalFlip), else x; channels
+/// is 1, 2 or 3 (the entries past it unused). With AVX2,
+/// eight pixels at a time (a shuffle splits the channels, a gather reads
+/// the tables); the portable loop elsewhere.
+void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool flip,
+                       const std::uint32_t* const table[3], std::uint32_t* const out[3]) noexcept;
+
+/// lookup_planes_row for every row of `src` (1 to 3 channels): channel c
+/// of pixel (y, x) goes to out[c · height · width + y · width + x], CHW.
+void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint32_t* out) noexcept;
+/// The same into 16-bit planes: each entry's low half (the float16 bits
+/// of a normalize_table(float16, ...)).
+void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3], std::uint16_t* out) noexcept;
+
+/// lookup_planes into float32 planes through normalize_table(float32,
+/// norm) = `table`, with AVX2 computing the entries' formula (float(v) /
+/// 255, then (x − mean) / std: the same float operations, so the same bits)
+/// instead of gathering them; the table elsewhere and for row tails.
+void compute_planes(image_view src, bool flip, const normalize_params* norm, const std::uint32_t* const table[3],
+                    float* out) noexcept;
+
+/// PILToTensor's CHW bytes: channel c of pixel i of `in` (`pixels`
+/// interleaved pixels of 1 to 3 channels) to out[c · pixels + i]; with
+/// AVX2, RGB eight pixels at a time.
+void split_planes(const std::uint8_t* in, std::size_t pixels, int channels, std::uint8_t* out) noexcept;
+
+/// ToTensor [+ Normalize] of `src` (1 to 3 channels) into float32 or
+/// float16 CHW planes at `dst`: lookup_planes through normalize_table(type,
+/// norm) (pipeline.hpp), kept per thread for the next sample of the same
+/// recipe (768 float divisions saved per sample). write_output and the
+/// transform lists' output write both end here.
+void write_normalized(image_view src, bool flip, dtype type, const normalize_params* norm, std::byte* dst);
+
+/// For tests: false makes lookup_planes_row and split_planes use the
+/// portable loop. Default true.
+void set_lookup_planes_simd(bool enabled) noexcept;
+
+}  // namespace ringfeed::image::detail
