@@ -25,7 +25,7 @@
 #include <vector>
 
 #include <ringfeed/io/cache.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 #include "child_process.hpp"
 #include "files.hpp"

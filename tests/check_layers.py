@@ -31,6 +31,7 @@ TOP_LEVEL = {
     "channel.hpp": "core", "text.hpp": "core", "log.hpp": "core",
     "random.hpp": "core", "output_spec.hpp": "core", "config.hpp": "core",
     "config.hpp.in": "core",
+    # forwarding headers to include/ringfeed/loader/, kept for one release
     "loader.hpp": "loader", "batch.hpp": "loader", "stats.hpp": "loader",
     "next_handoff.hpp": "loader", "asio.hpp": "loader",
     "ringfeed.h": "bindings",
@@ -39,8 +40,8 @@ FOLDERS = {"detail": "core", "io": "io", "data": "data", "image": "image",
            "cuda": "cuda", "loader": "loader"}
 # lib/<folder>: the layer its files belong to.
 LIB_FOLDERS = {"core": "core", "io": "io", "data": "data", "image": "image",
-               "cuda": "cuda", "loader": "loader", "python": "bindings"}
-LIB_TOP_LEVEL = {"c_api.cpp": "bindings"}
+               "cuda": "cuda", "loader": "loader", "python": "bindings", "capi": "bindings"}
+LIB_TOP_LEVEL = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SUFFIXES = {".hpp", ".h", ".cpp", ".c", ".cu", ".in"}

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"

@@ -25,12 +25,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include <ringfeed/asio.hpp>
+#include <ringfeed/loader/asio.hpp>
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/ring.hpp>
-#include <ringfeed/loader.hpp>
-#include <ringfeed/next_handoff.hpp>
+#include <ringfeed/loader/loader.hpp>
+#include <ringfeed/loader/next_handoff.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"

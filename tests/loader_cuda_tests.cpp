@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <ringfeed/cuda/device.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/ringfeed.h>
 #include <ringfeed/sync_wait.hpp>
 

@@ -19,7 +19,7 @@
 
 #include <ringfeed/cuda/uploader.hpp>
 #include <ringfeed/image/transform_list.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "loader_fixtures.hpp"

@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "loader_fixtures.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <ringfeed/data/dataset.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "loader_fixtures.hpp"

@@ -20,7 +20,7 @@
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
 #include <ringfeed/io/storage.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"

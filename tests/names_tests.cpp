@@ -9,7 +9,7 @@
 #include <ringfeed/cuda/uploader.hpp>
 #include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/io/reader.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/output_spec.hpp>
 
 using ringfeed::dtype;

@@ -23,7 +23,7 @@
 #include <ringfeed/io/cache.hpp>
 #include <ringfeed/io/nfs.hpp>
 #include <ringfeed/io/source.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/thread_pool.hpp>
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 #include "image_test_data.hpp"
 #include "test_support.hpp"

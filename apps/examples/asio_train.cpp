@@ -1,6 +1,6 @@
 // The training loop as a Boost.Asio coroutine: batches arrive through
 // `co_await ringfeed::async_next(loader, boost::asio::use_awaitable)` (from
-// <ringfeed/asio.hpp>), completing on the io_context's thread like any other
+// <ringfeed/loader/asio.hpp>), completing on the io_context's thread like any other
 // Asio operation (timers, sockets), so a loop that also serves a metrics
 // endpoint or checkpoints on a timer needs no extra threads.
 //   asio_train DATASET_DIR [epochs]
@@ -15,7 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <ringfeed/asio.hpp>
+#include <ringfeed/loader/asio.hpp>
 
 namespace asio = boost::asio;
 

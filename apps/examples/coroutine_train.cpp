@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 namespace {

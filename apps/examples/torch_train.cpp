@@ -17,7 +17,7 @@
 #define RINGFEED_EXAMPLE_TORCH_CUDA 1
 #endif
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 namespace {

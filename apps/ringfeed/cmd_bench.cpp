@@ -34,7 +34,7 @@
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/detail/json_text.hpp>
 #include <ringfeed/io/source.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/task.hpp>
 #include <ringfeed/thread_pool.hpp>

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/text.hpp>
 
 #include "commands.hpp"

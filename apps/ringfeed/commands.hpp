@@ -17,7 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/loader/resolve.hpp>
 
 namespace ringfeed::cli {

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <system_error>
 
-#include <ringfeed/next_handoff.hpp>
+#include <ringfeed/loader/next_handoff.hpp>
 #include <ringfeed/text.hpp>
 
 namespace ringfeed::cli {

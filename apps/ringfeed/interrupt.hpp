@@ -26,7 +26,7 @@
 #include <stop_token>
 
 #include <ringfeed/detail/unique_fd.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 namespace ringfeed::cli {
 

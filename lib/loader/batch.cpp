@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include <ringfeed/batch.hpp>
+#include <ringfeed/loader/batch.hpp>
 
 #include "loader_core.hpp"
 

@@ -1,6 +1,6 @@
 // ringfeed::loader — a thin facade over detail::loader_core. See loader.hpp
 // for the contract and loader_core.hpp for the structure.
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 #include <utility>
 

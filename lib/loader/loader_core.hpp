@@ -23,12 +23,12 @@
 #include <vector>
 
 #include <ringfeed/async_scope.hpp>
-#include <ringfeed/batch.hpp>
+#include <ringfeed/loader/batch.hpp>
 #include <ringfeed/channel.hpp>
 #include <ringfeed/cuda/uploader.hpp>
 #include <ringfeed/io/source.hpp>
 #include <ringfeed/io/storage.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/thread_pool.hpp>
 
 #include "loader_plan.hpp"

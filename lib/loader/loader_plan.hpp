@@ -12,7 +12,7 @@
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 namespace ringfeed::detail {
 

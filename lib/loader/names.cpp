@@ -3,7 +3,7 @@
 // one place each so the spellings and the errors cannot drift apart. Each
 // function is declared beside its type.
 #include <ringfeed/io/reader.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/output_spec.hpp>
 

@@ -1,5 +1,5 @@
 // ringfeed::next_handoff — see next_handoff.hpp.
-#include <ringfeed/next_handoff.hpp>
+#include <ringfeed/loader/next_handoff.hpp>
 
 #include <utility>
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include <ringfeed/image/transform_list.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 #include "names_detail.hpp"
 

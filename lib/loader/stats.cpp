@@ -1,6 +1,6 @@
 // ringfeed::loader_stats: the counters a loader gathers (loader::stats()),
 // utilizations, the bottleneck verdict and the JSON every front end prints.
-#include <ringfeed/stats.hpp>
+#include <ringfeed/loader/stats.hpp>
 
 #include <chrono>
 #include <mutex>

@@ -17,9 +17,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/loader/resolve.hpp>
-#include <ringfeed/next_handoff.hpp>
+#include <ringfeed/loader/next_handoff.hpp>
 
 namespace ringfeed::python {
 

@@ -65,7 +65,7 @@
 
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/cuda/uploader.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "cuda_sync_counter.hpp"

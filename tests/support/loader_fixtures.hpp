@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
 #include "image_test_data.hpp"

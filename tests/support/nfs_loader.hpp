@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <ringfeed/io/cache.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 
 #include "loader_fixtures.hpp"
 #include "nfs_server.hpp"

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/loader/node.hpp>
 
 namespace ringfeed {

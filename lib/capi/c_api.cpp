@@ -18,7 +18,7 @@
 
 #include <ringfeed/config.hpp>
 #include <ringfeed/io/aws_config.hpp>
-#include <ringfeed/loader.hpp>
+#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/sync_wait.hpp>
 

@@ -1,0 +1,94 @@
+// ringfeed::loader_stats — where a loader's time went.
+//
+// Each stage counts its busy time, items and bytes; the consumer's time
+// waiting in next() is measured. bottleneck() names the stage that limits
+// throughput from those numbers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringfeed {
+
+struct stage_stats {
+  /// Seconds of work summed over the stage's workers (for reads: seconds
+  /// that each read was outstanding, summed over reads in flight).
+  double busy_s = 0.0;
+  std::uint64_t items = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// A sample that on_error = skip left out, and why.
+struct skipped_sample {
+  std::string path;    ///< the file's name as bytes (not necessarily UTF-8)
+  std::string reason;  ///< the error message: outside bytes quoted by escape_bytes()
+};
+
+/// An option a front end left unset, and why it has the value it has
+/// (ringfeed::resolve); in the JSON as "<option>_reason".
+struct option_reason {
+  std::string option;  ///< its name in every front end ("memory_budget")
+  std::string reason;  ///< e.g. "1 GiB: room for 4 batch slabs of 38535168 bytes"
+};
+
+struct loader_stats {
+  double elapsed_s = 0.0;      ///< since the loader started producing
+  stage_stats read;            ///< storage: bytes read from files
+  stage_stats decode;          ///< decode + transform into batch slots
+  stage_stats upload;          ///< host → device copy + conversion (host: none)
+  double consumer_wait_s = 0.0;  ///< time next() waited for a batch
+  std::uint64_t batches = 0;   ///< batches delivered
+  std::uint64_t images = 0;    ///< images delivered
+  std::vector<skipped_sample> skipped;
+
+  std::string backend;       ///< "io_uring" or "pread"
+  bool direct = false;       ///< reads bypass the page cache (O_DIRECT in use)
+  std::uint64_t read_retries = 0;   ///< reads retried after a transient error (network)
+  std::uint64_t read_timeouts = 0;  ///< reads past their deadline
+  /// The local cache of remote samples (loader_options::cache_dir): whether
+  /// one is in use, and its counters (hits are samples read from local disk).
+  bool cache = false;
+  std::uint64_t cache_hits = 0;
+  std::uint64_t cache_misses = 0;
+  std::uint64_t cache_stores = 0;
+  std::uint64_t cache_evictions = 0;
+  std::uint64_t cache_bytes = 0;  ///< bytes the cache holds on disk now
+  /// Stores dropped because the cache's writer thread fell 64 MiB behind.
+  std::uint64_t cache_dropped = 0;
+  /// cache_hits / (cache_hits + cache_misses); 0 before any lookup.
+  [[nodiscard]] double cache_hit_rate() const noexcept;
+  std::size_t decode_threads = 0;
+  std::size_t io_depth = 0;
+  std::size_t prefetch_batches = 0;
+  std::size_t memory_budget = 0;  ///< bytes
+  std::size_t slab_bytes = 0;     ///< bytes of one batch slab
+  /// Why each option left unset has its value (loader_options::reasons).
+  std::vector<option_reason> reasons;
+
+  /// Share of its capacity each stage used over elapsed_s (0..1).
+  [[nodiscard]] double read_utilization() const noexcept;
+  [[nodiscard]] double decode_utilization() const noexcept;
+  [[nodiscard]] double upload_utilization() const noexcept;
+
+  /// The stage limiting throughput: "consumer" when next() waited under 5%
+  /// of the time (the pipeline is ahead); else "decode" or "upload" when
+  /// that stage used at least 75% of its capacity; else "storage" (data
+  /// did not arrive fast enough for stages that had room).
+  [[nodiscard]] std::string bottleneck() const;
+
+  /// One JSON object with every field above under the names `ringfeed bench
+  /// --json` prints (seconds, images, batches, bytes, images_per_s,
+  /// mb_per_s, backend, direct, threads, io_depth, prefetch_batches,
+  /// memory_budget, slab_bytes, stages{read_s, decode_s, upload_s,
+  /// consumer_wait_s, *_utilization}, bottleneck, reads{retries, timeouts},
+  /// skipped[{path, reason}], cache{hits, …} when a cache is in use). What
+  /// the CLI, the C API and the Python binding report. Valid UTF-8 whatever
+  /// bytes a path holds: strings go through json_string() (ringfeed/text.hpp),
+  /// so a path that is not UTF-8 is written as Python's surrogateescape
+  /// (`\udcNN` per stray byte) and json.loads gives the str os.fsdecode gives.
+  [[nodiscard]] std::string json() const;
+};
+
+}  // namespace ringfeed
