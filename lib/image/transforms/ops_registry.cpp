@@ -67,7 +67,10 @@ spec_args::spec_args(const spec_call& call) : m_call(&call) {
                                                 " given");
   auto it = params.begin();
   for (const spec_value& v : call.positional) m_bound.emplace_back((it++)->name, &v);
-  for (const auto& [name, v] : call.keywords) {
+  for (const auto& keyword : call.keywords) {
+    // not a structured binding: clang 14 cannot capture one in a lambda
+    const std::string& name = keyword.first;
+    const spec_value& v = keyword.second;
     const auto found = std::find_if(params.begin(), params.end(), [&](const op_param& p) { return p.name == name; });
     if (found == params.end()) {
       std::string known;
