@@ -232,6 +232,11 @@ TEST_CASE("spec errors name the column and the reason", "[transform_list]") {
   fails(std::string(40, '[').c_str(), "expected a name");
   fails(("RandomApply(" + std::string(40, '[')).c_str(), "nested too deeply");
   fails("Compose(Resize(3))", "Compose takes one list of transforms");
+  // nan passes a "< 0" test; torchvision takes it too and fails in uniform_ at the first image
+  fails("ColorJitter( nan)", "single number, it must be non negative");
+  fails("ColorJitter(hue=nan)", "single number, it must be non negative");
+  fails("ColorJitter(hue=0.6)", "hue values should be between (-0.5, 0.5)");
+  fails("ColorJitter(hue=inf)", "hue values should be between (-0.5, 0.5)");
 }
 
 TEST_CASE("infer() says which op cannot take what the one before gives", "[transform_list]") {

@@ -35,15 +35,16 @@ std::vector<double> jitter_range(const spec_args& a, std::string_view name, doub
   if (v == nullptr || v->type == spec_value::kind::none) return {};
   std::vector<double> r = a.numbers(name, {});
   if (v->type == spec_value::kind::number) {
-    if (r[0] < 0) a.fail(name, "If " + std::string(name) + " is a single number, it must be non negative.");
+    if (!(r[0] >= 0)) a.fail(name, "If " + std::string(name) + " is a single number, it must be non negative.");
     r = {center - r[0], center + r[0]};
     if (clip_first_on_zero) r[0] = std::max(r[0], 0.0);
-  } else if (r.size() == 2) {
-    if (!(lo <= r[0] && r[0] <= r[1] && r[1] <= hi))
-      a.fail(name, std::string(name) + " values should be between (" + spec_number(lo) + ", " + spec_number(hi) + ")");
-  } else {
+  } else if (r.size() != 2) {
     a.fail(name, std::string(name) + " should be a single number or a list/tuple with length 2.");
   }
+  // torchvision 0.14 checks the bounds of a pair only, so hue=0.6 failed in adjust_hue at the
+  // first image; later torchvision checks both forms here, and so do we.
+  if (!(lo <= r[0] && r[0] <= r[1] && r[1] <= hi))
+    a.fail(name, std::string(name) + " values should be between (" + spec_number(lo) + ", " + spec_number(hi) + ")");
   if (r[0] == center && r[1] == center) return {};
   return r;
 }
