@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <ringfeed/image/torch_reference.hpp>
 #include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/io/aws_config.hpp>
 
@@ -77,6 +78,7 @@ resolved resolve(loader_request r) {
   if (!r.transform.empty()) {
     apply_transform(o, r.transform, r.exact, r.max_pixels);  // o.output: the list's end
     out.recipe = "transform";
+    out.reasons.push_back({"transform", "torchvision's arithmetic as on " + image::current_torch_reference().name});
     if (r.output) o.output = fitting_output(o.pipeline, *r.output);
     if (!r.shuffle)
       out.reasons.push_back({"shuffle", o.sampler.shuffle ? "the transform draws random parameters"

@@ -19,6 +19,7 @@
 #include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/image/transform_spec.hpp>
+#include <ringfeed/image/torch_reference.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader/loader.hpp>
@@ -242,6 +243,15 @@ void bind_blocks(py::module_& m) {
     }
     return out;
   });
+  m.def(
+      "_set_torch_reference",
+      [](const std::string& text) {
+        const auto r = image::torch_reference::parse(text);
+        image::set_torch_reference(r);
+        return r.name;
+      },
+      py::arg("text"), "Ops built from now on follow this torch's arithmetic (torch_reference.hpp).");
+  m.def("_torch_reference", [] { return image::current_torch_reference().name; });
   m.def(
       "_augment_magnitudes",
       [](const std::string& op, int bins, int width, int height, bool wide) {

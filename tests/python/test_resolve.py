@@ -28,6 +28,11 @@ def test_stats_give_the_reason_for_each_default(val_dir):
     assert "pipeline_reason" not in s  # given, so not settled
     t = ringfeed.Loader(val_dir, batch_size=4, transform="RandomResizedCrop(32); ToTensor()").stats()
     assert t["shuffle_reason"] == "the transform draws random parameters"
+    import torch
+    import ringfeed.transforms as RT
+    # the torch whose arithmetic the ops follow: the one imported here
+    assert t["transform_reason"] == "torchvision's arithmetic as on " + RT.follow_installed_torch()
+    assert t["transform_reason"].startswith(f"torchvision's arithmetic as on torch {torch.__version__} (")
     given = ringfeed.Loader(val_dir, batch_size=4, shuffle=False, memory_budget=1 << 28).stats()
     assert "shuffle_reason" not in given and "memory_budget_reason" not in given
     assert given["pipeline_reason"] == "no transform or preset given: train"

@@ -25,9 +25,24 @@ def _plain(value):
     return value
 
 
+# Defaults torchvision changed after 0.14, whose table ringfeed.transforms
+# keeps: from 0.17, v1 Resize and RandomResizedCrop default to
+# antialias=True instead of None. On PIL images, where these ops run, both
+# mean Pillow's antialiased resample; a torchvision object is translated
+# from its own attributes, so its default is the installed one.
+_CHANGED_SINCE_0_14 = {((0, 17), "Resize", "antialias"), ((0, 17), "RandomResizedCrop", "antialias")}
+
+
+def _version(text):
+    return tuple(int(part) for part in text.split("+")[0].split(".")[:2])
+
+
 def test_the_signatures_equal_torchvisions_where_it_is_installed():
     tv = pytest.importorskip("torchvision.transforms")
-    checked = 0
+    import torchvision
+    installed = _version(torchvision.__version__)
+    allowed = {(name, param) for since, name, param in _CHANGED_SINCE_0_14 if installed >= since}
+    checked, differ = 0, set()
     for name, params in RT._SIGNATURES.items():
         reference = inspect.signature(getattr(tv, name)).parameters
         assert [p for p, _ in params] == list(reference), name
@@ -35,10 +50,11 @@ def test_the_signatures_equal_torchvisions_where_it_is_installed():
             expected = reference[param].default
             if default is RT._REQUIRED:
                 assert expected is inspect.Parameter.empty, (name, param)
-            else:
-                assert _plain(default) == _plain(expected), (name, param, default, expected)
+            elif _plain(default) != _plain(expected):
+                differ.add((name, param))
         checked += 1
     assert checked == len(RT._SIGNATURES)
+    assert differ == allowed, f"torchvision {torchvision.__version__}"
 
 
 def test_defaults_are_what_an_object_holds():

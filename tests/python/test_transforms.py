@@ -235,12 +235,59 @@ _AUG_NAMES = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotat
               "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
 
 
+# sha256[:16] of torch.linspace's float32 bytes as each torch computes them,
+# for (op, wide, bins) on a 224-wide image: torch 1.13.1 on AVX2 (Debian's),
+# torch 2.14.1 on AVX512 (fused multiply-add) and with
+# ATEN_CPU_CAPABILITY=default (no vector unit).
+_LINSPACE_GOLDENS = {
+    "torch=1.13.1 cpu=AVX2": {("TranslateX", False, 64): "335ecfcbca2514c4", ("TranslateX", False, 100): "51665fb27c021720",
+                              ("ShearX", False, 64): "22800662831fdacb", ("Solarize", False, 100): "7c029917f62d2d2e",
+                              ("Rotate", True, 64): "bf4fee835b9d3f85"},
+    "torch=2.14.1+cu130 cpu=AVX512": {("TranslateX", False, 64): "13c1f223315ddc45",
+                                      ("TranslateX", False, 100): "dc2ace1e801176d1",
+                                      ("ShearX", False, 64): "40ed99da4acd4597",
+                                      ("Solarize", False, 100): "ba7984b93503e6af",
+                                      ("Rotate", True, 64): "93a557dc9bd78377"},
+    "torch=2.14.1+cu130 cpu=DEFAULT": {("TranslateX", False, 64): "66b0502ec74995e7",
+                                       ("TranslateX", False, 100): "604ad4dba342e7e8",
+                                       ("ShearX", False, 64): "086c2d8cc2057d20",
+                                       ("Solarize", False, 100): "fd76d84a764d2976",
+                                       ("Rotate", True, 64): "5749f34180a2d9ff"},
+}
+
+
+@pytest.fixture
+def torch_reference_restored():
+    yield
+    RT._followed = None
+    RT.follow_installed_torch()  # torch is imported here: back to its arithmetic
+
+
+@pytest.mark.parametrize("reference", sorted(_LINSPACE_GOLDENS))
+def test_the_magnitude_bins_follow_each_torchs_linspace(reference, torch_reference_restored):
+    import hashlib
+    import struct
+    name = _ringfeed._set_torch_reference(reference)
+    assert name.startswith("torch ")
+    for (op, wide, bins), digest in _LINSPACE_GOLDENS[reference].items():
+        ours = _ringfeed._augment_magnitudes(op, bins, 224, 224, wide)
+        assert hashlib.sha256(struct.pack(f"<{bins}f", *ours)).hexdigest()[:16] == digest, (reference, op, bins)
+
+
+def test_a_torch_reference_that_cannot_be_followed_is_refused(torch_reference_restored):
+    with pytest.raises(ValueError, match="AVX2 only"):
+        _ringfeed._set_torch_reference("torch=1.13.1 cpu=AVX512")
+    with pytest.raises(ValueError, match="expected 'torch=<version>"):
+        _ringfeed._set_torch_reference("2.14")
+
+
 @pytest.mark.parametrize("bins", [10, 31, 5, 64, 2, 17, 100])
 @pytest.mark.parametrize("w, h", [(224, 224), (451, 300), (7, 5)])
 def test_augment_magnitude_bins_equal_torchvisions_float32_tables(bins, w, h):
     import torchvision.transforms.autoaugment as A
     ra = A.RandAugment(num_magnitude_bins=bins)
     tw = A.TrivialAugmentWide(num_magnitude_bins=bins)
+    RT.follow_installed_torch()  # the arithmetic of this torch, on this CPU
     for wide, space in ((False, ra._augmentation_space(bins, (h, w))), (True, tw._augmentation_space(bins))):
         for name, (magnitudes, _) in space.items():
             if magnitudes.ndim == 0:

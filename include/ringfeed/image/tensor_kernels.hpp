@@ -29,9 +29,11 @@ namespace ringfeed::image::tensor {
 /// then grid_sample(mode, padding_mode="zeros", align_corners=False),
 /// torch.round and uint8. `fill`: empty for None, else 1 or `channels`
 /// values (the dummy-mask blend of _apply_grid_transform), each in 0..255
-/// (else std::invalid_argument).
+/// (else std::invalid_argument). `fused_grid`: the grid's bmm as torch 2.x
+/// computes it on AVX2/AVX512 (x·a, then two fused multiply-adds); else
+/// as torch 1.13's reference BLAS (each product and sum rounded).
 void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
-            image_buffer& dst);
+            image_buffer& dst, bool fused_grid = false);
 
 /// _blend(img, zeros, factor).
 void adjust_brightness(image_view src, double factor, image_buffer& dst);

@@ -44,7 +44,8 @@ class transform_list {
   [[nodiscard]] static std::string supported_ops();
   /// Test hook: the magnitude bins AutoAugment / RandAugment (`wide`:
   /// TrivialAugmentWide) use for `op` ("ShearX", "Posterize", ...) on a
-  /// `size` image, as torchvision's _augmentation_space computes them.
+  /// `size` image, as torchvision's _augmentation_space computes them
+  /// under the current torch reference (torch_reference.hpp).
   [[nodiscard]] static std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide);
   /// RandomResizedCrop(size) + RandomHorizontalFlip() + ToTensor() +
   /// Normalize(ImageNet).

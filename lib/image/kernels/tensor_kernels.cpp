@@ -147,6 +147,7 @@ struct affine_job {
   float ax, bx, cx, ay, by, cy;  // _gen_affine_grid's rescaled theta
   float scale_w, scale_h;        // grid_sample's size / 2
   std::array<float, 3> fill;
+  bool fused_grid;               // torch 2.x's bmm: fma(1, c, fma(y, b, x·a))
 };
 
 // Per-row scratch of affine_rows: the sampling positions' corner weights
@@ -190,12 +191,15 @@ template <bool Bilinear, bool Masked, bool Simd>
     const float gx1 = py * j.bx, gy1 = py * j.by;
     int first = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if constexpr (Simd) first = positions_avx2(j, r, Bilinear, x_start, gx1, gy1);
+    if constexpr (Simd) {
+      if (!j.fused_grid) first = positions_avx2(j, r, Bilinear, x_start, gx1, gy1);
+    }
 #endif
     for (int x = first; x < w; ++x) {
       const float px = x_start + static_cast<float>(x);
       const float gx0 = px * j.ax, gy0 = px * j.ay;
-      const float gx01 = gx0 + gx1, gy01 = gy0 + gy1;
+      const float gx01 = j.fused_grid ? std::fma(py, j.bx, gx0) : gx0 + gx1;
+      const float gy01 = j.fused_grid ? std::fma(py, j.by, gy0) : gy0 + gy1;
       const float gx = gx01 + j.cx, gy = gy01 + j.cy;
       const float gx_1 = gx + 1.0f, gy_1 = gy + 1.0f;
       const float sx = std::fma(gx_1, j.scale_w, -0.5f);  // (g + 1)·size/2 − 0.5, fused
@@ -388,7 +392,7 @@ void affine_avx2(const affine_job& j, bool bilinear, bool masked) { affine_basel
 void set_affine_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
 
 void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
-            image_buffer& dst) {
+            image_buffer& dst, bool fused_grid) {
   require_channels("affine", src);
   const int w = src.width, h = src.height, ch = src.channels;
   if (!fill.empty() && fill.size() != 1 && fill.size() != static_cast<std::size_t>(ch))
@@ -410,6 +414,7 @@ void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, 
   j.ax = t[0] / half_w, j.bx = t[1] / half_w, j.cx = t[2] / half_w;
   j.ay = t[3] / half_h, j.by = t[4] / half_h, j.cy = t[5] / half_h;
   j.scale_w = static_cast<float>(w) / 2, j.scale_h = static_cast<float>(h) / 2;
+  j.fused_grid = fused_grid;
   j.src = src;
   j.dst = dst.view();
   if (simd_enabled.load(std::memory_order_relaxed) && image::detail::cpu_has_avx2_fma())

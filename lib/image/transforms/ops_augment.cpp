@@ -13,30 +13,6 @@
 
 namespace ringfeed::image {
 
-// torch.linspace(start, end, steps) in float32, bit for bit as torch 1.13's
-// CPU kernel computes it on an AVX2 machine (checked against torch for the
-// tables' ranges and 2..100 steps in test_transforms.py): element i is
-// start + step·i in the first half and end − step·(steps − 1 − i) in the
-// second, each one fused multiply-add (the compiler contracts ATen's scalar
-// expression); but the first floor(steps / 16) · 16 elements come from the
-// vectorized loop, in 8-lane chunks: the chunk's first element by the
-// scalar rule, then + k·step, rounded separately. (This file is compiled
-// with -ffp-contract=off so that only the std::fma calls fuse.)
-float linspace_at(double start, double end, int steps, int i) {
-  if (steps == 1) return static_cast<float>(start);
-  const float s = static_cast<float>(start);
-  const float e = static_cast<float>(end);
-  const float step = (e - s) / static_cast<float>(steps - 1);
-  const auto scalar = [&](int k) {
-    return k < steps / 2 ? std::fma(step, static_cast<float>(k), s)
-                         : std::fma(-step, static_cast<float>(steps - 1 - k), e);
-  };
-  if (i >= steps / 16 * 16) return scalar(i);
-  const int chunk = i / 8 * 8;
-  const float lane_step = static_cast<float>(i - chunk) * step;
-  return scalar(chunk) + lane_step;
-}
-
 int posterize_bits_at(int top, double divisor, int bins, int k) {
   const float q = static_cast<float>((bins - 1) / divisor);
   return top - static_cast<int>(std::nearbyint(static_cast<float>(k) / q));
@@ -56,7 +32,10 @@ constexpr std::string_view aug_names[] = {"Identity",   "ShearX",    "ShearY",  
 // The magnitude of bin `k` of `bins` for op `a` on a width × height image
 // (the _augmentation_space tables); `wide` selects TrivialAugmentWide's.
 // Returns NaN for the ops without magnitudes.
-double magnitude_of(aug a, int k, int bins, size2 size, bool wide) {
+double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule rule) {
+  const auto linspace_at = [rule](double start, double end, int steps, int i) {
+    return image::linspace_at(rule, start, end, steps, i);
+  };
   switch (a) {
     case aug::shear_x:
     case aug::shear_y: return linspace_at(0.0, wide ? 0.99 : 0.3, bins, k);
@@ -195,6 +174,7 @@ class augment_op final : public transform_op {
     interpolation interp = interpolation::nearest;
     std::vector<double> fill{0};
     bool fill_none = true;
+    linspace_rule linspace = current_torch_reference().linspace;  // the magnitude bins
   };
   explicit augment_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override {
@@ -238,7 +218,7 @@ class augment_op final : public transform_op {
       for (int i = 0; i < 2; ++i) {
         const policy_step& st = table[id][static_cast<std::size_t>(i)];
         if (!(static_cast<float>(probs[i]) <= static_cast<float>(st.p))) continue;  // float32 tensor <= p
-        double m = st.bin >= 0 ? magnitude_of(st.op, st.bin, 10, size, false) : 0.0;
+        double m = st.bin >= 0 ? magnitude_of(st.op, st.bin, 10, size, false, m_o.linspace) : 0.0;
         if (signed_op(st.op) && negative[i]) m = -m;
         steps.push_back({st.op, m});
       }
@@ -248,11 +228,11 @@ class augment_op final : public transform_op {
     for (int i = 0; i < count; ++i) {
       const aug op = rand_ops[rng.uniform_int(0, static_cast<std::int64_t>(std::size(rand_ops)))];
       double m = 0;
-      const bool has_bins = !std::isnan(magnitude_of(op, 0, m_o.bins, size, false));
+      const bool has_bins = !std::isnan(magnitude_of(op, 0, m_o.bins, size, false, m_o.linspace));
       if (has_bins) {
         const int k = m_o.kind == family::rand_augment ? m_o.magnitude
                                                         : static_cast<int>(rng.uniform_int(0, m_o.bins));
-        m = magnitude_of(op, k, m_o.bins, size, m_o.kind == family::trivial_wide);
+        m = magnitude_of(op, k, m_o.bins, size, m_o.kind == family::trivial_wide, m_o.linspace);
       }
       if (signed_op(op) && rng.uniform_int(0, 2) == 1) m = -m;
       steps.push_back({op, m});
@@ -321,11 +301,11 @@ op_ptr make_trivial_augment(const spec_call& c) {
 
 }  // namespace
 
-std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide) {
+std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide, linspace_rule rule) {
   std::vector<double> out;
   for (int i = 0; i < static_cast<int>(std::size(aug_names)); ++i)
     if (aug_names[i] == op)
-      for (int k = 0; k < bins; ++k) out.push_back(magnitude_of(static_cast<aug>(i), k, bins, size, wide));
+      for (int k = 0; k < bins; ++k) out.push_back(magnitude_of(static_cast<aug>(i), k, bins, size, wide, rule));
   return out;
 }
 

@@ -41,8 +41,11 @@ bool signed_op(mix_op o) {
 }
 
 // _augmentation_space(num_bins=10, (height, width))[op][0][bin].
-double magnitude_of(mix_op o, int bin, size2 size) {
+double magnitude_of(mix_op o, int bin, size2 size, linspace_rule rule) {
   constexpr int bins = 10;
+  const auto linspace_at = [rule](double start, double end, int steps, int i) {
+    return image::linspace_at(rule, start, end, steps, i);
+  };
   switch (o) {
     case mix_op::shear_x:
     case mix_op::shear_y: return linspace_at(0.0, 0.3, bins, bin);
@@ -117,23 +120,24 @@ struct mix_draw {
 };
 
 // _apply_op on a uint8 tensor.
-void apply(image_view src, const mix_step& st, bool bilinear, std::span<const double> fill, image_buffer& dst) {
+void apply(image_view src, const mix_step& st, bool bilinear, std::span<const double> fill, bool fused_grid,
+           image_buffer& dst) {
   const double m = st.magnitude;
   const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
   const std::array<double, 2> corner{-src.width * 0.5, -src.height * 0.5};  // center=[0, 0] in torch's frame
   switch (st.op) {
     case mix_op::shear_x:
-      return tensor::affine(src, inverse_affine_matrix(corner, 0.0, {0, 0}, 1.0, {deg, 0.0}), bilinear, fill, dst);
+      return tensor::affine(src, inverse_affine_matrix(corner, 0.0, {0, 0}, 1.0, {deg, 0.0}), bilinear, fill, dst, fused_grid);
     case mix_op::shear_y:
-      return tensor::affine(src, inverse_affine_matrix(corner, 0.0, {0, 0}, 1.0, {0.0, deg}), bilinear, fill, dst);
+      return tensor::affine(src, inverse_affine_matrix(corner, 0.0, {0, 0}, 1.0, {0.0, deg}), bilinear, fill, dst, fused_grid);
     case mix_op::translate_x:
       return tensor::affine(src, inverse_affine_matrix({0, 0}, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), bilinear, fill,
-                            dst);
+                            dst, fused_grid);
     case mix_op::translate_y:
       return tensor::affine(src, inverse_affine_matrix({0, 0}, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), bilinear, fill,
-                            dst);
+                            dst, fused_grid);
     case mix_op::rotate:  // F.rotate: the inverse matrix of −angle about the centre
-      return tensor::affine(src, inverse_affine_matrix({0, 0}, -m, {0, 0}, 1.0, {0, 0}), bilinear, fill, dst);
+      return tensor::affine(src, inverse_affine_matrix({0, 0}, -m, {0, 0}, 1.0, {0, 0}), bilinear, fill, dst, fused_grid);
     case mix_op::posterize: return posterize(src, static_cast<int>(m), dst);
     case mix_op::solarize: return solarize(src, m, dst);
     case mix_op::autocontrast: return tensor::autocontrast(src, dst);
@@ -168,6 +172,8 @@ class augmix_op final : public transform_op {
     double alpha = 1.0;
     bool all = true, bilinear = true;
     std::vector<double> fill;  // empty: None
+    linspace_rule linspace = current_torch_reference().linspace;  // the magnitude bins
+    bool fused_grid = current_torch_reference().fused_bmm;         // the geometric ops' grid
   };
   explicit augmix_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override { return "AugMix"; }
@@ -197,7 +203,7 @@ class augmix_op final : public transform_op {
       auto& chain = d.steps.emplace_back();
       for (int k = 0; k < depth; ++k) {
         const auto op = static_cast<mix_op>(draw_int(0, m_o.all ? all_ops : basic_ops));
-        double m = has_magnitudes(op) ? magnitude_of(op, draw_int(0, m_o.severity), size) : 0.0;
+        double m = has_magnitudes(op) ? magnitude_of(op, draw_int(0, m_o.severity), size, m_o.linspace) : 0.0;
         if (signed_op(op) && draw_int(0, 2) == 1) m = -m;
         chain.push_back({op, m});
       }
@@ -227,7 +233,7 @@ class augmix_op final : public transform_op {
     for (std::size_t c = 0; c < d.steps.size(); ++c) {
       image_view aug = orig;
       for (const mix_step& st : d.steps[c]) {
-        apply(aug, st, m_o.bilinear, m_o.fill, b);
+        apply(aug, st, m_o.bilinear, m_o.fill, m_o.fused_grid, b);
         std::swap(a, b);
         aug = a.view();
       }

@@ -19,6 +19,7 @@
 #include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/image/transform_op.hpp>
 #include <ringfeed/image/transform_spec.hpp>
+#include <ringfeed/image/torch_reference.hpp>
 
 namespace ringfeed::image {
 
@@ -114,17 +115,14 @@ void run_on_output(const transform_op& op, std::span<std::byte> dst, const outpu
 /// RandomVerticalFlip; sets `p`. For compile(), which fuses flips.
 [[nodiscard]] bool is_flip_op(const transform_op& op, bool horizontal, double& p);
 
-/// Element `i` of torch.linspace(start, end, steps) in float32, as torch
-/// 1.13's CPU kernel computes it (ops_augment.cpp).
-[[nodiscard]] float linspace_at(double start, double end, int steps, int i);
-
 /// Bin `k` of the augment spaces' Posterize table:
 /// top − (arange(bins) / ((bins − 1) / divisor)).round().int(), a float32
 /// quotient rounded half to even (ops_augment.cpp).
 [[nodiscard]] int posterize_bits_at(int top, double divisor, int bins, int k);
 
 /// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes).
-[[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide);
+[[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide,
+                                                     linspace_rule rule);
 
 /// Builds the op a call names; transform_spec_error for an unknown op
 /// (listing the supported ones) or bad arguments.

@@ -187,7 +187,8 @@ class Loader:
         # Python's types are checked.
         spec, self._transform_ops = "", None
         if transform is not None:
-            from .transforms import _joined, _op_specs
+            from .transforms import _joined, _op_specs, follow_installed_torch
+            follow_installed_torch()
             if isinstance(transform, str):
                 spec = transform
             else:  # parsed once, by C++ (resolve); its errors reworded to name the op

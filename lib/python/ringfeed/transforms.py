@@ -19,6 +19,7 @@ import ast
 import enum
 import math
 import numbers
+import sys
 
 from . import _ringfeed
 
@@ -158,8 +159,44 @@ def _flatten(transform):
     return [transform]
 
 
+_followed = None
+
+
+def follow_installed_torch():
+    """Make the ops built from now on follow the arithmetic of the torch this
+    process has imported (where torch versions differ: torch.linspace's
+    float32 bins; see torch_reference.hpp). Called wherever a transform is
+    translated; without torch imported, the C++ default (torch 1.13, AVX2,
+    the goldens' reference) stays. Returns the reference's name."""
+    global _followed
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(torch, "__version__", None) is None:
+        return _ringfeed._torch_reference()
+    if _followed is not torch:
+        text = torch_reference_text(torch)
+        for name, key in (("torchvision", "torchvision"), ("PIL", "pillow")):
+            version = getattr(sys.modules.get(name), "__version__", None)
+            if version:
+                text += f" {key}={version}"
+        _ringfeed._set_torch_reference(text)
+        _followed = torch
+    return _ringfeed._torch_reference()
+
+
+def torch_reference_text(torch):
+    """"torch=<version> cpu=<capability>" of an imported torch module."""
+    cpu = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if cpu is not None:
+        cpu = cpu()
+    else:  # torch 1.x: the line "CPU capability usage: AVX2" of its build summary
+        cpu = next((line.split(":", 1)[1].strip() for line in torch.__config__.show().splitlines()
+                    if "CPU capability usage" in line), "AVX2")
+    return f"torch={torch.__version__} cpu={cpu}"
+
+
 def _op_specs(transform):
     """[(type name, spec)] of each op of `transform`, translated, not parsed."""
+    follow_installed_torch()
     return [(type(t).__name__, _op_spec(t, f"transform {position}"))
             for position, t in enumerate(_flatten(transform))]
 
@@ -194,6 +231,7 @@ def to_spec(transform, check=True):
     check=False: translated only (C++ parses it where it is used, and a
     ValueError from there is reworded by _name_the_op)."""
     if isinstance(transform, str):
+        follow_installed_torch()
         return transform
     ops = _op_specs(transform)
     spec = _joined(ops)
@@ -212,6 +250,7 @@ def output_of(transform, source_size=None):
     of source_size=(height, width)); random True when an op draws random
     parameters. The list is parsed once, here."""
     height, width = source_size if source_size is not None else (0, 0)
+    follow_installed_torch()
     ops = None if isinstance(transform, str) else _op_specs(transform)
     try:
         return _ringfeed._transform_output(transform if ops is None else _joined(ops), height, width)
@@ -219,5 +258,5 @@ def output_of(transform, source_size=None):
         raise (e if ops is None else _name_the_op(ops, e)) from None
 
 
-__all__ = ["InterpolationMode", "AutoAugmentPolicy", "to_spec", "output_of"] + [
+__all__ = ["InterpolationMode", "AutoAugmentPolicy", "to_spec", "output_of", "follow_installed_torch"] + [
     n for n in _SIGNATURES]

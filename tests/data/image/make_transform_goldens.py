@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes tests/data/image/transforms/goldens.json (and augmix_goldens.json,
-AugMix pinned to ringfeed's draws): the digest (shape,
-dtype, sha256) of torchvision 0.14's output (Pillow 9.4, Debian 12) for each
+AugMix pinned to ringfeed's draws, keyed by the torch that made them): the
+digest (shape, dtype, sha256) of torchvision 0.14's output (Pillow 9.4,
+Debian 12; the v1 ops give the same bytes on torchvision 0.29) for each
 recipe of tests/python/transform_recipes.py on each of its images, so the
 transform parity tests also run where torchvision is not installed.
 Deterministic: rerun after adding a recipe; unchanged entries stay equal."""
@@ -28,6 +29,7 @@ def augmix_goldens():
     needs the ringfeed module on PYTHONPATH, and changes with its draws."""
     import ringfeed.transforms as RT
     from ringfeed import _ringfeed
+    RT.follow_installed_torch()
     out = {}
     for rid, case in R.augmix_recipes(T, torch).items():
         before, augmix, after = case
@@ -58,9 +60,19 @@ def main():
         out[rid] = {img: R.digest(R.reference(transform, os.path.join(R.DATA, img))) for img in R.IMAGES}
     write(R.GOLDENS, out)
     print(f"{R.GOLDENS}: {len(out)} recipes x {len(R.IMAGES)} images")
-    augmix = augmix_goldens()
-    write(R.AUGMIX_GOLDENS, augmix)
-    print(f"{R.AUGMIX_GOLDENS}: {len(augmix)} AugMix cases x {len(R.IMAGES)} images x {len(R.AUGMIX_SAMPLES)} samples")
+    # AugMix's tensor arithmetic differs between torch versions: one set of
+    # goldens per torch it was made with (torch_reference.hpp), this one's
+    # replaced, the others kept.
+    import ringfeed.transforms as RT
+    key = RT.torch_reference_text(torch)
+    every = {}
+    if os.path.exists(R.AUGMIX_GOLDENS):
+        with open(R.AUGMIX_GOLDENS) as f:
+            every = json.load(f)
+    every[key] = augmix = augmix_goldens()
+    write(R.AUGMIX_GOLDENS, every)
+    print(f"{R.AUGMIX_GOLDENS}[{key}]: {len(augmix)} AugMix cases x {len(R.IMAGES)} images x "
+          f"{len(R.AUGMIX_SAMPLES)} samples")
 
 
 if __name__ == "__main__":
