@@ -2,8 +2,9 @@
 # ringfeed bootstrap: install what is missing (Debian 12), build, and run.
 #
 #   ./bootstrap.sh demo   install, build Release, generate a sample dataset, run `ringfeed bench` on it
-#   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python), ASan+UBSan, TSan,
-#                         and the libFuzzer targets (corpus replay, then 30 s of fuzzing each)
+#   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python under Debian's
+#                         torch 1.13 and again under torch 2.14.1 in a cached venv), ASan+UBSan, TSan,
+#                         and the libFuzzer targets (corpus replay, then 30 s of fuzzing each; 15 s under CI)
 #   ./bootstrap.sh deps   only install the Debian packages the build needs, and s3rver (npm) for the
 #                         object-store tests, into ~/.cache/ringfeed/node (RINGFEED_NODE_PREFIX)
 #
@@ -39,6 +40,7 @@ packages=(
   python3-torchvision python3-pil python3-numpy  # torchvision parity tests; the DataLoader baseline in perf/
   clang libclang-rt-14-dev              # the libFuzzer targets in tests/fuzz (the fuzz preset)
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pip libdlpack-dev  # the Python module (zero-copy tensors through DLPack) and its tests
+  python3-venv                          # the torch 2.x venv the Python tests run in a second time
   libcurl4-openssl-dev libssl-dev       # s3:// and https:// sources: libcurl's multi interface; SigV4's HMAC/SHA-256
   libexpat1-dev                         # S3 ListObjectsV2, error and STS responses
   python3-boto3 openssl                 # the object-store tests' uploads and perf baseline; their TLS certificates
@@ -93,6 +95,30 @@ install_s3rver() {
   npm install --prefix "$node_prefix" --no-audit --no-fund --loglevel=error "s3rver@$s3rver_version"
 }
 
+# The torch 2.x world: a venv of Debian's python3 (the same ABI as the
+# module the build makes) with tests/python/torch2-requirements.txt, every
+# package pinned; torch's CUDA build runs on the CPU. Several GB, so one
+# venv, cached across clones and runs (RINGFEED_TORCH2_VENV), never a
+# global install; rebuilt only when the requirements change.
+# RINGFEED_TORCH2=0 skips it (and the tests that need it say so).
+torch2_venv="${RINGFEED_TORCH2_VENV:-$HOME/.cache/ringfeed/venv-torch2}"
+torch2_python=""
+ensure_torch2_venv() {
+  [ "${RINGFEED_TORCH2:-1}" = 0 ] && { log "RINGFEED_TORCH2=0: no torch 2.x venv, its test leg is not run"; return; }
+  local req="$here/tests/python/torch2-requirements.txt" stamp="$torch2_venv/.ringfeed-requirements"
+  if [ -x "$torch2_venv/bin/python" ] && cmp -s "$req" "$stamp"; then
+    log "torch 2.x venv present: $torch2_venv"
+  else
+    log "creating the torch 2.x venv in $torch2_venv (pip, pinned: tests/python/torch2-requirements.txt)"
+    rm -rf "$torch2_venv"
+    /usr/bin/python3 -m venv "$torch2_venv"
+    "$torch2_venv/bin/pip" install -q --no-input -r "$req" ||
+      { log "pip could not install $req (no PyPI? set RINGFEED_TORCH2=0 to test without torch 2.x)"; return 1; }
+    cp "$req" "$stamp"
+  fi
+  torch2_python="$torch2_venv/bin/python"
+}
+
 configure_and_build() {  # preset
   log "configure + build: preset $1"
   local flags=()
@@ -100,6 +126,11 @@ configure_and_build() {  # preset
   # full debug info doubles a tree's size, and CI machines are short of disk.
   [ "${CI:-}" = true ] && flags=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
                                  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+  # the Python tests' second world (default preset only: the others run C++)
+  [ "$1" = default ] && flags+=(-DRINGFEED_TORCH2_PYTHON="$torch2_python")
+  # CI's 45 minutes on 2 cores pay for the torch 2.x leg with 15 s less
+  # fuzzing per target (26 targets); the corpus replay is unchanged.
+  [ "$1" = fuzz ] && [ "${CI:-}" = true ] && flags+=(-DRINGFEED_FUZZ_SECONDS=15)
   cmake --preset "$1" "${flags[@]}" >/dev/null
   cmake --build --preset "$1" -j "$jobs"
 }
@@ -158,6 +189,7 @@ test_preset() {  # preset [last]
 cmd_test() {
   install_deps
   install_s3rver
+  ensure_torch2_venv
   test_preset default
   test_preset asan
   test_preset tsan
