@@ -375,3 +375,29 @@ def test_the_training_example_runs_with_the_import_swapped(train_dir):
                           capture_output=True, text=True, timeout=300, env=child_env())
     assert proc.returncode == 0, proc.stderr
     assert "ringfeed.DataLoader(200 images" in proc.stdout and "6 steps" in proc.stdout, proc.stdout
+
+
+def _v2():
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    if not hasattr(v2, "ToImage"):
+        pytest.skip("torchvision.transforms.v2 before 0.16 (no ToImage): test_transforms_v2's goldens cover it")
+    return v2
+
+
+@pytest.mark.parametrize("recipe", ["v2_val", "nested_lists"])
+def test_torch2_scripts_run_natively_with_torchs_batches(train_dir, recipe):
+    # issue 42: the val transform people write with transforms.v2, and lists
+    # built from lists, run in ringfeed (strict: no fallback) batch for batch
+    # as torch's DataLoader gives them
+    if recipe == "v2_val":
+        v2 = _v2()
+        transform = v2.Compose([v2.Resize(40), v2.CenterCrop(32), v2.PILToTensor(),
+                                v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+    else:
+        transform = T.Compose([T.Compose([T.Resize(40), T.Compose([T.CenterCrop(32)])]), T.ToTensor(),
+                               T.Normalize(MEAN, STD)])
+    dataset = datasets.ImageFolder(train_dir, transform=transform)
+    ours = native(dataset, batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(3), strict=True)
+    theirs = torch.utils.data.DataLoader(dataset, batch_size=16, shuffle=True,
+                                         generator=torch.Generator().manual_seed(3))
+    assert_like_torch(batches(ours), batches(theirs), recipe)

@@ -1,5 +1,5 @@
 // ringfeed::image::op_signatures: torchvision 0.14's constructor signature
-// of every op the spec grammar knows, the one list of them: spec_args binds
+// (v2's for ToImage, ToDtype and ToPureTensor) of every op the spec grammar knows, the one list of them: spec_args binds
 // calls to it, and the Python binding generates ringfeed.transforms'
 // classes from it (transforms.py). Defaults are written in spec syntax;
 // transform_list_tests checks that writing each one out changes nothing.
@@ -37,6 +37,9 @@ constexpr op_param AugMix_params[] = {{"severity", "3"}, {"mixture_width", "3"},
 constexpr op_param ConvertImageDtype_params[] = {{"dtype", {}, "float32"}};
 constexpr op_param Normalize_params[] = {{"mean", {}, "(0.5,)"}, {"std", {}, "(0.5,)"}, {"inplace", "False"}};
 constexpr op_param RandomErasing_params[] = {{"p", "0.5"}, {"scale", "(0.02, 0.33)"}, {"ratio", "(0.3, 3.3)"}, {"value", "0"}, {"inplace", "False"}};
+constexpr op_param Compose_params[] = {{"transforms", {}, "[RandomHorizontalFlip()]"}};
+// torchvision.transforms.v2's own (0.16 and later); Compose is v1's and v2's
+constexpr op_param ToDtype_params[] = {{"dtype", {}, "float32"}, {"scale", "False"}};
 constexpr op_param RandomApply_params[] = {{"transforms", {}, "[RandomHorizontalFlip()]"}, {"p", "0.5"}};
 constexpr op_param RandomChoice_params[] = {{"transforms", {}, "[RandomHorizontalFlip(), RandomVerticalFlip()]"}, {"p", "None"}};
 constexpr op_param RandomOrder_params[] = {{"transforms", {}, "[RandomHorizontalFlip(), RandomVerticalFlip()]"}};
@@ -71,6 +74,10 @@ constexpr op_signature signatures[] = {
     {"ConvertImageDtype", ConvertImageDtype_params},
     {"Normalize", Normalize_params},
     {"RandomErasing", RandomErasing_params},
+    {"ToImage", {}},
+    {"ToDtype", ToDtype_params},
+    {"ToPureTensor", {}},
+    {"Compose", Compose_params},
     {"RandomApply", RandomApply_params},
     {"RandomChoice", RandomChoice_params},
     {"RandomOrder", RandomOrder_params},

@@ -1,4 +1,5 @@
-// The container ops: RandomApply, RandomChoice and RandomOrder. Their own
+// The container ops: Compose (nested in a list), RandomApply, RandomChoice
+// and RandomOrder. Their own
 // draw follows torchvision (RandomApply: torch.rand(1); RandomChoice and
 // RandomOrder: Python's random.choices / random.shuffle formulas), from the
 // container's stream; each child draws from a stream of its own
@@ -48,6 +49,29 @@ std::vector<std::size_t> iota(std::size_t n) {
   std::iota(v.begin(), v.end(), 0);
   return v;
 }
+
+// A Compose inside a list (a top-level one is the list itself,
+// transform_spec.cpp): its transforms in order, no draw of its own.
+class compose_op final : public transform_op {
+ public:
+  explicit compose_op(std::vector<op_ptr> ops) : m_ops(std::move(ops)), m_order(iota(m_ops.size())) {
+    if (m_ops.empty()) throw std::invalid_argument("Compose: needs at least one transform");
+  }
+  std::string_view name() const noexcept override { return "Compose"; }
+  std::string spec() const override { return "Compose(" + list_spec(m_ops) + ")"; }
+  frame_shape infer(const frame_shape& in) const override { return chain(m_ops, in); }
+  bool deterministic() const noexcept override {
+    return std::all_of(m_ops.begin(), m_ops.end(), [](const op_ptr& op) { return op->deterministic(); });
+  }
+  std::vector<double> draw_for_test(sample_rng&, size2, int) const override { return {}; }
+  void run(frame& f, sample_rng&, const sample_key& key, std::uint32_t stream, op_scratch& s) const override {
+    run_children(m_ops, m_order, f, key, stream, s);
+  }
+
+ private:
+  std::vector<op_ptr> m_ops;
+  std::vector<std::size_t> m_order;
+};
 
 class random_apply_op final : public transform_op {
  public:
@@ -160,6 +184,10 @@ class random_order_op final : public transform_op {
   std::vector<op_ptr> m_ops;
 };
 
+op_ptr make_compose(const spec_call& c) {
+  const spec_args a(c);
+  return std::make_shared<compose_op>(a.transforms("transforms"));
+}
 op_ptr make_random_apply(const spec_call& c) {
   const spec_args a(c);
   return std::make_shared<random_apply_op>(a.transforms("transforms"), a.number("p", 0.5));
@@ -177,6 +205,7 @@ op_ptr make_random_order(const spec_call& c) {
 
 std::span<const op_entry> container_op_entries() {
   static const op_entry entries[] = {
+      {"Compose", make_compose},
       {"RandomApply", make_random_apply},
       {"RandomChoice", make_random_choice},
       {"RandomOrder", make_random_order},

@@ -83,6 +83,7 @@ struct op_entry {
 [[nodiscard]] std::span<const op_entry> augment_op_entries();
 [[nodiscard]] std::span<const op_entry> augmix_op_entries();
 [[nodiscard]] std::span<const op_entry> container_op_entries();
+[[nodiscard]] std::span<const op_entry> v2_op_entries();
 
 /// What compile() needs to know of a geometric op to fuse it with the
 /// decoder.
@@ -123,6 +124,20 @@ void run_on_output(const transform_op& op, std::span<std::byte> dst, const outpu
 /// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes).
 [[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide,
                                                      linspace_rule rule);
+
+/// torch's float → uint8 cast (`.to(torch.uint8)`) as x86 builds compile it:
+/// truncation to int32 (cvttss2si), then the low byte. Values outside
+/// [0, 256) wrap (1802.7 → 10, −49.5 → 207), and NaN, ±inf and values past
+/// int32 give 0x80000000's low byte, 0. A Normalize before
+/// ConvertImageDtype(uint8) makes such values; torchvision returns them so.
+[[nodiscard]] inline std::uint8_t torch_to_uint8(float s) {
+  if (!(s >= -2147483648.0f && s < 2147483648.0f)) return 0;
+  return static_cast<std::uint8_t>(static_cast<std::int32_t>(s));
+}
+
+/// An image or uint8 tensor becomes a float32 CHW tensor of v / 255
+/// (ToTensor, ConvertImageDtype; ops_tensor.cpp).
+void to_float(frame& f);
 
 /// Builds the op a call names; transform_spec_error for an unknown op
 /// (listing the supported ones) or bad arguments.

@@ -172,9 +172,9 @@ std::vector<op_ptr> spec_args::transforms(std::string_view param) const {
 }
 
 namespace {
-std::array<std::span<const op_entry>, 7> op_tables() {
+std::array<std::span<const op_entry>, 8> op_tables() {
   return {shape_op_entries(),   tensor_op_entries(), geometry_op_entries(),  color_op_entries(),
-          augment_op_entries(), augmix_op_entries(), container_op_entries()};
+          augment_op_entries(), augmix_op_entries(), container_op_entries(), v2_op_entries()};
 }
 }  // namespace
 
@@ -218,8 +218,13 @@ void require_kind(std::string_view op, const frame_shape& in, std::initializer_l
     if (k == in.kind) return;
   std::string want;
   for (frame_kind k : kinds) want += (want.empty() ? "" : " or ") + std::string(to_string(k));
+  std::string hint;
+  if (in.kind != frame_kind::image && std::find(kinds.begin(), kinds.end(), frame_kind::image) != kinds.end())
+    hint = " (on a tensor torchvision computes " + std::string(op) +
+           " with torch's arithmetic, which ringfeed does not run; on a PIL image it uses Pillow's, which ringfeed "
+           "does: put ToImage() / PILToTensor() after it)";
   throw std::invalid_argument(std::string(op) + " expects " + want + ", but the transform before it gives " +
-                              std::string(to_string(in.kind)));
+                              std::string(to_string(in.kind)) + hint);
 }
 
 }  // namespace ringfeed::image

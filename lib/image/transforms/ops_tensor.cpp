@@ -14,6 +14,8 @@ namespace ringfeed::image {
 
 namespace {
 
+}  // namespace
+
 // image or uint8 tensor → float32 CHW, v / 255 (ToTensor, ConvertImageDtype):
 // the 256 quotients' bits from normalize_table (no Normalize), as the fused
 // output writes them.
@@ -24,6 +26,8 @@ void to_float(frame& f) {
   f.reset_tensor(v.channels, v.height, v.width);
   detail::lookup_planes(v, false, table, reinterpret_cast<std::uint32_t*>(f.values.data()));
 }
+
+namespace {
 
 class to_tensor_op final : public transform_op {
  public:
@@ -54,16 +58,6 @@ class pil_to_tensor_op final : public transform_op {
     f.kind = frame_kind::tensor_u8;
   }
 };
-
-// torch's float → uint8 cast (`.to(torch.uint8)`) as x86 builds compile it:
-// truncation to int32 (cvttss2si), then the low byte. Values outside
-// [0, 256) wrap (1802.7 → 10, −49.5 → 207), and NaN, ±inf and values past
-// int32 give 0x80000000's low byte, 0. A Normalize before
-// ConvertImageDtype(uint8) makes such values; torchvision returns them so.
-std::uint8_t torch_to_uint8(float s) {
-  if (!(s >= -2147483648.0f && s < 2147483648.0f)) return 0;
-  return static_cast<std::uint8_t>(static_cast<std::int32_t>(s));
-}
 
 // ConvertImageDtype(torch.float32 | torch.uint8), F_t.convert_image_dtype.
 class convert_dtype_op final : public transform_op {

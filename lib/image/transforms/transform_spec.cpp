@@ -40,20 +40,7 @@ class parser {
     std::vector<spec_call> calls;
     skip_space();
     if (at_end()) return calls;
-    spec_call first = call(0);
-    skip_space();
-    if (first.name == "Compose" && at_end()) {
-      if (first.positional.size() != 1 || !first.keywords.empty() ||
-          first.positional[0].type != spec_value::kind::list)
-        throw transform_spec_error(first.column, "Compose takes one list of transforms");
-      for (const spec_value& v : first.positional[0].items) {
-        if (v.type != spec_value::kind::call)
-          throw transform_spec_error(v.column, "Compose's list holds transforms, not values");
-        calls.push_back(*v.call);
-      }
-      return calls;
-    }
-    calls.push_back(std::move(first));
+    calls.push_back(call(0));
     while (true) {
       skip_space();
       if (at_end()) break;
@@ -62,10 +49,32 @@ class parser {
       if (at_end()) break;
       calls.push_back(call(0));
     }
-    return calls;
+    // A Compose in the list is its own list, in place (any depth): the same
+    // ops in the same order, and a list whose spec() parses back equal. (One
+    // with other arguments stays, for the op's binding to name the error.)
+    std::vector<spec_call> flat;
+    for (spec_call& c : calls) splice(std::move(c), flat);
+    return flat;
   }
 
  private:
+  static void splice(spec_call c, std::vector<spec_call>& out) {
+    if (c.name != "Compose" || c.positional.size() + c.keywords.size() > 1) {
+      out.push_back(std::move(c));
+      return;
+    }
+    const spec_value* list = !c.positional.empty()                                        ? &c.positional[0]
+                             : !c.keywords.empty() && c.keywords[0].first == "transforms" ? &c.keywords[0].second
+                                                                                          : nullptr;
+    if (list == nullptr || list->type != spec_value::kind::list)
+      throw transform_spec_error(c.column, "Compose takes one list of transforms");
+    for (const spec_value& v : list->items) {
+      if (v.type != spec_value::kind::call)
+        throw transform_spec_error(v.column, "Compose's list holds transforms, not values");
+      splice(*v.call, out);
+    }
+  }
+
   std::string_view m_text;
   std::size_t m_pos = 0;
 

@@ -60,7 +60,7 @@ _SIGNATURES = {"Compose": [("transforms", _REQUIRED)]}
 _SIGNATURES.update((name, [(param, _REQUIRED if default is None else _default(default))
                            for param, default in params])
                    for name, params in _ringfeed._transform_signatures())
-_CONTAINERS = ("RandomApply", "RandomChoice", "RandomOrder")
+_CONTAINERS = ("Compose", "RandomApply", "RandomChoice", "RandomOrder")
 
 
 class _Transform:
@@ -122,6 +122,12 @@ def _value(v, where):
     typename = type(v).__module__ + "." + type(v).__name__
     if typename == "torch.dtype":
         return str(v).replace("torch.", "")
+    if isinstance(v, dict):  # v2.ToDtype's {type: dtype}: what the image gets
+        for key, dtype in v.items():
+            if getattr(key, "__name__", key) in ("Image", "Tensor"):
+                return _value(dtype, where)
+        raise ValueError(f"{where}: a dict of dtypes without one for the image (tv_tensors.Image) "
+                         f"cannot be translated: {v!r}")
     if hasattr(v, "tolist"):  # a tensor or numpy array of numbers
         return _value(v.tolist(), where)
     raise ValueError(f"{where}: value {v!r} of type {type(v).__name__} is not supported")
@@ -133,8 +139,11 @@ def _is_transform_object(t):
 
 
 def _op_spec(t, where):
+    if isinstance(t, (list, tuple)):  # a list inside a container runs as a Compose
+        items = [_op_spec(c, f"{where}[{k}]") for k, c in enumerate(t)]
+        return "Compose(transforms=[" + ", ".join(items) + "])"
     name = type(t).__name__
-    if name not in _SIGNATURES or name == "Compose" or not _is_transform_object(t):
+    if name not in _SIGNATURES or not _is_transform_object(t):
         supported = _ringfeed._transform_ops()
         raise ValueError(f"{where} ({type(t).__module__}.{name}) is not a transform ringfeed can run; "
                          f"supported: {supported}")
@@ -152,11 +161,16 @@ def _op_spec(t, where):
 
 
 def _flatten(transform):
+    """The ops of a list, a Compose (v1 or v2) or one op, with the lists and
+    Composes inside it (any depth) opened in place: one flat list, so the
+    decoder can still fuse its head (Resize, crops, flips)."""
     if isinstance(transform, (list, tuple)):
-        return list(transform)
-    if type(transform).__name__ == "Compose" and _is_transform_object(transform):
-        return list(transform.transforms)
-    return [transform]
+        items = list(transform)
+    elif type(transform).__name__ == "Compose" and _is_transform_object(transform):
+        items = list(transform.transforms)
+    else:
+        return [transform]
+    return [op for item in items for op in _flatten(item)]
 
 
 _followed = None

@@ -17,6 +17,14 @@ import torchvision.transforms as T  # noqa: E402
 import transform_recipes as R  # noqa: E402
 
 
+def torchvision_v2():
+    try:
+        from torchvision.transforms import v2
+        return v2
+    except ImportError:  # torchvision 0.14
+        return None
+
+
 def write(path, out):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -43,6 +51,23 @@ def augmix_goldens():
     return out
 
 
+def v2_goldens():
+    """v2_recipes' translated spec and torchvision's output digest per image
+    (torchvision 0.16 or later: run under the torch 2.x venv)."""
+    import ringfeed.transforms as RT
+    import torchvision
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
+    import v2_recipes as V
+    out = {"_made_with": f"torch {torch.__version__}, torchvision {torchvision.__version__}"}
+    for rid, transform in V.v2_recipes(v2, T, torch, tv_tensors).items():
+        out[rid] = {"spec": RT.to_spec(transform),
+                    "digests": {img: R.digest(R.reference(v2.Compose(transform) if isinstance(transform, list)
+                                                          else transform, os.path.join(R.DATA, img)))
+                                for img in R.IMAGES}}
+    return out
+
+
 def one_row_images():
     """transforms/row_10x1.{png,jpg}: a 10x1 image, whose RandomResizedCrop
     fallback at ratio 1/4 is 0 pixels wide (test_transforms.py)."""
@@ -60,6 +85,9 @@ def main():
         out[rid] = {img: R.digest(R.reference(transform, os.path.join(R.DATA, img))) for img in R.IMAGES}
     write(R.GOLDENS, out)
     print(f"{R.GOLDENS}: {len(out)} recipes x {len(R.IMAGES)} images")
+    if hasattr(torchvision_v2(), "ToImage"):
+        write(R.V2_GOLDENS, v2_goldens())
+        print(f"{R.V2_GOLDENS}: v2 and nested recipes x {len(R.IMAGES)} images")
     # AugMix's tensor arithmetic differs between torch versions: one set of
     # goldens per torch it was made with (torch_reference.hpp), this one's
     # replaced, the others kept.

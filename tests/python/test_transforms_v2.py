@@ -1,0 +1,85 @@
+"""torchvision.transforms.v2 and lists built from lists (issue 42): each
+recipe of v2_recipes.py translates to the committed spec and gives
+torchvision's bytes, from the committed goldens (made under torchvision
+0.29; checked wherever the tests run) and live where v2 is installed."""
+import json
+import os
+
+import pytest
+import torch
+
+import ringfeed
+import ringfeed.transforms as RT
+
+import transform_recipes as R
+import v2_recipes as V
+
+with open(R.V2_GOLDENS) as f:
+    GOLDENS = json.load(f)
+RECIPES = sorted(k for k in GOLDENS if not k.startswith("_"))
+
+try:
+    import torchvision.transforms as T
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
+    LIVE = V.v2_recipes(v2, T, torch, tv_tensors)
+except ImportError:  # torchvision 0.14: no v2.ToImage; the goldens still hold
+    LIVE = None
+needs_v2 = pytest.mark.skipif(LIVE is None, reason="torchvision.transforms.v2 (0.16 or later) is not installed; "
+                                                   "the goldens cover the bytes")
+
+
+def _read(img):
+    with open(os.path.join(R.DATA, img), "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("rid", RECIPES)
+def test_each_v2_recipe_gives_its_goldens_bytes_on_every_format(rid):
+    spec = GOLDENS[rid]["spec"]
+    for img in R.IMAGES:
+        got = ringfeed.decode(_read(img), transform=spec, exact=True, name=img)
+        assert R.digest(got) == GOLDENS[rid]["digests"][img], f"{rid} on {img}"
+
+
+@needs_v2
+@pytest.mark.parametrize("rid", RECIPES)
+def test_each_v2_recipe_translates_to_its_spec_and_equals_torchvision(rid):
+    transform = LIVE[rid]
+    assert RT.to_spec(transform) == GOLDENS[rid]["spec"]
+    reference = v2.Compose(transform) if isinstance(transform, list) else transform
+    for img in R.IMAGES[:6]:
+        got = ringfeed.decode(_read(img), transform=transform, exact=True, name=img)
+        want = R.reference(reference, os.path.join(R.DATA, img))
+        assert got.dtype == want.dtype and got.shape == want.shape, f"{rid} on {img}"
+        assert torch.equal(got, want), f"{rid} on {img}"
+
+
+def test_v2s_scaling_is_a_multiply_not_v1s_divide():
+    # 126 of the 256 values differ between x * float32(1/255) and x / 255
+    data = _read("decode/rgb.jpg")
+    v1 = ringfeed.decode(data, transform="Resize(40); PILToTensor(); ConvertImageDtype(float32)", exact=True)
+    v2_ = ringfeed.decode(data, transform="Resize(40); ToImage(); ToDtype(float32, scale=True)", exact=True)
+    assert v1.shape == v2_.shape and not torch.equal(v1, v2_)
+    assert (v1 - v2_).abs().max() < 1e-7
+
+
+def test_an_op_on_a_tensor_that_needs_torchs_arithmetic_is_refused_naming_the_fix():
+    with pytest.raises(ValueError, match=r"RandomResizedCrop expects a PIL image, but the transform before it gives "
+                                         r"a uint8 tensor \(on a tensor torchvision computes RandomResizedCrop with "
+                                         r"torch's arithmetic.*put ToImage\(\) / PILToTensor\(\) after it\)"):
+        RT.output_of("ToImage(); RandomResizedCrop(224)")
+    from ringfeed import _ringfeed
+    with pytest.raises(ValueError, match="float16 inside a transform is not run by ringfeed"):
+        _ringfeed._transform_spec("ToImage(); ToDtype(float16, scale=True)")
+
+
+@pytest.mark.parametrize("spec", ["Compose([Compose([Resize(8)]), CenterCrop(8)]); Grayscale()",
+                                  "Compose([Compose([Compose([Resize(8)])])])", "Compose(transforms=[Resize(8)])",
+                                  "RandomApply([Compose([Resize(8), CenterCrop(8)]), Compose([Grayscale()])], p=0.5)",
+                                  "RandomChoice([Compose([Resize(8)]), CenterCrop(8)])"])
+def test_a_compose_nested_at_any_depth_parses_back_to_itself(spec):
+    from ringfeed import _ringfeed
+    once = _ringfeed._transform_spec(spec)
+    assert _ringfeed._transform_spec(once) == once
+    assert not once.startswith("Compose(")  # a Compose in the list is opened in place
