@@ -29,3 +29,11 @@ def v2_recipes(v2, T, torch, tv_tensors):
         "nested_in_containers": [T.RandomApply([T.Compose([T.Resize(50), T.CenterCrop(44)])], p=1.0),
                                  T.RandomChoice([T.Compose([T.Resize(20), T.CenterCrop(20)])])],
     }
+
+
+def timm_recipes(timm_data):
+    """timm.data.create_transform's deterministic ones (evaluation)."""
+    return {
+        "timm_eval_bicubic": timm_data.create_transform(224, crop_pct=0.95, interpolation="bicubic"),
+        "timm_eval_default": timm_data.create_transform(96),
+    }

@@ -138,7 +138,16 @@ def _is_transform_object(t):
     return module.startswith("torchvision.transforms") or module.startswith(__name__)
 
 
+# Other libraries' classes that are one of ringfeed's ops, by module and
+# name: timm's MaybeToTensor is F.to_tensor on a PIL image (a tensor passes
+# through, which ringfeed's ToTensor refuses by name instead).
+_FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
+
+
 def _op_spec(t, where):
+    foreign = _FOREIGN.get((type(t).__module__, type(t).__name__))
+    if foreign is not None:
+        return foreign
     if isinstance(t, (list, tuple)):  # a list inside a container runs as a Compose
         items = [_op_spec(c, f"{where}[{k}]") for k, c in enumerate(t)]
         return "Compose(transforms=[" + ", ".join(items) + "])"

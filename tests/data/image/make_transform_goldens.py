@@ -59,8 +59,12 @@ def v2_goldens():
     from torchvision import tv_tensors
     from torchvision.transforms import v2
     import v2_recipes as V
-    out = {"_made_with": f"torch {torch.__version__}, torchvision {torchvision.__version__}"}
-    for rid, transform in V.v2_recipes(v2, T, torch, tv_tensors).items():
+    import timm
+    import timm.data
+    out = {"_made_with": f"torch {torch.__version__}, torchvision {torchvision.__version__}, timm {timm.__version__}"}
+    recipes = V.v2_recipes(v2, T, torch, tv_tensors)
+    recipes.update(V.timm_recipes(timm.data))
+    for rid, transform in recipes.items():
         out[rid] = {"spec": RT.to_spec(transform),
                     "digests": {img: R.digest(R.reference(v2.Compose(transform) if isinstance(transform, list)
                                                           else transform, os.path.join(R.DATA, img)))
