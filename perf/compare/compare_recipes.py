@@ -30,6 +30,8 @@ processes, the page cache) is not counted, what a training loop sees epoch
 after epoch is. Reported: medians over the rounds, and ringfeed /
 DataLoader.
 Goal (the issue): every recipe >= 3x the DataLoader on the same cores.
+Run with the torch 2.x venv's python (bootstrap.sh) to add the v2 and
+timm recipes (v2_val_256, timm_create_eval_95).
 
 The first three recipes are the PyTorch tuning guides' snippets for CIFAR-10
 and MNIST, run above on ImageNet-size JPEGs (the CIFAR ones with a
@@ -65,7 +67,7 @@ def recipes():
     import torchvision.transforms as T
     I = T.InterpolationMode
     imagenet = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
-    return {
+    out = {
         "cifar_resize224_norm": T.Compose([T.Resize((224, 224)), T.ToTensor(), T.Normalize([0.5], [0.5])]),
         "cifar_randomcrop32": T.Compose([T.Resize((32, 32)), T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(),
                                          T.ToTensor(), T.Normalize((0.4914, 0.4822, 0.4465), (0.247, 0.243, 0.261))]),
@@ -91,7 +93,24 @@ def recipes():
         "simclr": T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                              T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(0.2),
                              T.GaussianBlur(23, sigma=(0.1, 2.0)), T.ToTensor(), T.Normalize(*imagenet)]),
+        # issue 42: lists built from lists
+        "nested_val_232": T.Compose([T.Compose([T.Resize(232, I.BICUBIC), T.CenterCrop(224)]),
+                                     T.Compose([T.ToTensor(), T.Normalize(*imagenet)])]),
     }
+    # issue 42: what torch 2.x scripts write (under the torch 2.x venv: bootstrap.sh's)
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        v2 = None
+    if v2 is not None and hasattr(v2, "ToImage"):
+        out["v2_val_256"] = v2.Compose([v2.Resize(256), v2.CenterCrop(224), v2.PILToTensor(),
+                                        v2.ToDtype(torch.float32, scale=True), v2.Normalize(*imagenet)])
+    try:
+        import timm.data
+        out["timm_create_eval_95"] = timm.data.create_transform(224, crop_pct=0.95, interpolation="bicubic")
+    except ImportError:
+        pass
+    return out
 
 
 def native_recipes():
