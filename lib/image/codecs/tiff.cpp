@@ -249,6 +249,12 @@ plan plan_of(const layout& l, std::string_view name) {
         if (white && l.big_endian) unsupported(name, l, "big-endian inverted 16-bit gray");
         return {kind::gray, 1};
       }
+      // 12 bits: Pillow 9.4 opens little-endian min-is-black only ("I;16"
+      // through its I;12 unpacker).
+      if (l.bits == 12) {
+        if (white || l.big_endian) unsupported(name, l, "12-bit gray other than little-endian min-is-black");
+        return {kind::gray, 1};
+      }
       if (l.bits != 1 && l.bits != 2 && l.bits != 4 && l.bits != 8) unsupported(name, l, "gray depth");
       return {white ? kind::gray_inverted : kind::gray, 1};
     }
@@ -460,6 +466,12 @@ image_info tiff_decode(std::span<const std::byte> bytes, std::string_view name, 
           } else if (l.bits == 16) {
             // Mode "I;16": convert("RGB") clips at 255 (Convert.c i2rgb).
             g = static_cast<std::uint8_t>(std::min<std::uint16_t>(sample16(y, x, 0), 255));
+          } else if (l.bits == 12) {
+            // I;12 → I;16 (two samples in three bytes, most significant
+            // first), then convert("RGB")'s clip at 255.
+            const std::uint8_t* p3 = row + x / 2 * 3;
+            const unsigned v = x % 2 == 0 ? (unsigned{p3[0]} << 4) | (p3[1] >> 4) : ((p3[1] & 0x0Fu) << 8) | p3[2];
+            g = static_cast<std::uint8_t>(std::min(v, 255u));
           } else if (l.bits == 8) {
             g = sample8(y, x, 0);
           } else {

@@ -119,6 +119,24 @@ write_raw_tiff(os.path.join(out, "rgba16_premultiplied.tif"), W, H, 16, 4, 1, 2,
 write_raw_tiff(os.path.join(out, "gray16_miniswhite.tif"), W, H, 16, 1, 1, 0, g16.astype("<u2").tobytes())
 write_raw_tiff(os.path.join(out, "float32_miniswhite.tif"), W, H, 32, 1, 3, 0,
                (gray.astype("<f4") * 1.5 - 60).tobytes())
+# 12-bit gray (little-endian, min-is-black: the one 12-bit layout Pillow 9.4
+# opens, as "I;16" through its I;12 unpacker): samples packed MSB first,
+# each row to a byte boundary. convert("RGB") clips them at 255.
+g12 = ((xx * 97 + yy * 13) % 4096).astype(np.uint16)
+g12[0, :8] = [0, 1, 100, 254, 255, 256, 4095, 300]
+g12[1:4, :] = (xx[1:4, :] * 7) % 256  # rows Pillow does not clip
+
+
+def pack12(a):
+    rows = []
+    for row in a:
+        bits = "".join(format(int(v), "012b") for v in row)
+        bits += "0" * (-len(bits) % 8)
+        rows.append(int(bits, 2).to_bytes(len(bits) // 8, "big"))
+    return b"".join(rows)
+
+
+write_raw_tiff(os.path.join(out, "gray12.tif"), W, H, 12, 1, 1, 1, pack12(g12))
 # Layouts Pillow does not write, made from rgb_raw.tif by libtiff's tiffcp:
 # tiles, separate planes, JPEG in YCbCr (subsampled 2x2).
 for name, args in [("rgb_tiled", ["-t", "-w", "16", "-l", "16", "-c", "lzw"]),
@@ -133,7 +151,8 @@ subprocess.run(["tiffcp", "-t", "-w", "16", "-l", "16", os.path.join(out, "rgb16
 for name, src, args in [("rgb_bigtiff", "rgb_raw", ["-8", "-L", "-c", "lzw"]),
                         ("rgba_premultiplied_bigtiff", "rgba_premultiplied", ["-8", "-L"]),
                         ("rgba_premultiplied_lzw", "rgba_premultiplied", ["-c", "lzw"]),
-                        ("rgba_premultiplied_planar_lzw", "rgba_premultiplied", ["-p", "separate", "-c", "lzw"])]:
+                        ("rgba_premultiplied_planar_lzw", "rgba_premultiplied", ["-p", "separate", "-c", "lzw"]),
+                        ("gray12_lzw", "gray12", ["-c", "lzw"])]:
     subprocess.run(["tiffcp"] + args + [os.path.join(out, src + ".tif"), os.path.join(out, name + ".tif")],
                    check=True)
 
@@ -141,7 +160,7 @@ names = []
 for name in list(cases) + ["multipage", "rgb16", "float32", "rgb_tiled", "rgb_planar", "rgb_ycbcr_jpeg",
                            "rgb16_tiled", "rgba_premultiplied", "rgba16_premultiplied", "gray16_miniswhite",
                            "float32_miniswhite", "rgb_bigtiff", "rgba_premultiplied_bigtiff",
-                           "rgba_premultiplied_lzw", "rgba_premultiplied_planar_lzw"]:
+                           "rgba_premultiplied_lzw", "rgba_premultiplied_planar_lzw", "gray12", "gray12_lzw"]:
     try:
         pillow_rgb.write_golden(out, name + ".tif")
     except Exception as e:  # noqa: BLE001 - Pillow cannot read it: left out (and we must refuse it too)
