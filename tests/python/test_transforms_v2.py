@@ -24,6 +24,7 @@ try:
     from torchvision import tv_tensors
     from torchvision.transforms import v2
     LIVE = V.v2_recipes(v2, T, torch, tv_tensors)
+    LIVE.update(V.v2_op_recipes(v2, torch))  # each v2 class with a v1 twin, draws pinned
 except ImportError:  # torchvision 0.14: no v2.ToImage; the goldens still hold
     LIVE = None
 try:
@@ -71,6 +72,18 @@ def test_v2s_scaling_is_a_multiply_not_v1s_divide():
     v2_ = ringfeed.decode(data, transform="Resize(40); ToImage(); ToDtype(float32, scale=True)", exact=True)
     assert v1.shape == v2_.shape and not torch.equal(v1, v2_)
     assert (v1 - v2_).abs().max() < 1e-7
+
+
+@needs_v2
+@pytest.mark.parametrize("name", ["RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"])
+def test_v2s_affine_ops_are_refused_not_approximated(name):
+    # v2 rewrote the inverse affine matrix's double arithmetic: on a 37x23
+    # image v2.RandomAffine((10, 10)) differs from v1's by 1 somewhere
+    op = getattr(v2, name)((10, 10)) if name == "RandomAffine" else getattr(v2, name)()
+    with pytest.raises(ValueError, match=rf"transform 0 \(torchvision.transforms.v2.{name}\) computes its affine "
+                                         rf"matrix with v2's rounding.*torchvision.transforms.{name} \(v1\) runs"):
+        RT.to_spec([op])
+    assert RT.to_spec([getattr(T, name)((10, 10)) if name == "RandomAffine" else getattr(T, name)()])
 
 
 def test_an_op_on_a_tensor_that_needs_torchs_arithmetic_is_refused_naming_the_fix():

@@ -37,3 +37,46 @@ def timm_recipes(timm_data):
         "timm_eval_bicubic": timm_data.create_transform(224, crop_pct=0.95, interpolation="bicubic"),
         "timm_eval_default": timm_data.create_transform(96),
     }
+
+
+def v2_op_recipes(v2, torch):
+    """One recipe per v2 class with a v1 twin, its draws pinned (p=1, one-value
+    ranges) so the bytes compare: on a PIL image (Pillow's arithmetic), then
+    ToImage for a uint8 batch of a fixed size."""
+    I = v2.InterpolationMode
+    end = [v2.CenterCrop(40), v2.ToImage()]
+    ops = {
+        "Resize_bilinear": v2.Resize(48),
+        "Resize_bicubic_hw": v2.Resize((50, 44), interpolation=I.BICUBIC),
+        "Resize_nearest_max": v2.Resize(44, interpolation=I.NEAREST, max_size=60),
+        "Resize_lanczos": v2.Resize(46, interpolation=I.LANCZOS),
+        "CenterCrop": v2.CenterCrop((42, 41)),
+        "Pad_reflect": v2.Pad(3, padding_mode="reflect"),
+        "Pad_fill": v2.Pad((1, 2, 3, 4), fill=(10, 20, 30)),
+        # a 36x36 image padded by 2: the one 40x40 crop there is
+        "RandomCrop_padded": v2.Compose([v2.Resize((36, 36)), v2.RandomCrop(40, padding=2, fill=7)]),
+        "RandomResizedCrop_full": v2.RandomResizedCrop(40, scale=(1.0, 1.0), ratio=(1.0, 1.0)),
+        "RandomHorizontalFlip": v2.RandomHorizontalFlip(p=1.0),
+        "RandomVerticalFlip": v2.RandomVerticalFlip(p=1.0),
+        # one property each: their order is drawn
+        "ColorJitter_pinned": v2.Compose([v2.ColorJitter(brightness=(1.3, 1.3)), v2.ColorJitter(contrast=(0.8, 0.8)),
+                                          v2.ColorJitter(saturation=(1.2, 1.2)), v2.ColorJitter(hue=(0.1, 0.1))]),
+        "Grayscale3": v2.Grayscale(num_output_channels=3),
+        "RandomGrayscale": v2.RandomGrayscale(p=1.0),
+        "GaussianBlur_pinned": v2.GaussianBlur(5, sigma=(1.5, 1.5)),
+        "RandomRotation_pinned": v2.RandomRotation((17, 17), interpolation=I.BILINEAR, fill=5),
+        "RandomPosterize": v2.RandomPosterize(3, p=1.0),
+        "RandomSolarize": v2.RandomSolarize(100, p=1.0),
+        "RandomAutocontrast": v2.RandomAutocontrast(p=1.0),
+        "RandomEqualize": v2.RandomEqualize(p=1.0),
+        "RandomAdjustSharpness": v2.RandomAdjustSharpness(2.5, p=1.0),
+        "RandomInvert": v2.RandomInvert(p=1.0),
+    }
+    out = {f"v2op_{name}": v2.Compose([op] + end) for name, op in ops.items()}
+    # after ToImage: the ops that are exact on a uint8 tensor
+    out["v2op_tensor_flips_crop"] = v2.Compose([v2.Resize(48), v2.ToImage(), v2.RandomHorizontalFlip(p=1.0),
+                                                v2.RandomVerticalFlip(p=1.0), v2.CenterCrop(40)])
+    out["v2op_tensor_normalize"] = v2.Compose([v2.Resize(48), v2.CenterCrop(40), v2.ToImage(),
+                                               v2.ToDtype(torch.float32, scale=True),
+                                               v2.Normalize((0.4, 0.5, 0.6), (0.2, 0.25, 0.3))])
+    return out

@@ -143,6 +143,12 @@ def _is_transform_object(t):
 # through, which ringfeed's ToTensor refuses by name instead).
 _FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
 
+# v2 classes whose arithmetic on PIL images is not v1's: v2 rewrote
+# _get_inverse_affine_matrix (other double rounding: pixels of odd-sized
+# images differ by 1), which RandomAffine and the augment policies' shear
+# and translate use. ringfeed runs v1's; these are refused, not approximated.
+_V2_OTHER_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
+
 
 def _op_spec(t, where):
     foreign = _FOREIGN.get((type(t).__module__, type(t).__name__))
@@ -152,6 +158,10 @@ def _op_spec(t, where):
         items = [_op_spec(c, f"{where}[{k}]") for k, c in enumerate(t)]
         return "Compose(transforms=[" + ", ".join(items) + "])"
     name = type(t).__name__
+    if name in _V2_OTHER_ARITHMETIC and (type(t).__module__ or "").startswith("torchvision.transforms.v2"):
+        raise ValueError(f"{where} (torchvision.transforms.v2.{name}) computes its affine matrix with v2's "
+                         f"rounding, which ringfeed does not run yet (pixels would differ by 1); "
+                         f"torchvision.transforms.{name} (v1) runs natively")
     if name not in _SIGNATURES or not _is_transform_object(t):
         supported = _ringfeed._transform_ops()
         raise ValueError(f"{where} ({type(t).__module__}.{name}) is not a transform ringfeed can run; "

@@ -63,6 +63,7 @@ def v2_goldens():
     import timm.data
     out = {"_made_with": f"torch {torch.__version__}, torchvision {torchvision.__version__}, timm {timm.__version__}"}
     recipes = V.v2_recipes(v2, T, torch, tv_tensors)
+    recipes.update(V.v2_op_recipes(v2, torch))
     recipes.update(V.timm_recipes(timm.data))
     for rid, transform in recipes.items():
         out[rid] = {"spec": RT.to_spec(transform),
