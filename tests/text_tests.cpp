@@ -161,3 +161,9 @@ TEST_CASE("hex64 is 16 lowercase hex digits", "[text]") {
   CHECK(ringfeed::hex64(~std::uint64_t{0}) == "ffffffffffffffff");
   CHECK(ringfeed::hex64(0x1f) == "000000000000001f");
 }
+
+TEST_CASE("parse_flag takes 1/0, true/false, yes/no, on/off and nothing else", "[text]") {
+  for (const char* t : {"1", "true", "yes", "on"}) CHECK(ringfeed::parse_flag(t) == true);
+  for (const char* f : {"0", "false", "no", "off"}) CHECK(ringfeed::parse_flag(f) == false);
+  for (const char* x : {"", "True", "ON", "2", " 1", "yes ", "auto"}) CHECK_FALSE(ringfeed::parse_flag(x).has_value());
+}

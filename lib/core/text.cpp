@@ -1,5 +1,5 @@
 // ringfeed text helpers: escape_bytes() for messages, json_string() for JSON,
-// and the ASCII helpers (trim, *_with_ci, hex64).
+// and the ASCII helpers (trim, *_with_ci, hex64, parse_flag).
 #include <ringfeed/text.hpp>
 
 #include <cstdint>
@@ -131,6 +131,14 @@ std::string hex64(std::uint64_t value) {
   std::string out(16, '0');
   for (std::size_t i = 16; i-- > 0; value >>= 4) out[i] = hex_digits[value & 0xF];
   return out;
+}
+
+std::optional<bool> parse_flag(std::string_view text) noexcept {
+  for (const std::string_view t : {"1", "true", "yes", "on"})
+    if (text == t) return true;
+  for (const std::string_view f : {"0", "false", "no", "off"})
+    if (text == f) return false;
+  return std::nullopt;
 }
 
 }  // namespace ringfeed

@@ -1,10 +1,12 @@
 // ringfeed::io::s3_option_keys and friends: the one list of the s3 keys
 // every front end takes (Python's s3={…}, the C API's s3_*, the CLI's
 // --s3-*), and the rules that tie them together.
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include <ringfeed/io/aws_config.hpp>
+#include <ringfeed/text.hpp>
 
 namespace ringfeed::io {
 namespace {
@@ -23,12 +25,9 @@ constexpr s3_option_key keys[] = {
     {"session_token", kind::text, "session token of temporary credentials", true},
 };
 
-bool parse_flag(std::string_view name, std::string_view v) {
-  for (const char* t : {"1", "true", "yes", "on"})
-    if (v == t) return true;
-  for (const char* f : {"0", "false", "no", "off"})
-    if (v == f) return false;
-  throw std::invalid_argument("s3 " + std::string(name) + ": expected 1/0, true/false, yes/no or on/off, not '" +
+bool flag_value(std::string_view name, std::string_view v) {
+  if (const std::optional<bool> flag = parse_flag(v)) return *flag;
+  throw std::invalid_argument("s3 " + std::string(name) + ": expected " + std::string(flag_spellings) + ", not '" +
                               std::string(v) + "'");
 }
 
@@ -52,12 +51,12 @@ void set_s3_option(s3_options& o, std::string_view name, std::string_view value)
   } else if (name == "ca_bundle") {
     o.ca_bundle = v;
   } else if (name == "anonymous") {
-    o.anonymous = parse_flag(name, value);
+    o.anonymous = flag_value(name, value);
   } else if (name == "path_style") {
     if (value == "auto")
       o.path_style.reset();
     else
-      o.path_style = parse_flag(name, value);
+      o.path_style = flag_value(name, value);
   } else if (name == "access_key_id") {
     credentials_of(o).access_key_id = v;
   } else if (name == "secret_access_key") {
