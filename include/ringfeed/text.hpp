@@ -68,4 +68,14 @@ inline constexpr std::string_view flag_spellings = "1/0, true/false, yes/no or o
 /// naming its option and flag_spellings. Any thread.
 [[nodiscard]] std::optional<bool> parse_flag(std::string_view text) noexcept;
 
+/// How byte_size_text() writes a count of bytes.
+enum class byte_unit : std::uint8_t {
+  exact,  ///< "588 MiB" when a whole number of MiB, else "2408448 bytes"
+  mib,    ///< whole MiB, rounded down: "7212 MiB"
+  gib,    ///< GiB with one decimal: "15.6 GiB"
+};
+
+/// `bytes` for a message (a stats() reason, an error), in `unit`. Any thread.
+[[nodiscard]] std::string byte_size_text(std::uint64_t bytes, byte_unit unit = byte_unit::exact);
+
 }  // namespace ringfeed
