@@ -3,6 +3,7 @@
 // a fresh directory of random files, and stopped at exit. Where it cannot run
 // (not root, no ganesha or rpcbind, NFS ports taken, the server fails to come
 // up) the whole executable is skipped with the reason and ganesha's log tail.
+// (The loader, `ringfeed pack` and the cache over nfs://: nfs_loader_tests.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,18 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
-#include <ringfeed/io/cache.hpp>
 #include <ringfeed/io/nfs.hpp>
 #include <ringfeed/io/source.hpp>
-#include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 #include <ringfeed/thread_pool.hpp>
 
@@ -32,7 +28,6 @@
 #include "nfs_server.hpp"
 #include "test_support.hpp"
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ringfeed::sync_wait;
 using ringfeed::thread_pool;
@@ -45,12 +40,6 @@ using steady = std::chrono::steady_clock;
 namespace {
 
 using namespace ringfeed::test::nfs;
-
-double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
-
-void require_server() {
-  if (const std::string why = server().restart(); !why.empty()) FAIL("cannot restart the NFS server: " << why);
-}
 
 /// Reads every file once with `depth` in flight; fails the test on any
 /// error or wrong byte; returns the seconds it took.
@@ -68,16 +57,6 @@ double read_all_checked(nfs_client& client, const std::vector<test_file>& files,
   }
   REQUIRE(bad == 0);
   return s;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -263,247 +242,6 @@ TEST_CASE("a missing file or export is an error naming its nfs:// URL", "[nfs]")
              Catch::Contains("nfs://127.0.0.1:9/ringfeed") && Catch::Contains("mount"));
   CHECK(seconds_since(t0) < 2 * 2.0 + 1.0);
 }
-
-// --- the loader on nfs:// ------------------------------------------------------------------------
-
-TEST_CASE("a loader reads an ImageFolder from nfs:// exactly as from the directory itself", "[nfs][loader]") {
-  ringfeed::test::watchdog dog("nfs loader", 120s);
-  require_server();
-  ringfeed::loader local(loader_options_for((server().export_dir() / "imgs").string()));
-  ringfeed::loader remote(loader_options_for(imgs_url));
-
-  // The same index: classes, order (os.walk's: "a-b" before "a/x"), labels; sizes from the listing.
-  const auto& lds = local.dataset();
-  const auto& rds = remote.dataset();
-  REQUIRE(rds.size() == 14);
-  REQUIRE(rds.size() == lds.size());
-  CHECK(rds.classes() == lds.classes());
-  CHECK(rds.root() == imgs_url);
-  for (std::size_t i = 0; i < rds.size(); ++i) {
-    CAPTURE(i, lds.name(i));
-    CHECK(rds.name(i) == lds.name(i));
-    CHECK(rds.label(i) == lds.label(i));
-    CHECK(rds.path(i) == imgs_url + "/" + std::string(lds.name(i)));
-    CHECK(rds.location(i).size == fs::file_size(server().export_dir() / "imgs" / std::string(lds.name(i))));
-  }
-  CHECK(rds.name(5) == "class0/a-b/grace_hopper.jpg");
-  CHECK(rds.name(6) == "class0/a/x/brick_gray.jpg");
-
-  // Two epochs of random crops and flips: the same pixels byte for byte.
-  for (std::uint64_t e = 0; e < 2; ++e) {
-    CAPTURE(e);
-    const epoch_bytes a = drain(local, e);
-    const epoch_bytes b = drain(remote, e);
-    CHECK(a.indices.size() == 14);
-    CHECK(a == b);
-  }
-  const auto st = remote.stats();
-  CHECK(st.backend == "libnfs");
-  CHECK(st.read.items >= 28);
-  CHECK_FALSE(st.cache);
-}
-
-TEST_CASE("ringfeed pack nfs://…: the shards hold the export's files byte for byte, with their labels",
-          "[nfs][pack]") {
-  ringfeed::test::watchdog dog("nfs pack", 120s);
-  require_server();
-  const char* cli = std::getenv("RINGFEED_CLI");
-  if (cli == nullptr) {
-    WARN("RINGFEED_CLI is not set (the CLI is not built in this configuration): pack nfs:// not run");
-    return;
-  }
-  ringfeed::test::temp_dir out;
-  const std::string command =
-      std::string(cli) + " pack '" + imgs_url + "' '" + (out.path() / "shards").string() + "' --no-shuffle --io pread 2>&1";
-  std::string printed;
-  FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char line[512];
-  while (std::fgets(line, sizeof line, p) != nullptr) printed += line;
-  const int status = ::pclose(p);
-  INFO(printed);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-
-  // --no-shuffle: sample k of the shards is sample k of the ImageFolder.
-  const auto folder = ringfeed::data::open_dataset((server().export_dir() / "imgs").string());
-  thread_pool pool(2);
-  const auto packed_source = ringfeed::io::source::open((out.path() / "shards").string(), pool);
-  const auto packed = ringfeed::data::open_dataset(*packed_source);
-  REQUIRE(packed.size() == folder.size());
-  REQUIRE(packed.size() == 14);
-  read_buffer buffer;
-  std::string path;
-  for (std::size_t k = 0; k < packed.size(); ++k) {
-    CAPTURE(k, folder.name(k));
-    CHECK(packed.label(k) == folder.label(k));
-    const auto got = sync_wait(packed_source->read(packed.ref(k, path), buffer));
-    std::ifstream f(server().export_dir() / "imgs" / std::string(folder.name(k)), std::ios::binary);
-    const std::vector<char> want{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-    REQUIRE(got.size() == want.size());
-    CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
-  }
-}
-
-TEST_CASE("nfs:// sources: what cannot be read is an error naming its URL", "[nfs][loader]") {
-  ringfeed::test::watchdog dog("nfs loader errors", 120s);
-  require_server();
-  const std::string missing = std::string("nfs://") + host + export_name + "/no-such-dir";
-  CHECK_THAT(error_of([&] { ringfeed::loader l(loader_options_for(missing)); }), Catch::Contains(missing));
-  const std::string no_classes = std::string("nfs://") + host + export_name + "/sub/deeper";
-  CHECK_THAT(error_of([&] { ringfeed::loader l(loader_options_for(no_classes)); }),
-             Catch::Contains(no_classes) && Catch::Contains("class folder"));
-  CHECK_THAT(error_of([&] { ringfeed::loader l(loader_options_for("nfs://" + std::string(host))); }),
-             Catch::Contains("nfs://127.0.0.1"));
-  auto o = loader_options_for(imgs_url);
-  o.stream_shards = true;
-  CHECK_THAT(error_of([&] { ringfeed::loader l(o); }), Catch::Contains("stream_shards"));
-
-  // A file that goes away after listing: the read error names it; with
-  // on_error = skip the sample is left out and the rest arrive.
-  const std::string gone_url = std::string("nfs://") + host + export_name + "/gone";
-  const fs::path doomed = server().export_dir() / "gone" / "class0" / "doomed.jpg";
-  REQUIRE(fs::exists(doomed));
-  o = loader_options_for(gone_url);
-  o.on_error = ringfeed::error_policy::skip;
-  o.batch_size = 1;
-  o.prefetch_batches = 1;
-  o.memory_budget = std::size_t{1} << 20;
-  ringfeed::loader l(o);
-  REQUIRE(l.dataset().size() == 3);
-  fs::remove(doomed);
-  std::size_t delivered = 0;
-  for (ringfeed::batch& b : l.epoch(1)) delivered += b.size();
-  CHECK(delivered == 2);
-  const auto st = l.stats();
-  REQUIRE(st.skipped.size() == 1);
-  CHECK(st.skipped[0].path == gone_url + "/class0/doomed.jpg");
-  CHECK_THAT(st.skipped[0].reason, Catch::Contains(gone_url + "/class0/doomed.jpg"));
-}
-
-TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loaders read it without the server",
-          "[nfs][loader][cache]") {
-  ringfeed::test::watchdog dog("nfs cache", 180s);
-  require_server();
-  ringfeed::test::temp_dir tmp;
-  const fs::path dir = tmp.path() / "cache";
-  auto o = loader_options_for(imgs_url);
-  o.cache_dir = dir.string();
-  // A loader prefetches past the end of an epoch, so counters are checked
-  // per loader (a new one per epoch), with bounds where prefetch can add.
-  const auto at_epoch = [&](std::uint64_t e) {
-    auto r = o;
-    r.resume = ringfeed::loader_state{o.sampler.seed, e, 0, 0, 1};
-    return r;
-  };
-
-  epoch_bytes uncached0, uncached1;
-  {
-    ringfeed::loader plain(loader_options_for(imgs_url));
-    uncached0 = drain(plain, 0);
-    uncached1 = drain(plain, 1);
-  }
-  {
-    ringfeed::loader l(o);
-    CHECK(drain(l, 0) == uncached0);
-    const auto st = l.stats();
-    REQUIRE(st.cache);
-    CHECK(st.cache_misses >= 14);  // every sample of epoch 0, plus any of epoch 1 read before it was stored
-    CHECK(st.cache_dropped == 0);
-  }  // the destructor writes what is still queued
-  {
-    ringfeed::io::cache c(cache_at(dir));
-    CHECK(c.stats().entries == 14);
-    CHECK(c.stats().bytes > 14 * 10'000);
-  }
-  // The server stops answering (SIGSTOP) once the tree is listed: the next
-  // epoch must come from local disk alone.
-  {
-    ringfeed::loader l(at_epoch(1));
-    REQUIRE(server().freeze());
-    struct thaw_at_exit {
-      ~thaw_at_exit() { server().thaw(); }
-    } thaw;
-    CHECK(drain(l, 1) == uncached1);
-    const auto st = l.stats();
-    CHECK(st.cache_misses == 0);
-    CHECK(st.cache_hits >= 14);
-    CHECK(st.cache_hit_rate() == 1.0);
-    CHECK(st.read.items >= 14);  // cache hits count as reads
-  }
-  // An entry of the wrong size (the file changed on the server, or a torn
-  // write) is not served: that sample is read from the server again.
-  {
-    ringfeed::io::cache c(cache_at(dir));
-    const fs::path entry = c.file_of(imgs_url + "/class0/astronaut.jpg");
-    REQUIRE(fs::exists(entry));
-    fs::resize_file(entry, fs::file_size(entry) - 100);
-  }
-  {
-    ringfeed::loader l(at_epoch(0));
-    CHECK(drain(l, 0) == uncached0);
-    CHECK(l.stats().cache_misses >= 1);  // more where prefetched epochs ask before it is stored again
-    CHECK(l.stats().cache_hits >= 13);
-  }
-  {
-    ringfeed::io::cache c(cache_at(dir));
-    ringfeed::io::read_buffer b;
-    const std::string key = imgs_url + "/class0/astronaut.jpg";
-    CHECK(c.get(key, fs::file_size(server().export_dir() / "imgs" / "class0" / "astronaut.jpg"), b));
-  }
-  // Local storage: the option is ignored, with one line saying so.
-  {
-    auto local = loader_options_for((server().export_dir() / "imgs").string());
-    local.cache_dir = (tmp.path() / "unused").string();
-    std::vector<std::string> lines;
-    std::mutex m;
-    local.log = [&](std::string_view line) {
-      std::lock_guard lock(m);
-      lines.emplace_back(line);
-    };
-    ringfeed::loader l(local);
-    CHECK_FALSE(l.stats().cache);
-    std::lock_guard lock(m);
-    CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& x) {
-            return x.find("cache_dir") != std::string::npos && x.find("local storage") != std::string::npos;
-          }) == 1);
-  }
-}
-
-TEST_CASE("a server killed mid-epoch: the loader fails naming an nfs:// file within the deadline, no hang",
-          "[nfs][loader][kill]") {
-  ringfeed::test::watchdog dog("nfs loader kill", 120s);
-  require_server();
-  auto o = loader_options_for(imgs_url);
-  o.io_deadline = 3000ms;
-  o.io_retries = 1;
-  o.batch_size = 2;
-  o.prefetch_batches = 1;  // the consumer's batch + one being filled: most reads happen after the kill
-  auto l = std::make_unique<ringfeed::loader>(o);
-  {
-    auto first = sync_wait(l->next());
-    REQUIRE(first);
-    server().kill();
-  }
-  const auto t0 = steady::now();
-  std::string error;
-  std::size_t batches = 0;
-  try {
-    while (sync_wait(l->next())) ++batches;
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  const double waited = seconds_since(t0);
-  CAPTURE(batches, waited);
-  CHECK_THAT(error, Catch::Contains(imgs_url + "/class"));
-  CHECK(batches < 6);  // the epoch has 7; at most the one prefetched arrives
-  CHECK(waited < 3.0 * 2 + 2.0);  // the deadline bounds each attempt
-  const auto t1 = steady::now();
-  l.reset();  // the destructor does not wait for the dead server
-  CHECK(seconds_since(t1) < 3.0);
-  REQUIRE(server().restart().empty());
-}
-
 TEST_CASE("over a network's round trip, 32 reads share the one connection at once; 1 reads one at a time",
           "[nfs][depth]") {
   ringfeed::test::watchdog dog("nfs depth over a link", 120s);

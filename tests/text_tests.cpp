@@ -161,3 +161,20 @@ TEST_CASE("hex64 is 16 lowercase hex digits", "[text]") {
   CHECK(ringfeed::hex64(~std::uint64_t{0}) == "ffffffffffffffff");
   CHECK(ringfeed::hex64(0x1f) == "000000000000001f");
 }
+
+TEST_CASE("parse_flag takes 1/0, true/false, yes/no, on/off and nothing else", "[text]") {
+  for (const char* t : {"1", "true", "yes", "on"}) CHECK(ringfeed::parse_flag(t) == true);
+  for (const char* f : {"0", "false", "no", "off"}) CHECK(ringfeed::parse_flag(f) == false);
+  for (const char* x : {"", "True", "ON", "2", " 1", "yes ", "auto"}) CHECK_FALSE(ringfeed::parse_flag(x).has_value());
+}
+
+TEST_CASE("byte_size_text: exact MiB or bytes, MiB rounded down, GiB with one decimal", "[text]") {
+  using ringfeed::byte_size_text;
+  using ringfeed::byte_unit;
+  CHECK(byte_size_text(std::uint64_t{588} << 20) == "588 MiB");
+  CHECK(byte_size_text(2408448) == "2408448 bytes");
+  CHECK(byte_size_text(0) == "0 MiB");
+  CHECK(byte_size_text((std::uint64_t{7212} << 20) + 12345, byte_unit::mib) == "7212 MiB");
+  CHECK(byte_size_text(std::uint64_t{16} << 30, byte_unit::gib) == "16.0 GiB");
+  CHECK(byte_size_text(std::uint64_t{3} << 29, byte_unit::gib) == "1.5 GiB");
+}

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -56,5 +57,25 @@ inline constexpr std::string_view ascii_space = " \t\n\v\f\r";
 
 /// `value` as 16 lowercase hex digits, zero-padded (index file names).
 [[nodiscard]] std::string hex64(std::uint64_t value);
+
+/// The spellings parse_flag() takes, for a message: "1/0, true/false,
+/// yes/no or on/off".
+inline constexpr std::string_view flag_spellings = "1/0, true/false, yes/no or on/off";
+
+/// A boolean option's value as every front end spells it: true for "1",
+/// "true", "yes", "on"; false for "0", "false", "no", "off" (lowercase,
+/// exactly); std::nullopt for anything else, which the caller refuses
+/// naming its option and flag_spellings. Any thread.
+[[nodiscard]] std::optional<bool> parse_flag(std::string_view text) noexcept;
+
+/// How byte_size_text() writes a count of bytes.
+enum class byte_unit : std::uint8_t {
+  exact,  ///< "588 MiB" when a whole number of MiB, else "2408448 bytes"
+  mib,    ///< whole MiB, rounded down: "7212 MiB"
+  gib,    ///< GiB with one decimal: "15.6 GiB"
+};
+
+/// `bytes` for a message (a stats() reason, an error), in `unit`. Any thread.
+[[nodiscard]] std::string byte_size_text(std::uint64_t bytes, byte_unit unit = byte_unit::exact);
 
 }  // namespace ringfeed

@@ -104,11 +104,8 @@ int parse_int(std::string_view v, int min, int max) {
 }
 
 bool parse_bool(std::string_view v) {
-  for (const char* t : {"1", "true", "yes", "on"})
-    if (v == t) return true;
-  for (const char* f : {"0", "false", "no", "off"})
-    if (v == f) return false;
-  throw bad_value("expected 1/0, true/false, yes/no or on/off");
+  if (const std::optional<bool> flag = ringfeed::parse_flag(v)) return *flag;
+  throw bad_value("expected " + std::string(ringfeed::flag_spellings));
 }
 
 // `v` when it is one of `choices`, else bad_value listing them.

@@ -1,8 +1,10 @@
 // ringfeed text helpers: escape_bytes() for messages, json_string() for JSON,
-// and the ASCII helpers (trim, *_with_ci, hex64).
+// and the ASCII helpers (trim, *_with_ci, hex64, parse_flag,
+// byte_size_text).
 #include <ringfeed/text.hpp>
 
 #include <cstdint>
+#include <cstdio>
 
 namespace ringfeed {
 namespace {
@@ -131,6 +133,31 @@ std::string hex64(std::uint64_t value) {
   std::string out(16, '0');
   for (std::size_t i = 16; i-- > 0; value >>= 4) out[i] = hex_digits[value & 0xF];
   return out;
+}
+
+std::optional<bool> parse_flag(std::string_view text) noexcept {
+  for (const std::string_view t : {"1", "true", "yes", "on"})
+    if (text == t) return true;
+  for (const std::string_view f : {"0", "false", "no", "off"})
+    if (text == f) return false;
+  return std::nullopt;
+}
+
+std::string byte_size_text(std::uint64_t bytes, byte_unit unit) {
+  constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+  switch (unit) {
+    case byte_unit::exact:
+      if (bytes % mib != 0) return std::to_string(bytes) + " bytes";
+      break;
+    case byte_unit::mib:
+      break;
+    case byte_unit::gib: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / double(1 << 30));
+      return buf;
+    }
+  }
+  return std::to_string(bytes / mib) + " MiB";
 }
 
 }  // namespace ringfeed

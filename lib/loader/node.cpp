@@ -173,14 +173,6 @@ std::optional<std::uint64_t> memory_limit(const node_sources& from) {
   return best;
 }
 
-std::string gib_text(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / double(1 << 30));
-  return buf;
-}
-
-std::string mib_text(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
 }  // namespace
 
 node_sources node_sources::of_this_process() {
@@ -254,20 +246,20 @@ sized memory_budget_for(const node_view& node, std::size_t wanted, const std::st
   std::string from;
   if (node.memory_limit) {
     memory = node.memory_limit;
-    from = "cgroup limit " + gib_text(*node.memory_limit);
+    from = "cgroup limit " + byte_size_text(*node.memory_limit, byte_unit::gib);
   }
   if (node.memory_available && (!memory || *node.memory_available < *memory)) {
     memory = node.memory_available;
-    from = "MemAvailable " + gib_text(*node.memory_available);
+    from = "MemAvailable " + byte_size_text(*node.memory_available, byte_unit::gib);
   }
   if (!memory) return {wanted, wanted_reason};
   const std::size_t ranks = std::max<std::size_t>(1, node.local_ranks);
   const std::uint64_t share = *memory / ranks;
-  const std::string whose = "this rank's " + mib_text(share) + " (" + from +
+  const std::string whose = "this rank's " + byte_size_text(share, byte_unit::mib) + " (" + from +
                             (ranks > 1 ? " over " + std::to_string(ranks) + " local ranks" : "") + ")";
   const std::uint64_t floor = 2 * std::uint64_t{slab_bytes};
   if (floor > share)
-    throw std::invalid_argument("memory_budget: 2 batch slabs of " + mib_text(slab_bytes) +
+    throw std::invalid_argument("memory_budget: 2 batch slabs of " + byte_size_text(slab_bytes) +
                                 " (the least a loader runs with) do not fit in " + whose +
                                 "; lower batch_size or the output size");
   const std::uint64_t cap = share / 4;

@@ -9,6 +9,7 @@
 #include <ringfeed/image/torch_reference.hpp>
 #include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/io/aws_config.hpp>
+#include <ringfeed/text.hpp>
 
 namespace ringfeed {
 namespace {
@@ -53,10 +54,6 @@ std::size_t sample_bytes(const loader_options& o, const std::string& recipe) {
               "samples cannot be stacked into a batch; end it with a crop or Resize((h, w))"
             : "pipeline: the output size depends on the image");
   return shape->bytes();
-}
-
-std::string mib(std::size_t bytes) {
-  return bytes % (std::size_t{1} << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
 }
 
 }  // namespace
@@ -119,8 +116,8 @@ resolved resolve(loader_request r) {
   } else {
     const std::size_t wanted = std::max(gib, 4 * slab);
     sized budget = memory_budget_for(node, wanted,
-                                     wanted == gib ? "1 GiB: room for 4 batch slabs of " + mib(slab) + " and more"
-                                                   : "4 batch slabs of " + mib(slab) + ": more than 1 GiB",
+                                     wanted == gib ? "1 GiB: room for 4 batch slabs of " + byte_size_text(slab) + " and more"
+                                                   : "4 batch slabs of " + byte_size_text(slab) + ": more than 1 GiB",
                                      slab);
     o.memory_budget = budget.value;
     out.reasons.push_back({"memory_budget", std::move(budget.reason)});

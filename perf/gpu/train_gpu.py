@@ -85,9 +85,7 @@ import argparse
 import contextlib
 import json
 import os
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -95,7 +93,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "perf", "common"))
+sys.path.insert(0, HERE)  # train_timing, also when this file is imported from elsewhere
 from gen_dataset import ensure_gen  # noqa: E402
+from train_timing import CudaTimer, HostTimer, quantiles_ms, self_cpu_seconds, tree_cpu_seconds  # noqa: E402
 SKIP = 77  # ctest's SKIP_RETURN_CODE in this project: cannot run here, nothing measured
 LOADERS = ("ringfeed", "dataloader", "rf_dataloader")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -126,112 +126,6 @@ def first_existing(*paths):
 
 def cores():
     return len(os.sched_getaffinity(0))  # what this process may run on (taskset, cgroups), not the machine
-
-
-# --- CPU accounting ------------------------------------------------------------------
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_stat(pid):
-    """(ppid, CPU seconds: utime + stime + cutime + cstime) of a live process, or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            text = fh.read()
-    except OSError:
-        return None  # gone meanwhile
-    f = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": field 3 (state) is f[0]
-    return int(f[1]), sum(int(x) for x in f[11:15]) / _TICK
-
-
-def tree_cpu_seconds():
-    """CPU seconds (user + system) so far of this process, its reaped
-    children, and its live descendants.
-
-    RUSAGE_CHILDREN alone is not enough: it counts only children that have
-    exited and been waited for, and the DataLoader's persistent workers live
-    through the whole window. So live descendants are read from /proc. The
-    sum stays consistent across a window: a child live at the start and
-    reaped before the end moves from the /proc part to RUSAGE_CHILDREN with
-    its whole total, so the difference is still what it used in the window.
-    """
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    parent_of, cpu = {}, {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = _proc_stat(int(name))
-            if st is not None:
-                parent_of[int(name)], cpu[int(name)] = st
-    me, descendants = os.getpid(), set()
-    frontier = [me]
-    while frontier:  # breadth first down the process tree
-        p = frontier.pop()
-        kids = [c for c, pp in parent_of.items() if pp == p and c not in descendants]
-        descendants.update(kids)
-        frontier += kids
-    return total + sum(cpu[c] for c in descendants)
-
-
-def self_cpu_seconds():
-    own = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process: ringfeed's included
-    return own.ru_utime + own.ru_stime
-
-
-# --- timing of the steps' device work --------------------------------------------------
-class CudaTimer:
-    """CUDA events on the training stream around each step's work. Events
-    are timestamped by the GPU when the stream reaches them, so the host
-    never waits for them inside the loop; they are read after the window's
-    closing synchronize."""
-
-    def __init__(self, torch):
-        self.torch, self.marks = torch, []
-
-    def _event(self):
-        e = self.torch.cuda.Event(enable_timing=True)
-        e.record()  # on the current stream: the one the step's kernels run on
-        return e
-
-    def origin(self):  # right after the synchronize that opens the window: the GPU is idle
-        self.first = self._event()
-
-    def start(self):
-        self.marks.append([self._event(), None])
-
-    def end(self):
-        self.marks[-1][1] = self._event()
-
-    def resolve(self):
-        """Per step: (busy seconds, idle seconds before it on the stream)."""
-        out, prev = [], self.first
-        for s, e in self.marks:
-            out.append((s.elapsed_time(e) / 1e3, prev.elapsed_time(s) / 1e3))
-            prev = e
-        return out
-
-
-class HostTimer:
-    """The same on the CPU, where the step computes synchronously: the host clock."""
-
-    def __init__(self):
-        self.marks = []
-
-    def origin(self):
-        self.first = time.perf_counter()
-
-    def start(self):
-        self.marks.append([time.perf_counter(), None])
-
-    def end(self):
-        self.marks[-1][1] = time.perf_counter()
-
-    def resolve(self):
-        out, prev = [], self.first
-        for s, e in self.marks:
-            out.append((e - s, s - prev))
-            prev = e
-        return out
 
 
 # --- one loader, in its own process ----------------------------------------------------
@@ -399,12 +293,6 @@ def measure(args):
     if close:
         close()
     print(json.dumps(result))
-
-
-def quantiles_ms(xs):
-    s = sorted(xs)
-    return {"median": 1e3 * statistics.median(s), "p95": 1e3 * s[min(len(s) - 1, int(0.95 * len(s)))],
-            "max": 1e3 * s[-1]}
 
 
 def resolve_amp(name, torch, device):

@@ -1,4 +1,5 @@
-// Helpers shared by the data layer's tests (dataset_tests, tar_tests).
+// Helpers shared by the data layer's tests (dataset_tests, tar_tests,
+// tar_writer_tests).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +25,14 @@ namespace ringfeed::test::data_support {
 
 namespace fs = std::filesystem;
 using ringfeed::data::dataset;
+
+/// `n` pseudo-random bytes (std::mt19937 from `seed`), as a string.
+inline std::string random_string(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
 
 /// Debian's interpreter (the `python3` on PATH may be another one).
 inline const char* const python = "/usr/bin/python3";

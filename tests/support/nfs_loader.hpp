@@ -1,10 +1,13 @@
 // The loader over the test NFS server (nfs_server.hpp): options, and an
-// epoch's delivered bytes to compare runs by. For nfs_tests and
+// epoch's delivered bytes to compare runs by; and the small helpers of the
+// test cases against that server. For nfs_tests, nfs_loader_tests and
 // cache_crash_tests.
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,6 +19,26 @@
 #include "nfs_server.hpp"
 
 namespace ringfeed::test::nfs {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// A fresh server for the test case (a previous one may have killed it).
+inline void require_server() {
+  if (const std::string why = server().restart(); !why.empty()) FAIL("cannot restart the NFS server: " << why);
+}
+
+/// What `f` throws, or "(no error)".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 /// Small fast-mode train batches of uint8 on the host, failing on any error.
 inline ringfeed::loader_options loader_options_for(const std::string& source) {

@@ -3,7 +3,7 @@
 // images, four output pixels at a time with AVX2 doubles; and the inside
 // runs of its nearest-neighbour affine (affine_fixed), eight at a time.
 //
-// The portable loop (geometry_transform.cpp, generic_affine) converts each
+// The portable loop (affine.cpp, generic_affine) converts each
 // source byte to double and filters lane by lane. Here four pixels whose
 // taps all lie inside the image (no clamping, no missing row) load their
 // taps as whole words, then per channel do the portable loop's arithmetic
@@ -143,7 +143,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256d cubic4(__m256d v1,
 }
 
 // The horizontal stage on one channel's four taps per lane (bytes 0..3 of
-// each int32): geometry_transform.cpp's cubic_u8, p2..p4 exact in int.
+// each int32): affine.cpp's cubic_u8, p2..p4 exact in int.
 __attribute__((target("avx2"), always_inline)) inline __m256d cubic_taps(__m128i q, __m256d d) {
   const __m128i byte = _mm_set1_epi32(0xFF);
   const __m128i t0 = _mm_and_si128(q, byte);

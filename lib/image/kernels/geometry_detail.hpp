@@ -1,15 +1,17 @@
-// Private to geometry.cpp, geometry_transform.cpp and affine_avx2.cpp:
-// argument checks and row sizes both halves of the geometry ops use, and
-// the AVX2 bilinear and bicubic affine.
+// Private to geometry.cpp, geometry_transform.cpp, affine.cpp and
+// affine_avx2.cpp: argument checks, row sizes and pixel copies the geometry
+// ops share, affine.cpp's kernels, and the AVX2 bilinear and bicubic affine.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
+#include <ringfeed/image/geometry.hpp>
 #include <ringfeed/image/image.hpp>
 
 namespace ringfeed::image::geometry_detail {
@@ -27,7 +29,36 @@ inline std::size_t row_bytes(int width, int channels) {
   return static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
 }
 
-// Row y of Pillow's bilinear affine of an RGB image (geometry_transform.cpp's
+template <int C>
+void copy_pixel(const std::uint8_t* in, std::uint8_t* out) {
+  std::memcpy(out, in, C);
+}
+
+// An RGB pixel moved as one 4-byte load and store, as Pillow moves its
+// 4-byte pixels: the extra byte read must exist (not the buffer's last
+// pixel) and the extra byte written must be rewritten later (a pixel to its
+// right in the same pass). Callers guarantee both; C == 1 copies one byte.
+template <int C>
+void copy_pixel_wide(const std::uint8_t* in, std::uint8_t* out) {
+  if constexpr (C == 3) {
+    std::uint32_t v;
+    std::memcpy(&v, in, 4);
+    std::memcpy(out, &v, 4);
+  } else {
+    out[0] = in[0];
+  }
+}
+
+/// The pixels of the affine map `a` (output pixel centre to source point)
+/// from `src` into `dst`, which holds the fill where no source pixel lands:
+/// Pillow's ImagingTransformAffine with nearest, bilinear or bicubic
+/// (affine.cpp). 1 or 3 channels, `src` not empty.
+void affine_pixels(image_view src, const std::array<double, 6>& a, interpolation interp, mutable_image_view dst);
+/// resize's nearest path: Pillow's ImagingScaleAffine for the scale `a`,
+/// pixels outside the source zeroed (affine.cpp).
+void nearest_resize(image_view src, const std::array<double, 6>& a, mutable_image_view dst);
+
+// Row y of Pillow's bilinear affine of an RGB image (affine.cpp's
 // generic_affine) on AVX2, four output pixels at a time from x = 0 while
 // x + 4 <= width, written to `out` (the row) where all four pixels' corners
 // lie inside the image. Returns how many groups it left, their first x in
@@ -37,7 +68,7 @@ inline std::size_t row_bytes(int width, int channels) {
 int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
                           int* left);
 /// Copies the first pixels of a run of `n` RGB pixels of the nearest affine
-/// (geometry_transform.cpp's affine_fixed), all inside `src`, whose 16.16
+/// (affine.cpp's affine_fixed), all inside `src`, whose 16.16
 /// coordinates start at (xx, yy) and step by (a0, a3), eight at a time on
 /// AVX2; returns how many it copied (it leaves at least two). Call only
 /// where affine_filter_simd() and offsets within `src` fit an int32.
