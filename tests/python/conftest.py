@@ -253,3 +253,13 @@ def s3_env(monkeypatch, s3, tmp_path):
     """The AWS tools' configuration, pointing at s3rver; nothing from outside."""
     point_aws_at(monkeypatch, s3.endpoint, s3, tmp_path)
     return s3
+
+
+@pytest.fixture
+def torch_reference_restored():
+    """For tests that set another torch's arithmetic (torch_reference.hpp):
+    afterwards, back to the installed torch's, as every other test expects."""
+    yield
+    import ringfeed.transforms as RT
+    RT._followed = None
+    RT.follow_installed_torch()

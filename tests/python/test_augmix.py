@@ -40,13 +40,6 @@ def _read(img):
         return f.read()
 
 
-@pytest.fixture
-def torch_reference_restored():
-    yield
-    RT._followed = None
-    RT.follow_installed_torch()  # torch is imported here: back to its arithmetic
-
-
 # The goldens of every torch they were made with (make_transform_goldens.py),
 # checked under that torch's arithmetic whichever torch is installed.
 @pytest.mark.parametrize("reference", sorted(GOLDENS))

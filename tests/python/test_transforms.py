@@ -256,13 +256,6 @@ _LINSPACE_GOLDENS = {
 }
 
 
-@pytest.fixture
-def torch_reference_restored():
-    yield
-    RT._followed = None
-    RT.follow_installed_torch()  # torch is imported here: back to its arithmetic
-
-
 @pytest.mark.parametrize("reference", sorted(_LINSPACE_GOLDENS))
 def test_the_magnitude_bins_follow_each_torchs_linspace(reference, torch_reference_restored):
     import hashlib
