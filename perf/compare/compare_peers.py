@@ -26,8 +26,9 @@ every batch alike. Medians over rounds, per contender:
   images/s        images of the timed epoch / its wall time
   CPU s/image     user+system CPU of the timed epoch, of the process and
                   every descendant (worker processes, threads), from /proc
-  run CPU s       whole process tree, whole run (start-up, both epochs):
-                  getrusage(RUSAGE_CHILDREN) around the child
+  run CPU s       the same tree's CPU over the whole run (start-up, both
+                  epochs), read at its end (getrusage(RUSAGE_CHILDREN) around
+                  the child would miss worker processes that exit unreaped)
   peak PSS MB     the tree's summed proportional set size (shared pages
                   counted once), sampled every batch of the first epoch
                   and at the end
@@ -44,7 +45,6 @@ import importlib
 import importlib.metadata
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -65,7 +65,7 @@ def pip_error(text):
     """The lines of pip's output that say why it failed."""
     lines = [ln.strip() for ln in text.splitlines() if "WARNING: Location" not in ln]
     hits = [ln for ln in lines if "Error:" in ln or ln.startswith("ERROR") or "not found" in ln]
-    return " | ".join(dict.fromkeys(hits[:2] + hits[-1:])) or (lines[-1] if lines else "pip failed")
+    return "; ".join(dict.fromkeys(hits[:2] + hits[-1:])) or (lines[-1] if lines else "pip failed")
 
 
 def setup_venv(venv, force):
@@ -150,8 +150,8 @@ def child(args):
         if timed:
             seconds, cpu = time.perf_counter() - start, tree_stats()[0] - cpu0
     peak = max(peak, tree_stats(pss=True)[1])
-    print(json.dumps({"images": images, "seconds": seconds, "cpu": cpu, "first_batch": first, "pss_mb": peak,
-                      "shape": shape, "checksum": check}))
+    print(json.dumps({"images": images, "seconds": seconds, "cpu": cpu, "run_cpu": tree_stats()[0],
+                      "first_batch": first, "pss_mb": peak, "shape": shape, "checksum": check}))
     sys.stdout.flush()
     os._exit(0)  # some peers' worker threads and shared memory outlive a clean interpreter exit by minutes
 
@@ -186,25 +186,22 @@ def last_line(text):
 
 
 def spawn(args, py, mode, name, timeout):
-    """Runs one child; returns (its JSON or None, error text, whole-tree CPU seconds by rusage)."""
+    """Runs one child; returns (its JSON or None, error text)."""
     cmd = [py, os.path.abspath(__file__), mode, name, "--source", args.source, "--work", args.work,
            "--threads", str(args.threads), "--batch", str(args.batch), "--epochs", str(args.epochs),
            "--cli", args.cli, "--t0"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [args.ringfeed_python,
                                                                     os.environ.get("PYTHONPATH")])))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     cmd.append(repr(time.time()))
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
                               preexec_fn=lambda: os.sched_setaffinity(0, args.cpu_set))
     except subprocess.TimeoutExpired as e:
-        return None, f"timed out after {timeout} s: {last_line((e.stderr or b'').decode(errors='replace'))}", 0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return None, f"timed out after {timeout} s: {last_line((e.stderr or b'').decode(errors='replace'))}"
     try:
-        return json.loads(done.stdout.strip().splitlines()[-1]), None, cpu
+        return json.loads(done.stdout.strip().splitlines()[-1]), None
     except (IndexError, ValueError):
-        return None, f"exit {done.returncode}: {last_line(done.stderr)}", cpu
+        return None, f"exit {done.returncode}: {last_line(done.stderr)}"
 
 
 def med(runs, key):
@@ -244,7 +241,8 @@ def table(rows, skipped, goal, meta):
                    f"{r['run_cpu_s']:.1f} | {r['peak_pss_mb']:.0f} | {r['first_batch_s']:.1f} | "
                    f"{r['pixels_equal_torchvision']} |")
     for s in skipped:
-        out.append(f"| {s['label']} | not measured: {s['reason']} | | | | | |")
+        reason = s["reason"].replace("|", "/")
+        out.append(f"| {s['label']} | not measured: {reason[:300] + ('…' if len(reason) > 300 else '')} | | | | | |")
     if goal:
         out += ["", f"Goal (>= 1.5x the best peer's images/s, <= 0.67x its CPU s/image): {goal['best_ringfeed']} "
                 f"vs {goal['best_peer']}: {goal['speed_ratio']:.2f}x images/s, {goal['cpu_ratio']:.2f}x CPU/image "
@@ -292,7 +290,7 @@ def main():
         if not reason and m.PACKAGES and installed.get(" ".join(m.PACKAGES)):
             reason = f"pip install {' '.join(m.PACKAGES)} failed: {installed[' '.join(m.PACKAGES)]}"
         if not reason:
-            r, err, _ = spawn(args, py, "--prepare", name, args.timeout)
+            r, err = spawn(args, py, "--prepare", name, args.timeout)
             reason = err and f"setup failed: {err}" or r["skip"]
         if reason:
             print(f"{m.NAME}: not measured: {reason}", file=sys.stderr)
@@ -306,14 +304,14 @@ def main():
         for name in order:
             if name not in runs:
                 continue
-            r, err, run_cpu = spawn(args, py, "--child", name, args.timeout)
+            r, err = spawn(args, py, "--child", name, args.timeout)
             if r is None:
                 print(f"{peer(name).NAME}: run failed: {err}", file=sys.stderr)
                 skipped.append({"name": name, "label": peer(name).NAME, "reason": f"run failed: {err}",
                                 "packages": peer(name).PACKAGES})
                 del runs[name]
                 continue
-            r.update(ips=r["images"] / r["seconds"], cpi=r["cpu"] / r["images"], run_cpu=run_cpu)
+            r.update(ips=r["images"] / r["seconds"], cpi=r["cpu"] / r["images"])
             runs[name].append(r)
             print(f"round {rnd + 1}/{args.rounds} {peer(name).NAME}: {r['ips']:.0f} img/s, "
                   f"{1000 * r['cpi']:.1f} CPU ms/img, first batch {r['first_batch']:.1f} s, "

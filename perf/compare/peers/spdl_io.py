@@ -19,6 +19,11 @@ def skip(ctx):
         import spdl.io
         spdl.io.decode_packets(spdl.io.demux_image(samples(ctx.source)[0][0]))
     except Exception as e:  # libspdl's message names every FFmpeg soname it tried
+        import re
+        missing = re.findall(r"_spdl_(ffmpeg\d): (lib[\w.-]+\.so\.\d+): cannot open", str(e))
+        if missing:
+            return ("spdl.io's libspdl finds no FFmpeg it links (4-9; its wheel bundles none): missing "
+                    + ", ".join(f"{so} ({v})" for v, so in missing))
         return f"spdl.io cannot decode: {str(e).splitlines()[0][:600]}"
     return None
 
