@@ -13,8 +13,14 @@ Setup, reproducible from this script alone: every peer runs in the venv
 (or with --setup): python3 -m venv, then peers.BASE (torch, torchvision,
 numpy, Pillow, pinned) and each peer's PACKAGES (pinned), one pip call per
 peer so one that fails to install is recorded (with pip's error) and the
-rest go on. No global install. ringfeed itself comes from the build tree
-(build/release/python, the same CPython ABI as the venv).
+rest go on. No global install, except the Debian packages a peer lists in
+DEBIAN (OpenCV's -dev files FFCV compiles against, the FFmpeg libraries
+spdl.io loads): before its pip call, the missing ones (dpkg-query) are
+installed with apt-get install --no-install-recommends, as root or through
+sudo, as bootstrap.sh's install_deps does; every run checks them, and an
+apt failure is that peer's reason for not being measured. ringfeed itself
+comes from the build tree (build/release/python, the same CPython ABI as
+the venv).
 
 Each peer's own format (tar shards from `ringfeed pack`, MDS, LitData
 chunks, .beton) is built once from --source, outside the timing. Then for
@@ -45,6 +51,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,30 +76,91 @@ def pip_error(text):
     return "; ".join(dict.fromkeys(hits[:2] + hits[-1:])) or (lines[-1] if lines else "pip failed")
 
 
+def debian_missing(packages):
+    """The Debian packages of `packages` that dpkg does not list as installed."""
+    def installed(p):
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
+        return "install ok installed" in r.stdout
+    return [p for p in packages if not installed(p)]
+
+
+def apt_install(packages):
+    """Install the missing ones of `packages`, as bootstrap.sh's install_deps does.
+
+    Returns None, or why not. apt-get as root, or through sudo when not root
+    (its password prompt, if any, on the terminal); the current package lists
+    first, refreshed (apt-get update) only if that fails.
+    """
+    if not shutil.which("apt-get") or not shutil.which("dpkg-query"):
+        return f"needs the Debian packages {' '.join(packages)} and this is no Debian (no apt-get, dpkg-query)"
+    missing = debian_missing(packages)
+    if not missing:
+        return None
+    root = [] if os.geteuid() == 0 else ["sudo"]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = root + ["apt-get", "install", "-y", "-q", "--no-install-recommends"] + missing
+    print(f"apt-get install {' '.join(missing)}", file=sys.stderr)
+    try:
+        r = subprocess.run(install, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            subprocess.run(root + ["apt-get", "update", "-q"], capture_output=True, text=True, env=env)
+            r = subprocess.run(install, capture_output=True, text=True, env=env)
+    except OSError as e:  # no sudo
+        return f"apt-get install {' '.join(missing)} failed: {e}"
+    if r.returncode != 0:
+        lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+        why = [ln for ln in lines if ln.startswith(("E:", "sudo:"))] or lines[-1:] or ["exit %d" % r.returncode]
+        return f"apt-get install {' '.join(missing)} failed: {'; '.join(dict.fromkeys(why))}"
+    return None
+
+
+def install_key(m):
+    """A peer's entry in the install record: its pins, and the Debian packages they were tried with.
+
+    Listing DEBIAN in the key means a pip failure recorded before a peer had
+    (or with other) Debian packages is tried again, not read back.
+    """
+    debian = getattr(m, "DEBIAN", None)
+    return " ".join(m.PACKAGES) + (f" [with Debian {' '.join(debian)}]" if debian else "")
+
+
 def setup_venv(venv, force):
-    """Create the venv and install BASE and every peer's pins; returns {pin-set: None | error}."""
+    """Create the venv, install every peer's Debian packages, BASE and every peer's pins.
+
+    Returns ({install_key: None | pip's error}, {peer: apt's error}). A peer
+    whose Debian packages do not install gets no pip install (its build or
+    import would fail for that reason).
+    """
     record = os.path.join(venv, "ringfeed-peers-install.json")
     py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
         print(f"creating {venv}", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    done = {}
+    done, apt_failed = {}, {}
     if os.path.exists(record) and not force:
         with open(record) as f:
             done = json.load(f)
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    wanted = [" ".join(peers.BASE)] + [" ".join(m.PACKAGES) for m in map(peer, peers.ORDER) if m.PACKAGES]
-    for pins in dict.fromkeys(wanted):
-        if pins in done:
+    wanted = {" ".join(peers.BASE): []}
+    for name in peers.ORDER:
+        m = peer(name)
+        err = apt_install(m.DEBIAN) if getattr(m, "DEBIAN", None) else None
+        if err:
+            apt_failed[name] = err
             continue
-        print(f"pip install {pins}", file=sys.stderr)
-        r = subprocess.run(pip + peers.BASE + pins.split(), capture_output=True, text=True)
-        done[pins] = None if r.returncode == 0 else pip_error(r.stdout + r.stderr)
+        if m.PACKAGES:
+            wanted[install_key(m)] = m.PACKAGES
+    for key, pins in wanted.items():
+        if key in done:
+            continue
+        print(f"pip install {' '.join(pins) or key}", file=sys.stderr)
+        r = subprocess.run(pip + peers.BASE + pins, capture_output=True, text=True)
+        done[key] = None if r.returncode == 0 else pip_error(r.stdout + r.stderr)
         with open(record, "w") as f:
             json.dump(done, f, indent=1)
     if done.get(" ".join(peers.BASE)):
         sys.exit(f"the base packages do not install: {done[' '.join(peers.BASE)]}")
-    return done
+    return done, apt_failed
 
 
 def peer(name):
@@ -254,7 +322,8 @@ def summarize(args, runs, skipped):
         rows.append({"name": name, "label": m.NAME, "images_per_s": med(rs, "ips"), "cpu_s_per_image": med(rs, "cpi"),
                      "run_cpu_s": med(rs, "run_cpu"), "peak_pss_mb": med(rs, "pss_mb"),
                      "first_batch_s": med(rs, "first_batch"), "batch": rs[0]["shape"], "differs": m.DIFFERS,
-                     "pixels_equal_torchvision": m.PIXELS, "packages": m.PACKAGES, "runs": rs})
+                     "pixels_equal_torchvision": m.PIXELS, "packages": m.PACKAGES,
+                     "debian": getattr(m, "DEBIAN", []), "runs": rs})
     rows.sort(key=lambda r: -r["images_per_s"])
     ours = [r for r in rows if r["name"].startswith("ringfeed")]
     theirs = [r for r in rows if not r["name"].startswith("ringfeed")]
@@ -319,15 +388,15 @@ def main():
         return prepare_child(args)
     args.cpu_set = {int(c) for c in args.cpus.split(",")} if args.cpus else os.sched_getaffinity(0)
     names = args.peers.split(",")
-    installed = setup_venv(args.venv, args.setup)
+    installed, apt_failed = setup_venv(args.venv, args.setup)
     py = os.path.join(args.venv, "bin", "python")
     os.makedirs(args.work, exist_ok=True)
     skipped, live = [], []
     for name in names:  # install, import, build its format: once, outside the timing
         m = peer(name)
-        reason = getattr(m, "SKIP", None)
-        if not reason and m.PACKAGES and installed.get(" ".join(m.PACKAGES)):
-            reason = f"pip install {' '.join(m.PACKAGES)} failed: {installed[' '.join(m.PACKAGES)]}"
+        reason = getattr(m, "SKIP", None) or apt_failed.get(name)
+        if not reason and m.PACKAGES and installed.get(install_key(m)):
+            reason = f"pip install {' '.join(m.PACKAGES)} failed: {installed[install_key(m)]}"
         if not reason:
             r, err = spawn(args, py, "--prepare", name, args.timeout)
             reason = err and f"setup failed: {err}" or r["skip"]

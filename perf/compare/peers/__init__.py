@@ -3,6 +3,9 @@
 Each module says
   NAME      the row's name
   PACKAGES  its pip pins, installed on top of BASE into the peers' venv
+  DEBIAN    (optional) Debian packages it needs outside the venv (-dev files its
+            pip build compiles against, shared libraries its wheel loads);
+            compare_peers.py apt-installs the missing ones before its pip pins
   DIFFERS   how it departs from the recipe (RECIPE below), "" if not at all
   PIXELS    whether its pixels can equal torchvision's, and why
   SKIP      (optional) why it cannot be measured at all, checked first
