@@ -1,13 +1,18 @@
 """SPDL's ImageNet-style pipeline with its own decode: spdl.io demux + decode with an FFmpeg
 crop/scale/hflip filter per image, convert_frames into one batch buffer, normalize in torch.
 
-Untested where spdl.io cannot load (see skip()): its wheels link FFmpeg 4-9 shared libraries
-(libavutil, libavformat, libavfilter, libavdevice, ...) and do not bundle them.
+spdl's wheels bundle no FFmpeg: libspdl comes in one build per FFmpeg major (4-9) and loads the
+first whose shared libraries (libavutil, libavcodec, libavformat, libavfilter, libavdevice,
+libswscale, libswresample) are there. DEBIAN is Debian 12's FFmpeg 5.1, which spdl's ffmpeg5
+build links (libavutil.so.57, libavdevice.so.59, libavfilter.so.8, ...); skip() still says
+which sonames are missing where they are not installed.
 """
 from . import MEAN, STD, samples
 
 NAME = "SPDL (spdl.io decode)"
 PACKAGES = ["spdl==0.8.0"]
+DEBIAN = ["libavutil57", "libavcodec59", "libavformat59", "libavfilter8", "libavdevice59", "libswscale6",
+          "libswresample4"]
 DIFFERS = ("FFmpeg decode; crop=...,scale=224:224:flags=bilinear,hflip filter per image (crop box from "
            "torchvision's RandomResizedCrop.get_params on the header's size); normalize in torch per batch")
 PIXELS = "no: FFmpeg's JPEG decoder and swscale's bilinear differ from libjpeg-turbo + PIL's resampling"
