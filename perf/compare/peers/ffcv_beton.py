@@ -1,6 +1,11 @@
 """FFCV: its .beton writer and ImageNet train pipeline (CPU, no ToDevice).
 
-Untested here: ffcv does not install on this machine (see the table).
+ffcv 1.0.2 (its latest) is an sdist only: pip compiles libffcv.cpp, which
+pkg-config must find opencv4 and libturbojpeg for. DEBIAN gives it Debian
+12's OpenCV 4.6 (libopencv-dev) and libjpeg-turbo 2.1; it builds and runs
+against them, and its Python side runs with BASE's numpy 2.1 (pip resolves
+numba and opencv-python, ffcv's unpinned dependencies, to releases that
+support it), so the pin stays 1.0.2.
 """
 import os
 
@@ -8,6 +13,8 @@ from . import MEAN, STD
 
 NAME = "FFCV (.beton)"
 PACKAGES = ["ffcv==1.0.2"]
+# ffcv ships only an sdist: pip compiles libffcv.cpp against `pkg-config opencv4` and libturbojpeg.
+DEBIAN = ["g++", "pkg-config", "python3-dev", "libturbojpeg0-dev", "libopencv-dev"]
 DIFFERS = ("FFCV's writer takes pixels: JPEGs decoded and re-encoded at quality 95; RandomResizedCropRGBImageDecoder "
            "(libjpeg-turbo + OpenCV resize); normalize in torch after ToTorchImage")
 PIXELS = "no: OpenCV's resize (INTER_AREA) differs from PIL's"
@@ -36,7 +43,7 @@ def make(ctx):
     mean = torch.tensor(MEAN).view(1, 3, 1, 1) * 255
     std = torch.tensor(STD).view(1, 3, 1, 1) * 255
     loader = Loader(os.path.join(ctx.work, "ffcv.beton"), batch_size=ctx.batch, num_workers=ctx.threads,
-                    order=OrderOption.RANDOM, seed=ctx.seed,
+                    order=OrderOption.RANDOM, seed=ctx.seed, drop_last=False,
                     pipelines={"image": [RandomResizedCropRGBImageDecoder((224, 224)), RandomHorizontalFlip(),
                                          ToTensor(), ToTorchImage()],
                                "label": [IntDecoder(), ToTensor(), Squeeze()]})
