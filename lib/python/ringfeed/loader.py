@@ -188,8 +188,8 @@ class Loader:
         spec, self._transform_ops = "", None
         if transform is not None:
             from .transforms import _joined, _op_specs, follow_installed_torch
-            follow_installed_torch()
             if isinstance(transform, str):
+                follow_installed_torch()  # _op_specs does so for objects
                 spec = transform
             else:  # parsed once, by C++ (resolve); its errors reworded to name the op
                 self._transform_ops = _op_specs(transform)
