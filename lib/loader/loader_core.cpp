@@ -124,8 +124,12 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   } else if (m_opt.device >= 0) {
     log(m_plan.host_reason + "; batches stay in host memory, normalized on the CPU");
   }
+  // Prefetch adapts to the consumer (prefetch_control.hpp): from 2 batches
+  // ahead, up to what the plan sized (prefetch_batches or the budget).
+  prefetch_control::limits depth;
+  depth.cap = m_plan.slabs - 1;
   m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size,
-                                         m_plan.use_device ? api : nullptr, device_buffers);
+                                         m_plan.use_device ? api : nullptr, device_buffers, depth);
 }
 
 loader_core::~loader_core() {
@@ -268,11 +272,22 @@ task<std::optional<batch>> loader_core::next() {
     start_run(m_pos_epoch, m_pos_batch);
     r = m_memory->current();
   }
+  channel<delivery>& ready = r->consumer_channel();
+  // Nothing ready: the consumer waits, prefetch was too shallow. A run's
+  // first item counts too: the consumer may hold every slab there is
+  // (batches kept across set_epoch), and only growing gives the run one.
+  const bool waits = ready.size() == 0;
+  if (waits && !m_memory->consumer_waited())
+    log("prefetch stays at " + std::to_string(m_memory->prefetch().depth) +
+        " batch(es): no memory for another batch slab");
   const auto t0 = clock::now();
-  std::optional<delivery> d = co_await r->consumer_channel().receive();
+  std::optional<delivery> d = co_await ready.receive();
   m_wait_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(),
                       std::memory_order_relaxed);
   if (!d) co_return std::nullopt;  // the loader is being destroyed
+  // Batches finished behind this one wait for the consumer: prefetch may be
+  // deeper than it needs (the same channel: nobody else takes from it).
+  if (d->what == delivery::kind::batch) m_memory->delivered(waits ? 0 : ready.size());
   switch (d->what) {
     case delivery::kind::end_of_epoch:
       m_pos_epoch = d->epoch + 1;

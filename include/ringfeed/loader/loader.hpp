@@ -5,8 +5,10 @@
 //   order → bounded channel → uploader (CUDA stream) → consumer
 //
 // Prefetch is counted in batches and bounded by memory_budget: at most
-// prefetch slabs exist, each batch_size × sample bytes, allocated once (pinned
-// with cudaHostAlloc when a device is used). max(io_depth, threads)
+// prefetch + 1 slabs exist, each batch_size × sample bytes (pinned with
+// cudaHostAlloc when a device is used). The depth adapts: it grows while the
+// consumer waits in next() and shrinks, freeing slabs, while finished
+// batches wait for the consumer (stats().prefetch). max(io_depth, threads)
 // long-lived workers, each with a reused read buffer, take samples from a
 // queue, read one and decode it into its slot; reads in flight are bounded by
 // io_depth, decodes by the threads.
@@ -190,7 +192,8 @@ struct loader_options {
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
   /// consumer). Must fit at least 2 batches.
   std::size_t memory_budget = std::size_t{1} << 30;
-  /// Batches prepared ahead at most; 0: as many as memory_budget allows, up to 8.
+  /// Batches prepared ahead at most (the adaptive depth's cap; it starts
+  /// at 2); 0: as many as memory_budget allows, up to 7.
   std::size_t prefetch_batches = 0;
 
   /// CUDA device for the upload stage; -1: host batches even with a device.
