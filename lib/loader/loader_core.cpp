@@ -16,6 +16,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "../cuda/device_api.hpp"
+#include "numa_scope.hpp"
 
 namespace ringfeed::detail {
 
@@ -37,7 +38,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     // 8 MiB unless the window was set away from its default.
     if (io::is_object_location(m_opt.source) && m_opt.stream_read_size == loader_options{}.stream_read_size)
       m_opt.stream_read_size = std::size_t{8} << 20;
-    m_pool = std::make_unique<thread_pool>(m_opt.threads);
+    m_pool = make_pool();
     m_src = io::source::open(m_opt.source, *m_pool, source_options());
     m_listed_by_source = true;
     {
@@ -129,7 +130,8 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   prefetch_control::limits depth;
   depth.cap = m_plan.slabs - 1;
   m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size,
-                                         m_plan.use_device ? api : nullptr, device_buffers, depth);
+                                         m_plan.use_device ? api : nullptr, device_buffers, depth,
+                                         m_plan.use_device ? m_opt.numa.node : -1);
 }
 
 loader_core::~loader_core() {
@@ -171,6 +173,13 @@ void loader_core::start() {
   if (m_opt.start_eagerly) start_run(m_pos_epoch, m_pos_batch);
 }
 
+std::unique_ptr<thread_pool> loader_core::make_pool() const {
+  // Feeding a GPU on a machine of several NUMA nodes: the decode threads
+  // start on its node's CPUs (threads inherit their creator's mask).
+  const run_on_cpus near(m_opt.numa.cpus);
+  return std::make_unique<thread_pool>(m_opt.threads);
+}
+
 void loader_core::start_threads() {
   if (m_threads_started) return;
   try {
@@ -187,7 +196,7 @@ void loader_core::start_threads() {
 }
 
 void loader_core::start_threads_once() {
-  if (!m_pool) m_pool = std::make_unique<thread_pool>(m_opt.threads);
+  if (!m_pool) m_pool = make_pool();
   m_memory->allocate();
   // Reads: io_uring, else a pool of pread threads; network file systems
   // get buffered reads, deadlines and retries (io/source.hpp).

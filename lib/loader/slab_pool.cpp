@@ -8,6 +8,7 @@
 #include "../cuda/device_api.hpp"
 
 #include "loader_run.hpp"
+#include "numa_scope.hpp"
 
 namespace ringfeed::detail {
 
@@ -20,10 +21,11 @@ void slab_memory_deleter::operator()(std::byte* p) const noexcept {
 
 slab_pool::slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size,
                      std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers,
-                     prefetch_control::limits depth)
+                     prefetch_control::limits depth, int numa_node)
     : m_count(slabs),
       m_slab_bytes(slab_bytes),
       m_batch_size(batch_size),
+      m_numa_node(numa_node),
       m_pinned_by(std::move(pinned_by)),
       m_control([&] {
         depth.cap = std::min(depth.cap, slabs - 1);
@@ -34,7 +36,9 @@ slab_pool::slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batc
 }
 
 std::unique_ptr<std::byte, slab_memory_deleter> slab_pool::allocate_memory() const {
-  // Pinned when they feed a device (DMA straight from them), else page-aligned.
+  // Pinned when they feed a device (DMA straight from them), else page-aligned;
+  // on the GPU's NUMA node (cudaHostAlloc touches the pages here, under the policy).
+  const prefer_node near(m_numa_node);
   void* mem = m_pinned_by ? m_pinned_by->allocate_pinned(m_slab_bytes) : std::aligned_alloc(4096, m_slab_bytes);
   if (mem == nullptr) throw std::bad_alloc();
   return std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {m_pinned_by.get()});

@@ -64,11 +64,12 @@ class slab_pool {
   /// Up to `slabs` of `slab_bytes` for batches of `batch_size`, pinned by
   /// `pinned_by` when they feed a device (null: plain host memory);
   /// `device_buffers` device buffers (0 on the host path). The prefetch
-  /// depth moves within `depth` (its cap at most slabs - 1). Nothing is
-  /// allocated before allocate().
+  /// depth moves within `depth` (its cap at most slabs - 1). Slab memory is
+  /// preferably allocated on NUMA node `numa_node` (-1: where the OS puts
+  /// it). Nothing is allocated before allocate().
   slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size,
             std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers,
-            prefetch_control::limits depth);
+            prefetch_control::limits depth, int numa_node = -1);
   slab_pool(const slab_pool&) = delete;
   slab_pool& operator=(const slab_pool&) = delete;
 
@@ -123,6 +124,7 @@ class slab_pool {
   const std::size_t m_count;
   const std::size_t m_slab_bytes;
   const std::size_t m_batch_size;
+  const int m_numa_node;
   const std::shared_ptr<cuda::device_api> m_pinned_by;  // outlives m_slabs
   std::vector<std::unique_ptr<slab>> m_slabs;  // fixed between allocate() and free_memory()
 

@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/loader/numa.hpp>
 #include <ringfeed/loader/batch.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
@@ -196,6 +197,10 @@ struct loader_options {
   /// at 2); 0: as many as memory_budget allows, up to 7.
   std::size_t prefetch_batches = 0;
 
+  /// Where batch slabs and decode threads go on a machine of several NUMA
+  /// nodes (loader/numa.hpp): resolve() places them near the GPU it feeds;
+  /// default: wherever the OS puts them.
+  numa_placement numa;
   /// CUDA device for the upload stage; -1: host batches even with a device.
   /// Without a usable device the loader falls back to host batches and logs
   /// one line with the CUDA error.
