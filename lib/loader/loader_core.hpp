@@ -97,6 +97,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // failure nothing stays started.
   void start_threads();
   void start_threads_once();
+  // The decode pool, on the CPUs options.numa names (all of the mask when none).
+  [[nodiscard]] std::unique_ptr<thread_pool> make_pool() const;
   [[nodiscard]] io::source_options source_options();
   void start_run(std::uint64_t epoch, std::size_t first_batch);
   void stop_run();

@@ -105,7 +105,12 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
         : m_opt.stream_shards ? data::epoch_plan(e, stream_order_of(e).emit, m_opt.batch_size, m_opt.drop_last)
                               : m_smp->plan(e, m_opt.batch_size, m_opt.drop_last);
     for (std::size_t k = first_batch; k < batches_to_read(e, plan.num_batches()); ++k) {
-      std::optional<slab*> got = co_await r->free.receive();
+      // A slab beyond what the prefetch depth allows now gives its memory
+      // back (slab_pool::retire_if_over) and the producer takes another.
+      std::optional<slab*> got;
+      do {
+        got = co_await r->free.receive();
+      } while (got && m_memory->retire_if_over(**got));
       if (!got) co_return;
       if (r->failed_at.load(std::memory_order_relaxed) != ~std::uint64_t{0}) {
         m_memory->give_back(*got);  // a batch failed: nothing after it is delivered

@@ -86,7 +86,9 @@ loader_stats loader_core::stats() const {
   }
   s.decode_threads = c.m_pool ? c.m_pool->thread_count() : thread_pool::default_thread_count(c.m_opt.threads);
   s.io_depth = c.m_opt.io_depth;
-  s.prefetch_batches = c.m_plan.slabs - 1;
+  s.prefetch = c.m_memory->prefetch();
+  s.prefetch_batches = s.prefetch.cap;
+  if (const std::shared_ptr<run> r = c.m_memory->current()) s.prefetch.ready = r->consumer_channel().size();
   s.memory_budget = c.m_opt.memory_budget;
   s.slab_bytes = c.m_plan.slab_bytes;
   s.reasons = c.m_opt.reasons;
@@ -124,6 +126,19 @@ std::string loader_stats::json() const {
       {"reads", {{"retries", read_retries}, {"timeouts", read_timeouts}}},
       {"skipped", skips},
   };
+  nlohmann::json history = nlohmann::json::array();
+  for (const auto& h : prefetch.history) history.push_back({h.batch, h.depth});
+  out["prefetch"] = {{"depth", prefetch.depth},
+                     {"low", prefetch.low},
+                     {"high", prefetch.high},
+                     {"floor", prefetch.floor},
+                     {"cap", prefetch.cap},
+                     {"ready", prefetch.ready},
+                     {"slabs", prefetch.slabs},
+                     {"consumer_waits", prefetch.consumer_waits},
+                     {"spare_deliveries", prefetch.spare_deliveries},
+                     {"changes", prefetch.changes},
+                     {"history", history}};
   for (const auto& r : reasons) out[r.option + "_reason"] = r.reason;
   if (cache)
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},

@@ -5,8 +5,10 @@
 //   order → bounded channel → uploader (CUDA stream) → consumer
 //
 // Prefetch is counted in batches and bounded by memory_budget: at most
-// prefetch slabs exist, each batch_size × sample bytes, allocated once (pinned
-// with cudaHostAlloc when a device is used). max(io_depth, threads)
+// prefetch + 1 slabs exist, each batch_size × sample bytes (pinned with
+// cudaHostAlloc when a device is used). The depth adapts: it grows while the
+// consumer waits in next() and shrinks, freeing slabs, while finished
+// batches wait for the consumer (stats().prefetch). max(io_depth, threads)
 // long-lived workers, each with a reused read buffer, take samples from a
 // queue, read one and decode it into its slot; reads in flight are bounded by
 // io_depth, decodes by the threads.
@@ -36,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/loader/numa.hpp>
 #include <ringfeed/loader/batch.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
@@ -190,9 +193,14 @@ struct loader_options {
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
   /// consumer). Must fit at least 2 batches.
   std::size_t memory_budget = std::size_t{1} << 30;
-  /// Batches prepared ahead at most; 0: as many as memory_budget allows, up to 8.
+  /// Batches prepared ahead at most (the adaptive depth's cap; it starts
+  /// at 2); 0: as many as memory_budget allows, up to 7.
   std::size_t prefetch_batches = 0;
 
+  /// Where batch slabs and decode threads go on a machine of several NUMA
+  /// nodes (loader/numa.hpp): resolve() places them near the GPU it feeds;
+  /// default: wherever the OS puts them.
+  numa_placement numa;
   /// CUDA device for the upload stage; -1: host batches even with a device.
   /// Without a usable device the loader falls back to host batches and logs
   /// one line with the CUDA error.

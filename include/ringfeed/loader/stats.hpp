@@ -33,6 +33,35 @@ struct option_reason {
   std::string reason;  ///< e.g. "1 GiB: room for 4 batch slabs of 38535168 bytes"
 };
 
+/// The prefetch depth took value `depth` after `batch` batches had been
+/// delivered (the loader's count, as loader_stats::batches).
+struct prefetch_change {
+  std::uint64_t batch = 0;
+  std::size_t depth = 0;
+};
+
+/// Adaptive prefetch (issue 39): batches prepared ahead grow while the
+/// consumer waits in next() and shrink, handing their batch memory back,
+/// while finished batches wait for the consumer; always within [floor, cap].
+struct prefetch_stats {
+  std::size_t depth = 0;  ///< batches prepared ahead now
+  std::size_t low = 0;    ///< lowest depth so far
+  std::size_t high = 0;   ///< highest depth so far
+  std::size_t floor = 0;  ///< the least it goes to (1)
+  std::size_t cap = 0;    ///< the most: prefetch_batches, or what memory_budget holds
+  std::size_t ready = 0;  ///< batches finished and waiting for the consumer now
+  /// Batch slabs holding memory now: depth + those the consumer holds (at
+  /// least one), and more for a moment after a shrink, until the loader
+  /// takes the extra back.
+  std::size_t slabs = 0;
+  std::uint64_t consumer_waits = 0;    ///< next() calls that found no batch ready
+  std::uint64_t spare_deliveries = 0;  ///< batches delivered with another ready behind them
+  std::uint64_t changes = 0;           ///< times the depth moved
+  /// The latest changes (at most 64), oldest first; the first entry is the
+  /// starting depth at batch 0 until 64 changes push it out.
+  std::vector<prefetch_change> history;
+};
+
 struct loader_stats {
   double elapsed_s = 0.0;      ///< since the loader started producing
   stage_stats read;            ///< storage: bytes read from files
@@ -61,7 +90,8 @@ struct loader_stats {
   [[nodiscard]] double cache_hit_rate() const noexcept;
   std::size_t decode_threads = 0;
   std::size_t io_depth = 0;
-  std::size_t prefetch_batches = 0;
+  std::size_t prefetch_batches = 0;  ///< the most batches prepared ahead (prefetch.cap)
+  prefetch_stats prefetch;
   std::size_t memory_budget = 0;  ///< bytes
   std::size_t slab_bytes = 0;     ///< bytes of one batch slab
   /// Why each option left unset has its value (loader_options::reasons).
@@ -81,6 +111,8 @@ struct loader_stats {
   /// One JSON object with every field above under the names `ringfeed bench
   /// --json` prints (seconds, images, batches, bytes, images_per_s,
   /// mb_per_s, backend, direct, threads, io_depth, prefetch_batches,
+  /// prefetch{depth, low, high, floor, cap, ready, slabs, consumer_waits,
+  /// spare_deliveries, changes, history[[batch, depth]…]},
   /// memory_budget, slab_bytes, stages{read_s, decode_s, upload_s,
   /// consumer_wait_s, *_utilization}, bottleneck, reads{retries, timeouts},
   /// skipped[{path, reason}], cache{hits, …} when a cache is in use). What
