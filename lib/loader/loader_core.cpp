@@ -132,6 +132,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size,
                                          m_plan.use_device ? api : nullptr, device_buffers, depth,
                                          m_plan.use_device ? m_opt.numa.node : -1);
+  open_pixel_cache();
 }
 
 loader_core::~loader_core() {
@@ -152,7 +153,7 @@ io::source_options loader_core::source_options() {
   so.retry.retries = m_opt.io_retries;
   so.log = [this](std::string_view line) { log(line); };
   so.s3 = m_opt.s3;
-  if (!m_opt.cache_dir.empty()) {
+  if (!m_opt.cache_dir.empty() && m_opt.cache == cache_kind::bytes) {
     if (m_opt.stream_shards) {
       log("cache_dir '" + escape_bytes(m_opt.cache_dir) + "' not used: stream_shards reads whole shards sequentially");
     } else {
@@ -220,12 +221,14 @@ void loader_core::start_threads_once() {
       m_stream_offset_of[i] = loc.offset;
     }
   }
+  if (m_pixels) m_pixels->start_reads(*m_pool);  // last: nothing after it can fail
 }
 
 void loader_core::shut_down() {
   stop_run();  // pending next() calls see the end, async ones complete
   sync_wait(m_async_calls->join());
   m_src.reset();  // before the pool its reads resume on; a cache writes what is queued
+  if (m_pixels) m_pixels->stop_reads();
   m_pool.reset();
 }
 
