@@ -7,8 +7,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
@@ -129,4 +132,44 @@ TEST_CASE("cache=pixels with on_error=fail: a cache directory that cannot be mad
   bool said = false;
   for (const auto& line : lines) said = said || line.find("without the pixel cache") != std::string::npos;
   CHECK(said);
+}
+
+TEST_CASE("cache=pixels keeps a deterministic head's output: val lists store the crop, not the decode",
+          "[loader][pixel_cache]") {
+  watchdog dog("loader pixel cache, deterministic head", std::chrono::seconds(240));
+  temp_dir tmp;
+  const auto source = make_folder(tmp.path() / "data", 1);
+  namespace img = ringfeed::image;
+  // The val preset (fused Resize + CenterCrop + Normalize, float output),
+  // and a list whose random ops run after the head every epoch.
+  const std::vector<std::pair<const char*, img::pipeline>> recipes = {
+      {"val preset", img::pipeline::val(36, 32, img::pipeline_mode::exact)},
+      {"list with random ops after the head",
+       img::transform_list::parse("Resize(36); CenterCrop(32); ColorJitter(0.4, 0.4, 0.4, 0.1); "
+                                  "RandomGrayscale(0.3); ToTensor()")
+           .compile(img::pipeline_mode::exact)},
+  };
+  for (const auto& [what, pipe] : recipes) {
+    INFO(what);
+    auto plain = base_options(source);
+    plain.pipeline = pipe;
+    plain.output = ringfeed::output_spec::float32_nchw();
+    const auto want = epochs_of(plain, 2);
+    const auto dir = tmp.path() / (std::string("cache-") + (pipe.tail().empty() ? "val" : "list"));
+    auto o = cached(plain, dir);
+    o.pipeline.set_mode(img::pipeline_mode::fast);  // the cache's batches are exact mode's anyway
+    o.end = ringfeed::loader_end{0};
+    {
+      loader fill(o);
+      require_same_batches(drain_epoch(fill), want[0]);
+      const auto p = fill.stats().pixels;
+      CHECK(p.stores == 8);
+      CHECK(p.bytes == 8 * 4096);  // 32 x 32 x 3 bytes each: the crop, not the 300-600 KB decode
+    }
+    o.end.reset();
+    loader later(o);
+    require_same_batches(drain_epoch(later), want[0]);
+    require_same_batches(drain_epoch(later), want[1]);  // the random ops drew anew in epoch 1
+    CHECK(later.stats().pixels.stores == 0);
+  }
 }

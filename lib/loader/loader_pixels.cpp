@@ -40,10 +40,16 @@ void loader_core::open_pixel_cache() {
   }
   m_pixel_decode = "ringfeed pixels 1; libjpeg-turbo " + std::to_string(LIBJPEG_TURBO_VERSION_NUMBER) + "; exif " +
                    (m_plan.pipe.decoding().apply_exif_orientation ? "applied" : "ignored");
+  // A deterministic head (Resize + CenterCrop: a val list) is run once and
+  // its output kept, smaller than the decode and one resize less per epoch;
+  // a random one (RandomResizedCrop, a flip) runs every epoch on the decode.
+  m_pixel_head = m_plan.pipe.head_deterministic();
+  if (m_pixel_head) m_pixel_decode += "; " + m_plan.pipe.head_spec();
   m_local_files = m_opt.source.find("://") == std::string::npos;
   const pixel_cache_counters c = m_pixels->counters();
   log("pixel cache '" + dir + "/pixels': " + std::to_string(c.entries) + " entries, " +
-      byte_size_text(c.bytes, byte_unit::gib) + "; " + c.reason);
+      byte_size_text(c.bytes, byte_unit::gib) + "; " + c.reason + "; keeps " +
+      (m_pixel_head ? "the output of the deterministic " + m_plan.pipe.head_spec() : std::string("the decoded image")));
 }
 
 pixel_cache::key loader_core::pixel_key(const io::sample_ref& ref) const {

@@ -204,16 +204,27 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         // replacement): its random choices follow the position instead.
         const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
         const std::span<std::byte> out(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes);
+        const image::sample_key sample{seed, s.epoch, key};
         if (cached) {
-          m_plan.pipe.apply_pixels(ws, *cached, name, image::sample_key{seed, s.epoch, key}, out);
+          if (m_pixel_head)
+            m_plan.pipe.apply_after_head(ws, *cached, name, sample, out);
+          else
+            m_plan.pipe.apply_pixels(ws, *cached, name, sample, out);
         } else if (m_pixels) {
-          // A miss: the full decode the transforms take, kept for the next
-          // epochs, then the transforms on it (exact mode's arithmetic, as a hit).
+          // A miss: the full decode, and what is kept of it for the next
+          // epochs (the decode, or the deterministic head's output), then
+          // the rest on that: exact mode's arithmetic, as a hit's.
           thread_local image::decoder dec;
           thread_local image::image_buffer decoded;
           (void)dec.decode(bytes, name, decoded, m_plan.pipe.decoding());
-          (void)m_pixels->store(pixel_key_of, decoded.view());
-          m_plan.pipe.apply_pixels(ws, decoded.view(), name, image::sample_key{seed, s.epoch, key}, out);
+          if (m_pixel_head) {
+            const image::image_view head = m_plan.pipe.apply_head(ws, decoded.view(), name);
+            (void)m_pixels->store(pixel_key_of, head);
+            m_plan.pipe.apply_after_head(ws, head, name, sample, out);
+          } else {
+            (void)m_pixels->store(pixel_key_of, decoded.view());
+            m_plan.pipe.apply_pixels(ws, decoded.view(), name, sample, out);
+          }
         } else if (m_opt.pixels) {
           const pixel_array& px = *m_opt.pixels;
           const auto row = static_cast<std::size_t>(px.width) * static_cast<std::size_t>(px.channels);
