@@ -32,6 +32,7 @@ packages=(
   libwebp-dev                           # WebP decoding (libwebp + libwebpdemux, as Pillow uses)
   nfs-ganesha nfs-ganesha-vfs rpcbind   # a real NFS server on 127.0.0.1 for nfs_tests
   libfuse3-dev                          # flaky_fs_tests: a FUSE mount that fails reads on demand
+  libxxhash-dev                         # the pixel cache's checksums and keys (XXH3)
   liblmdb-dev libmsgpuck-dev            # lmdb:// sources; msgpuck decodes their msgpack records (msgpack-c's
                                         # C++ package needs libboost-dev 1.74, which conflicts with 1.81)
   python3-lmdb python3-msgpack          # lmdb_tests and test_lmdb.py write their databases with these
@@ -52,7 +53,7 @@ packages=(
 node_prefix="${RINGFEED_NODE_PREFIX:-$HOME/.cache/ringfeed/node}"
 s3rver_version=3.7.1
 
-log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*"; }
+log() { printf '\033[1m[bootstrap +%ss]\033[0m %s\n' "$SECONDS" "$*"; }
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -73,7 +73,9 @@ struct bench_options {
   bool json = false;
   // Remote sources: the local read-through cache.
   std::string cache_dir;
+  std::string cache = "bytes";  // what --cache-dir keeps: bytes | pixels
   double cache_gb = 10.0;
+  CLI::Option* cache_gb_option = nullptr;
   // Tar shards: stream them (sequential reads + shuffle buffer).
   bool stream = false;
   std::size_t shuffle_buffer = 1000;
@@ -328,7 +330,10 @@ int run_loader_bench(const bench_options& opt) {
   base.device = opt.device;
   base.on_error = parse_error_policy(opt.on_error);
   base.cache_dir = opt.cache_dir;
-  base.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
+  base.cache = parse_cache_kind(opt.cache);
+  // pixels without --cache-gb: the loader's default, the disk's free space less 5%
+  if (base.cache == cache_kind::bytes || opt.cache_gb_option->count() > 0)
+    base.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
   base.stream_shards = opt.stream;
   base.shuffle_buffer = opt.shuffle_buffer;
   base.end = loader_end{static_cast<std::uint64_t>(opt.epochs - 1)};  // nothing read past the last epoch
@@ -465,6 +470,7 @@ int run_loader_bench(const bench_options& opt) {
         {"steady_images_per_s", steady_rate},
     });
     if (st.cache) out["cache"]["dir"] = opt.cache_dir;
+    if (st.pixel_cache) out["pixel_cache"]["dir"] = opt.cache_dir + "/pixels";
     std::printf("%s\n", detail::json_text(out).c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),
@@ -500,6 +506,18 @@ int run_loader_bench(const bench_options& opt) {
                   static_cast<unsigned long long>(st.cache_misses), 100 * st.cache_hit_rate(),
                   static_cast<unsigned long long>(st.cache_stores), static_cast<unsigned long long>(st.cache_evictions),
                   static_cast<double>(st.cache_bytes) / 1e6);
+    if (st.pixel_cache) {
+      const pixel_cache_stats& p = st.pixels;
+      const double read_s = static_cast<double>(p.read_ns) / 1e9;
+      std::printf("  pixel cache %s/pixels: %llu hits, %llu misses (hit rate %.1f%%), %llu stored, %llu entries, "
+                  "%.1f MB held, %.0f MB/s per read%s\n",
+                  opt.cache_dir.c_str(), static_cast<unsigned long long>(p.hits),
+                  static_cast<unsigned long long>(p.misses), 100 * p.hit_rate(),
+                  static_cast<unsigned long long>(p.stores), static_cast<unsigned long long>(p.entries),
+                  static_cast<double>(p.bytes) / 1e6, read_s > 0 ? static_cast<double>(p.bytes_read) / 1e6 / read_s : 0.0,
+                  p.direct ? " (O_DIRECT)" : "");
+      if (!p.filling) std::printf("    not filling: %s\n", p.reason.c_str());
+    }
     if (!st.skipped.empty()) {
       std::printf("  skipped %zu (files, or directories that cannot be listed):\n", st.skipped.size());
       for (const auto& k : st.skipped) std::printf("    %s: %s\n", escape_bytes(k.path).c_str(), k.reason.c_str());
@@ -547,7 +565,13 @@ void register_bench(CLI::App& app) {
       ->check(accepted_by(parse_error_policy));
   cmd->add_option("--cache-dir", opt->cache_dir,
                   "local read-through cache of remote samples (nfs://, s3://, https:// or a network file system)");
-  cmd->add_option("--cache-gb", opt->cache_gb, "size bound of --cache-dir, GB")->check(CLI::PositiveNumber);
+  cmd->add_option("--cache", opt->cache,
+                  "what --cache-dir keeps: bytes (remote samples' encoded bytes) or pixels (every sample's decoded "
+                  "pixels: epochs after the first skip the decode; batches are --exact's)")
+      ->check(accepted_by(parse_cache_kind));
+  opt->cache_gb_option = cmd->add_option("--cache-gb", opt->cache_gb,
+                                         "size bound of --cache-dir, GB (pixels: default the disk's free space less 5%)")
+                             ->check(CLI::PositiveNumber);
   cmd->add_flag("--stream", opt->stream,
                 "tar shards: read each shard sequentially in large reads, shards in seeded random order, "
                 "samples mixed by a shuffle buffer (for HDDs and remote storage)");

@@ -27,6 +27,7 @@ void register_gen(CLI::App& app);
 void register_export(CLI::App& app);
 void register_probe(CLI::App& app);
 void register_pack(CLI::App& app);
+void register_cache(CLI::App& app);
 
 /// What a command transforms with: a preset (--pipeline, --size) or a
 /// transform list (--transform), never both.

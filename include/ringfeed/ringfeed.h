@@ -134,7 +134,11 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  on_error       skip (leave bad files out) | fail             fail
  *  direct         O_DIRECT reads                                false
  *  cache_dir      local cache of remote samples ("" : none)     ""
- *  cache_bytes    bytes that cache may hold                     10737418240
+ *  cache_bytes    bytes that cache may hold (pixels: default    10737418240
+ *                 is the disk's free space less 5%)
+ *  cache          bytes | pixels: what cache_dir keeps, remote   bytes
+ *                 samples' encoded bytes or every sample's
+ *                 decoded pixels (later epochs skip the decode)
  *  stream_shards  read tar shards front to back                 false
  *  device         CUDA device, -1: host batches                 -1
  *

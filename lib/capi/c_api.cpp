@@ -172,6 +172,7 @@ const option_key option_keys[] = {
     {"direct", [](rf_options& o, std::string_view v) { o.request.base.direct = parse_bool(v); }},
     {"cache_dir", [](rf_options& o, std::string_view v) { o.request.base.cache_dir = v; }},
     {"cache_bytes", [](rf_options& o, std::string_view v) { o.request.base.cache_bytes = parse_uint(v, 0, max_u64); }},
+    {"cache", [](rf_options& o, std::string_view v) { o.request.base.cache = ringfeed::parse_cache_kind(v); }},
     {"stream_shards", [](rf_options& o, std::string_view v) { o.request.base.stream_shards = parse_bool(v); }},
     {"device",
      [](rf_options& o, std::string_view v) {

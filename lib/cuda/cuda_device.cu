@@ -100,6 +100,19 @@ class cuda_device final : public device_api {
     return p;
   }
 
+  std::string pci_bus_id(int device) noexcept override {
+    char id[64] = {};
+    if (cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof id), device) != cudaSuccess) {
+      (void)cudaGetLastError();  // later calls start clean
+      return {};
+    }
+    try {
+      return id;
+    } catch (...) {  // out of memory for the text
+      return {};
+    }
+  }
+
   int current_device() override {
     int d = 0;
     check(cudaGetDevice(&d), "cudaGetDevice");

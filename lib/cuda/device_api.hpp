@@ -56,6 +56,13 @@ class device_api {
   /// How many devices there are, or why none. Never throws.
   [[nodiscard]] virtual device_probe probe() noexcept = 0;
   /// The calling thread's current device.
+  /// Device `device`'s PCI address ("0000:3B:00.0"), for its NUMA node
+  /// (loader/numa.hpp); "" when the driver cannot say (and on devices
+  /// without one: the simulated device, none). Never throws.
+  [[nodiscard]] virtual std::string pci_bus_id(int device) noexcept {
+    (void)device;
+    return {};
+  }
   [[nodiscard]] virtual int current_device() = 0;
   virtual void set_device(int device) = 0;
 

@@ -16,6 +16,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "../cuda/device_api.hpp"
+#include "numa_scope.hpp"
 
 namespace ringfeed::detail {
 
@@ -37,7 +38,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     // 8 MiB unless the window was set away from its default.
     if (io::is_object_location(m_opt.source) && m_opt.stream_read_size == loader_options{}.stream_read_size)
       m_opt.stream_read_size = std::size_t{8} << 20;
-    m_pool = std::make_unique<thread_pool>(m_opt.threads);
+    m_pool = make_pool();
     m_src = io::source::open(m_opt.source, *m_pool, source_options());
     m_listed_by_source = true;
     {
@@ -124,8 +125,14 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   } else if (m_opt.device >= 0) {
     log(m_plan.host_reason + "; batches stay in host memory, normalized on the CPU");
   }
+  // Prefetch adapts to the consumer (prefetch_control.hpp): from 2 batches
+  // ahead, up to what the plan sized (prefetch_batches or the budget).
+  prefetch_control::limits depth;
+  depth.cap = m_plan.slabs - 1;
   m_memory = std::make_unique<slab_pool>(m_plan.slabs, m_plan.slab_bytes, m_opt.batch_size,
-                                         m_plan.use_device ? api : nullptr, device_buffers);
+                                         m_plan.use_device ? api : nullptr, device_buffers, depth,
+                                         m_plan.use_device ? m_opt.numa.node : -1);
+  open_pixel_cache();
 }
 
 loader_core::~loader_core() {
@@ -146,7 +153,7 @@ io::source_options loader_core::source_options() {
   so.retry.retries = m_opt.io_retries;
   so.log = [this](std::string_view line) { log(line); };
   so.s3 = m_opt.s3;
-  if (!m_opt.cache_dir.empty()) {
+  if (!m_opt.cache_dir.empty() && m_opt.cache == cache_kind::bytes) {
     if (m_opt.stream_shards) {
       log("cache_dir '" + escape_bytes(m_opt.cache_dir) + "' not used: stream_shards reads whole shards sequentially");
     } else {
@@ -167,6 +174,13 @@ void loader_core::start() {
   if (m_opt.start_eagerly) start_run(m_pos_epoch, m_pos_batch);
 }
 
+std::unique_ptr<thread_pool> loader_core::make_pool() const {
+  // Feeding a GPU on a machine of several NUMA nodes: the decode threads
+  // start on its node's CPUs (threads inherit their creator's mask).
+  const run_on_cpus near(m_opt.numa.cpus);
+  return std::make_unique<thread_pool>(m_opt.threads);
+}
+
 void loader_core::start_threads() {
   if (m_threads_started) return;
   try {
@@ -183,7 +197,7 @@ void loader_core::start_threads() {
 }
 
 void loader_core::start_threads_once() {
-  if (!m_pool) m_pool = std::make_unique<thread_pool>(m_opt.threads);
+  if (!m_pool) m_pool = make_pool();
   m_memory->allocate();
   // Reads: io_uring, else a pool of pread threads; network file systems
   // get buffered reads, deadlines and retries (io/source.hpp).
@@ -207,12 +221,14 @@ void loader_core::start_threads_once() {
       m_stream_offset_of[i] = loc.offset;
     }
   }
+  if (m_pixels) m_pixels->start_reads(*m_pool);  // last: nothing after it can fail
 }
 
 void loader_core::shut_down() {
   stop_run();  // pending next() calls see the end, async ones complete
   sync_wait(m_async_calls->join());
   m_src.reset();  // before the pool its reads resume on; a cache writes what is queued
+  if (m_pixels) m_pixels->stop_reads();
   m_pool.reset();
 }
 
@@ -268,11 +284,22 @@ task<std::optional<batch>> loader_core::next() {
     start_run(m_pos_epoch, m_pos_batch);
     r = m_memory->current();
   }
+  channel<delivery>& ready = r->consumer_channel();
+  // Nothing ready: the consumer waits, prefetch was too shallow. A run's
+  // first item counts too: the consumer may hold every slab there is
+  // (batches kept across set_epoch), and only growing gives the run one.
+  const bool waits = ready.size() == 0;
+  if (waits && !m_memory->consumer_waited())
+    log("prefetch stays at " + std::to_string(m_memory->prefetch().depth) +
+        " batch(es): no memory for another batch slab");
   const auto t0 = clock::now();
-  std::optional<delivery> d = co_await r->consumer_channel().receive();
+  std::optional<delivery> d = co_await ready.receive();
   m_wait_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count(),
                       std::memory_order_relaxed);
   if (!d) co_return std::nullopt;  // the loader is being destroyed
+  // Batches finished behind this one wait for the consumer: prefetch may be
+  // deeper than it needs (the same channel: nobody else takes from it).
+  if (d->what == delivery::kind::batch) m_memory->delivered(waits ? 0 : ready.size());
   switch (d->what) {
     case delivery::kind::end_of_epoch:
       m_pos_epoch = d->epoch + 1;

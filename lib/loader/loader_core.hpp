@@ -29,6 +29,7 @@
 #include <ringfeed/io/source.hpp>
 #include <ringfeed/io/storage.hpp>
 #include <ringfeed/loader/loader.hpp>
+#include <ringfeed/loader/pixel_cache.hpp>
 #include <ringfeed/thread_pool.hpp>
 
 #include "loader_plan.hpp"
@@ -97,6 +98,8 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // failure nothing stays started.
   void start_threads();
   void start_threads_once();
+  // The decode pool, on the CPUs options.numa names (all of the mask when none).
+  [[nodiscard]] std::unique_ptr<thread_pool> make_pool() const;
   [[nodiscard]] io::source_options source_options();
   void start_run(std::uint64_t epoch, std::size_t first_batch);
   void stop_run();
@@ -122,6 +125,11 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
     return epoch * m_ds.size() + index;
   }
   void fail_sample(slab& s, std::size_t index, std::exception_ptr error);
+  // cache=pixels (loader_pixels.cpp): opens cache_dir/pixels, or says why not.
+  void open_pixel_cache();
+  // The key of sample `index` (`ref` from m_ds.ref): its bytes' identity
+  // (path, range, size and mtime of a local file) and the decode settings.
+  [[nodiscard]] pixel_cache::key pixel_key(const io::sample_ref& ref) const;
   void finish(run& r, slab& s);
   batch make_batch(delivery d);
 
@@ -135,6 +143,12 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // Every sample's bytes (io/source.hpp). nfs:// and LMDB sources are
   // opened by the constructor (they list the dataset), local ones with the threads.
   std::unique_ptr<io::source> m_src;
+  // cache=pixels: decoded pixels on local disk (loader/pixel_cache.hpp);
+  // null without one. Its reads resume on m_pool.
+  std::unique_ptr<pixel_cache> m_pixels;
+  std::string m_pixel_decode;  // the decode settings in its keys
+  bool m_local_files = false;  // samples are local files: their mtime joins the key
+  bool m_pixel_head = false;   // the cache keeps the deterministic head's output (pipeline::apply_head)
   bool m_listed_by_source = false;
   std::string m_backend_name;
   bool m_threads_started = false;  // consumer thread only

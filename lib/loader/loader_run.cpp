@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/text.hpp>
 
 #include "loader_core.hpp"
@@ -105,7 +106,12 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
         : m_opt.stream_shards ? data::epoch_plan(e, stream_order_of(e).emit, m_opt.batch_size, m_opt.drop_last)
                               : m_smp->plan(e, m_opt.batch_size, m_opt.drop_last);
     for (std::size_t k = first_batch; k < batches_to_read(e, plan.num_batches()); ++k) {
-      std::optional<slab*> got = co_await r->free.receive();
+      // A slab beyond what the prefetch depth allows now gives its memory
+      // back (slab_pool::retire_if_over) and the producer takes another.
+      std::optional<slab*> got;
+      do {
+        got = co_await r->free.receive();
+      } while (got && m_memory->retire_if_over(**got));
       if (!got) co_return;
       if (r->failed_at.load(std::memory_order_relaxed) != ~std::uint64_t{0}) {
         m_memory->give_back(*got);  // a batch failed: nothing after it is delivered
@@ -144,6 +150,7 @@ std::size_t loader_core::batches_to_read(std::uint64_t e, std::size_t in_epoch) 
 
 task<> loader_core::work(std::shared_ptr<run> r) {
   io::read_buffer buffer(256 * 1024);
+  io::read_buffer pixel_buffer;  // cache=pixels: a hit's pixels
   std::string path;  // the sample's file, for the source and for messages
   const std::uint64_t seed = m_opt.sampler.seed;
   co_await m_pool->schedule();
@@ -157,8 +164,16 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const auto loc = m_ds.location(index);
         std::span<const std::byte> bytes;
         std::optional<stream_item> streamed;  // stream_shards: the streamer read it
-        if (m_opt.pixels) {  // nothing to read: the image is in memory, named source[index]
-          path.assign(m_opt.source).append(m_ds.name(index));
+        // cache=pixels: the decoded image from the cache (a hit), or the key
+        // to store the decode under (a miss).
+        std::optional<image::image_view> cached;
+        pixel_cache::key pixel_key_of{};
+        if (m_pixels) {
+          pixel_key_of = pixel_key(m_ds.ref(index, path));
+          cached = co_await m_pixels->read(pixel_key_of, pixel_buffer);
+        }
+        if (m_opt.pixels || cached) {  // nothing to read: in memory, or in the pixel cache
+          if (m_opt.pixels) path.assign(m_opt.source).append(m_ds.name(index));
         } else if (m_opt.stream_shards) {
           streamed = co_await r->store.take(stream_key(s.epoch, index));
           if (!streamed) throw run_stopped{};
@@ -189,7 +204,28 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         // replacement): its random choices follow the position instead.
         const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
         const std::span<std::byte> out(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes);
-        if (m_opt.pixels) {
+        const image::sample_key sample{seed, s.epoch, key};
+        if (cached) {
+          if (m_pixel_head)
+            m_plan.pipe.apply_after_head(ws, *cached, name, sample, out);
+          else
+            m_plan.pipe.apply_pixels(ws, *cached, name, sample, out);
+        } else if (m_pixels) {
+          // A miss: the full decode, and what is kept of it for the next
+          // epochs (the decode, or the deterministic head's output), then
+          // the rest on that: exact mode's arithmetic, as a hit's.
+          thread_local image::decoder dec;
+          thread_local image::image_buffer decoded;
+          (void)dec.decode(bytes, name, decoded, m_plan.pipe.decoding());
+          if (m_pixel_head) {
+            const image::image_view head = m_plan.pipe.apply_head(ws, decoded.view(), name);
+            (void)m_pixels->store(pixel_key_of, head);
+            m_plan.pipe.apply_after_head(ws, head, name, sample, out);
+          } else {
+            (void)m_pixels->store(pixel_key_of, decoded.view());
+            m_plan.pipe.apply_pixels(ws, decoded.view(), name, sample, out);
+          }
+        } else if (m_opt.pixels) {
           const pixel_array& px = *m_opt.pixels;
           const auto row = static_cast<std::size_t>(px.width) * static_cast<std::size_t>(px.channels);
           const image::image_view pixels{px.data + index * row * static_cast<std::size_t>(px.height), px.width,

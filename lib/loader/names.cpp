@@ -30,7 +30,14 @@ constexpr detail::named<error_policy> error_policy_names[] = {
     {"fail", error_policy::fail},
 };
 
+constexpr detail::named<cache_kind> cache_kind_names[] = {
+    {"bytes", cache_kind::bytes},
+    {"pixels", cache_kind::pixels},
+};
+
 }  // namespace
+
+cache_kind parse_cache_kind(std::string_view name) { return detail::parse_name("cache", name, cache_kind_names); }
 
 output_spec parse_output(std::string_view name) { return detail::parse_name("output", name, output_names); }
 
@@ -52,8 +59,9 @@ std::vector<std::string_view> accepted_names(std::string_view option) {
   if (option == "output") return names_of(output_names);
   if (option == "io") return names_of(backend_names);
   if (option == "on_error") return names_of(error_policy_names);
+  if (option == "cache") return names_of(cache_kind_names);
   throw std::invalid_argument("accepted_names: no option '" + std::string(option) +
-                              "' (pipeline, output, io, on_error)");
+                              "' (pipeline, output, io, on_error, cache)");
 }
 
 namespace io {

@@ -11,6 +11,8 @@
 #include <ringfeed/io/aws_config.hpp>
 #include <ringfeed/text.hpp>
 
+#include "../cuda/device_api.hpp"
+
 namespace ringfeed {
 namespace {
 
@@ -54,6 +56,20 @@ std::size_t sample_bytes(const loader_options& o, const std::string& recipe) {
               "samples cannot be stacked into a batch; end it with a crop or Resize((h, w))"
             : "pipeline: the output size depends on the image");
   return shape->bytes();
+}
+
+// The placement near CUDA device `device` for `threads` decode threads,
+// or why there is none. Probes CUDA (the loader does it next anyway).
+numa_placement place_near(int device, std::size_t threads) {
+  const std::shared_ptr<cuda::device_api> api = cuda::current_device_api();
+  const cuda::device_probe probe = api->probe();
+  if (!probe.available() || device >= probe.device_count) {
+    numa_placement none;
+    none.reason = "no CUDA device " + std::to_string(device) + " to place memory and threads near (" +
+                  (probe.available() ? std::to_string(probe.device_count) + " found" : probe.reason) + ")";
+    return none;
+  }
+  return place_near_gpu(node_sources::of_this_process(), api->pci_bus_id(device), threads);
 }
 
 }  // namespace
@@ -121,6 +137,10 @@ resolved resolve(loader_request r) {
                                      slab);
     o.memory_budget = budget.value;
     out.reasons.push_back({"memory_budget", std::move(budget.reason)});
+  }
+  if (o.device >= 0) {
+    o.numa = r.numa ? std::move(*r.numa) : place_near(o.device, o.threads);
+    out.reasons.push_back({"numa", o.numa.reason});
   }
   io::settle_s3_options(o.s3);
   o.reasons = out.reasons;

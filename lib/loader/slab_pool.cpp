@@ -1,5 +1,6 @@
 #include "slab_pool.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "../cuda/device_api.hpp"
 
 #include "loader_run.hpp"
+#include "numa_scope.hpp"
 
 namespace ringfeed::detail {
 
@@ -18,23 +20,45 @@ void slab_memory_deleter::operator()(std::byte* p) const noexcept {
 }
 
 slab_pool::slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size,
-                     std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers)
-    : m_count(slabs), m_slab_bytes(slab_bytes), m_batch_size(batch_size), m_pinned_by(std::move(pinned_by)) {
+                     std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers,
+                     prefetch_control::limits depth, int numa_node)
+    : m_count(slabs),
+      m_slab_bytes(slab_bytes),
+      m_batch_size(batch_size),
+      m_numa_node(numa_node),
+      m_pinned_by(std::move(pinned_by)),
+      m_control([&] {
+        depth.cap = std::min(depth.cap, slabs - 1);
+        return depth;
+      }()) {
   m_buffer_lent.assign(device_buffers, 0);
   for (std::size_t i = 0; i < device_buffers; ++i) m_idle_buffers.push_back(static_cast<int>(i));
+}
+
+std::unique_ptr<std::byte, slab_memory_deleter> slab_pool::allocate_memory() const {
+  // Pinned when they feed a device (DMA straight from them), else page-aligned;
+  // on the GPU's NUMA node (cudaHostAlloc touches the pages here, under the policy).
+  const prefer_node near(m_numa_node);
+  void* mem = m_pinned_by ? m_pinned_by->allocate_pinned(m_slab_bytes) : std::aligned_alloc(4096, m_slab_bytes);
+  if (mem == nullptr) throw std::bad_alloc();
+  return std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {m_pinned_by.get()});
 }
 
 void slab_pool::allocate() {
   std::vector<std::unique_ptr<slab>> made;
   made.reserve(m_count);
+  std::size_t live = 0;
+  {
+    std::lock_guard lock(m_mutex);
+    live = std::min(m_control.depth() + 1, m_count);  // + the batch the consumer will hold
+  }
   for (std::size_t i = 0; i < m_count; ++i) {
     auto s = std::make_unique<slab>();
     s->pool = this;
-    // Pinned when they feed a device (DMA straight from them), else page-aligned.
-    void* mem = m_pinned_by ? m_pinned_by->allocate_pinned(m_slab_bytes) : std::aligned_alloc(4096, m_slab_bytes);
-    if (mem == nullptr) throw std::bad_alloc();
-    s->memory = std::unique_ptr<std::byte, slab_memory_deleter>(static_cast<std::byte*>(mem), {m_pinned_by.get()});
-    s->images = s->memory.get();
+    if (i < live) {
+      s->memory = allocate_memory();
+      s->images = s->memory.get();
+    }
     s->labels.reserve(m_batch_size);
     s->indices.reserve(m_batch_size);
     s->ok.reserve(m_batch_size);
@@ -43,12 +67,18 @@ void slab_pool::allocate() {
   std::lock_guard lock(m_mutex);
   m_slabs = std::move(made);
   m_idle_slabs.clear();
-  for (auto& s : m_slabs) m_idle_slabs.push_back(s.get());
+  m_retired.clear();
+  for (auto& s : m_slabs) (s->memory ? m_idle_slabs : m_retired).push_back(s.get());
+  m_live = live;
+  m_lent = 0;
 }
 
 void slab_pool::free_memory() noexcept {
   std::lock_guard lock(m_mutex);
   m_idle_slabs.clear();
+  m_retired.clear();
+  m_live = 0;
+  m_lent = 0;
   m_slabs.clear();
 }
 
@@ -76,7 +106,7 @@ void slab_pool::reclaim() {
   std::lock_guard lock(m_mutex);
   m_idle_slabs.clear();
   for (auto& s : m_slabs)
-    if (!s->lent) m_idle_slabs.push_back(s.get());
+    if (!s->lent && s->memory) m_idle_slabs.push_back(s.get());  // retired ones stay retired
   m_idle_buffers.clear();
   for (std::size_t i = 0; i < m_buffer_lent.size(); ++i)
     if (!m_buffer_lent[i]) m_idle_buffers.push_back(static_cast<int>(i));
@@ -84,6 +114,7 @@ void slab_pool::reclaim() {
 
 void slab_pool::lend(slab& s) noexcept {
   std::lock_guard lock(m_mutex);
+  if (!s.lent) ++m_lent;
   s.lent = true;
 }
 
@@ -96,6 +127,7 @@ void slab_pool::lend_buffer(int i) noexcept {
 // attach()) finds the slab idle by its flag.
 void slab_pool::give_back(slab* s) noexcept {
   std::lock_guard lock(m_mutex);
+  if (s->lent) --m_lent;
   s->lent = false;
   if (!m_current)
     m_idle_slabs.push_back(s);
@@ -110,6 +142,64 @@ void slab_pool::give_back_buffer(int i) noexcept {
     m_idle_buffers.push_back(i);
   else
     (void)m_current->device_free.try_send(i);
+}
+
+bool slab_pool::consumer_waited() {
+  slab* grown = nullptr;
+  {
+    std::lock_guard lock(m_mutex);
+    m_control.consumer_waited();
+    if (m_live >= target() || m_retired.empty()) return true;
+    grown = m_retired.back();
+    m_retired.pop_back();
+    ++m_live;  // this slab's, reserved while it is allocated
+  }
+  std::unique_ptr<std::byte, slab_memory_deleter> memory;
+  try {
+    memory = allocate_memory();
+  } catch (...) {
+    // Out of (pinned) memory: the depth stays what the slabs with memory give.
+  }
+  std::lock_guard lock(m_mutex);
+  if (!memory) {
+    m_retired.push_back(grown);
+    --m_live;
+    m_control.cap(m_live - 1);
+    return false;
+  }
+  grown->memory = std::move(memory);
+  grown->images = grown->memory.get();
+  grown->lent = false;
+  if (!m_current)
+    m_idle_slabs.push_back(grown);
+  else
+    (void)m_current->free.try_send(grown);  // fails only after stop(): reclaim() finds it idle
+  return true;
+}
+
+void slab_pool::delivered(std::size_t ready_behind) {
+  std::lock_guard lock(m_mutex);
+  m_control.delivered(ready_behind);
+}
+
+bool slab_pool::retire_if_over(slab& s) noexcept {
+  std::unique_ptr<std::byte, slab_memory_deleter> freed;  // freed after the lock: cudaFreeHost may take a while
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_live <= target()) return false;
+    freed = std::move(s.memory);
+    s.images = nullptr;
+    --m_live;
+    m_retired.push_back(&s);
+  }
+  return true;
+}
+
+prefetch_stats slab_pool::prefetch() const {
+  std::lock_guard lock(m_mutex);
+  prefetch_stats s = m_control.stats();
+  s.slabs = m_live;
+  return s;
 }
 
 }  // namespace ringfeed::detail

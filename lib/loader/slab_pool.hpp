@@ -5,8 +5,16 @@
 // rest wait on the idle lists. One lock guards all of that; give_back()
 // routes memory to whichever run is current, so a restart (set_epoch)
 // never loses memory a consumer still holds.
+//
+// Not every slab has memory at all times: the prefetch depth
+// (prefetch_control.hpp, kept here under the same lock) says how many may,
+// depth + those the consumer holds (at least one). Growing allocates a slab's
+// memory on the consumer's thread; shrinking frees one as the producer
+// takes it from the free channel, so memory goes back as soon as the
+// consumer lets go of a batch.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +22,8 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#include "prefetch_control.hpp"
 
 namespace ringfeed::cuda {
 class device_api;
@@ -51,17 +61,21 @@ struct slab {
 
 class slab_pool {
  public:
-  /// `slabs` of `slab_bytes` for batches of `batch_size`, pinned by
+  /// Up to `slabs` of `slab_bytes` for batches of `batch_size`, pinned by
   /// `pinned_by` when they feed a device (null: plain host memory);
-  /// `device_buffers` device buffers (0 on the host path). Nothing is
-  /// allocated before allocate().
+  /// `device_buffers` device buffers (0 on the host path). The prefetch
+  /// depth moves within `depth` (its cap at most slabs - 1). Slab memory is
+  /// preferably allocated on NUMA node `numa_node` (-1: where the OS puts
+  /// it). Nothing is allocated before allocate().
   slab_pool(std::size_t slabs, std::size_t slab_bytes, std::size_t batch_size,
-            std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers);
+            std::shared_ptr<cuda::device_api> pinned_by, std::size_t device_buffers,
+            prefetch_control::limits depth, int numa_node = -1);
   slab_pool(const slab_pool&) = delete;
   slab_pool& operator=(const slab_pool&) = delete;
 
-  /// Allocates the slabs (touched only when written, so RSS grows with
-  /// use); all idle. Throws std::bad_alloc, leaving none. Consumer thread.
+  /// Allocates memory for the starting depth's slabs (touched only when
+  /// written, so RSS grows with use); all idle. Throws std::bad_alloc,
+  /// leaving none. Consumer thread.
   void allocate();
   /// Frees the slabs (none may be lent). Consumer thread.
   void free_memory() noexcept;
@@ -85,10 +99,32 @@ class slab_pool {
   void give_back(slab* s) noexcept;
   void give_back_buffer(int i) noexcept;
 
+  // --- prefetch depth -------------------------------------------------------
+  /// The consumer waited for a batch: the depth may grow, and the memory
+  /// for it is allocated now and handed to the current run. An allocation
+  /// that fails caps the depth where it is (logged by the caller through
+  /// the returned false). Consumer thread.
+  [[nodiscard]] bool consumer_waited();
+  /// A batch went to the consumer with `ready_behind` more finished behind it.
+  void delivered(std::size_t ready_behind);
+  /// The producer took `s` from the free channel: true when the depth has
+  /// dropped below the slabs with memory, and `s`'s memory was freed
+  /// (take another). Producer (any thread but CUDA's callbacks).
+  [[nodiscard]] bool retire_if_over(slab& s) noexcept;
+  [[nodiscard]] prefetch_stats prefetch() const;
+
  private:
+  [[nodiscard]] std::unique_ptr<std::byte, slab_memory_deleter> allocate_memory() const;
+  // Slabs with memory the depth allows: depth + those the consumer holds
+  // (at least one: the batch it is about to take). Counting every batch it
+  // holds means a consumer that keeps many (list(loader)) still leaves the
+  // loader its depth; the cap (m_count) bounds them all.
+  [[nodiscard]] std::size_t target() const noexcept { return m_control.depth() + std::max<std::size_t>(m_lent, 1); }
+
   const std::size_t m_count;
   const std::size_t m_slab_bytes;
   const std::size_t m_batch_size;
+  const int m_numa_node;
   const std::shared_ptr<cuda::device_api> m_pinned_by;  // outlives m_slabs
   std::vector<std::unique_ptr<slab>> m_slabs;  // fixed between allocate() and free_memory()
 
@@ -97,6 +133,10 @@ class slab_pool {
   std::vector<slab*> m_idle_slabs;         // guarded by m_mutex
   std::vector<int> m_idle_buffers;         // guarded by m_mutex
   std::vector<std::uint8_t> m_buffer_lent;  // guarded by m_mutex: per device buffer
+  prefetch_control m_control;              // guarded by m_mutex
+  std::size_t m_live = 0;                  // guarded by m_mutex: slabs with memory
+  std::size_t m_lent = 0;                  // guarded by m_mutex: slabs with lent set
+  std::vector<slab*> m_retired;            // guarded by m_mutex: slabs without memory
 };
 
 }  // namespace ringfeed::detail

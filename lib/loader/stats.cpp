@@ -84,9 +84,15 @@ loader_stats loader_core::stats() const {
     s.cache_bytes = rs.cache_bytes;
     s.cache_dropped = rs.cache_dropped;
   }
+  if (c.m_pixels) {
+    s.pixel_cache = true;
+    s.pixels = c.m_pixels->counters();
+  }
   s.decode_threads = c.m_pool ? c.m_pool->thread_count() : thread_pool::default_thread_count(c.m_opt.threads);
   s.io_depth = c.m_opt.io_depth;
-  s.prefetch_batches = c.m_plan.slabs - 1;
+  s.prefetch = c.m_memory->prefetch();
+  s.prefetch_batches = s.prefetch.cap;
+  if (const std::shared_ptr<run> r = c.m_memory->current()) s.prefetch.ready = r->consumer_channel().size();
   s.memory_budget = c.m_opt.memory_budget;
   s.slab_bytes = c.m_plan.slab_bytes;
   s.reasons = c.m_opt.reasons;
@@ -124,11 +130,45 @@ std::string loader_stats::json() const {
       {"reads", {{"retries", read_retries}, {"timeouts", read_timeouts}}},
       {"skipped", skips},
   };
+  nlohmann::json history = nlohmann::json::array();
+  for (const auto& h : prefetch.history) history.push_back({h.batch, h.depth});
+  out["prefetch"] = {{"depth", prefetch.depth},
+                     {"low", prefetch.low},
+                     {"high", prefetch.high},
+                     {"floor", prefetch.floor},
+                     {"cap", prefetch.cap},
+                     {"ready", prefetch.ready},
+                     {"slabs", prefetch.slabs},
+                     {"consumer_waits", prefetch.consumer_waits},
+                     {"spare_deliveries", prefetch.spare_deliveries},
+                     {"changes", prefetch.changes},
+                     {"history", history}};
   for (const auto& r : reasons) out[r.option + "_reason"] = r.reason;
   if (cache)
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},
                     {"stores", cache_stores}, {"evictions", cache_evictions}, {"bytes", cache_bytes},
                     {"dropped", cache_dropped}};
+  if (pixel_cache) {
+    const pixel_cache_stats& p = pixels;
+    const double read_s = static_cast<double>(p.read_ns) / 1e9;
+    const std::uint64_t held = p.entries == 0 ? 0 : p.bytes / p.entries;
+    out["pixel_cache"] = {{"hits", p.hits},
+                          {"misses", p.misses},
+                          {"hit_rate", p.hit_rate()},
+                          {"stores", p.stores},
+                          {"not_stored", p.not_stored},
+                          {"corrupt", p.corrupt},
+                          {"torn", p.torn},
+                          {"entries", p.entries},
+                          {"bytes", p.bytes},
+                          {"bytes_per_image", held},
+                          {"max_bytes", p.max_bytes},
+                          {"bytes_read", p.bytes_read},
+                          {"read_mb_per_s", read_s > 0 ? static_cast<double>(p.bytes_read) / 1e6 / read_s : 0.0},
+                          {"filling", p.filling},
+                          {"direct", p.direct},
+                          {"reason", p.reason}};
+  }
   // File names are bytes: json_text keeps the text valid UTF-8 whatever
   // they hold (surrogateescape), where dump() would throw.
   return detail::json_text(out);

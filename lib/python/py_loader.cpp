@@ -71,6 +71,7 @@ loader_request loader_request_from(const py::dict& d) {
   o.direct = d["direct"].cast<bool>();
   o.cache_dir = d["cache_dir"].cast<std::string>();
   if (!d["cache_bytes"].is_none()) o.cache_bytes = d["cache_bytes"].cast<std::uint64_t>();
+  o.cache = parse_cache_kind(d["cache"].cast<std::string>());
   o.stream_shards = d["stream_shards"].cast<bool>();
   if (!d["s3"].is_none()) s3_options_from(d["s3"].cast<py::dict>(), o.s3);
   o.device = d["device"].cast<int>();

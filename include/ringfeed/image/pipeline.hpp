@@ -280,6 +280,22 @@ class pipeline {
   sample_result apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
                              const sample_key& key, std::span<std::byte> dst) const;
 
+  // --- the deterministic head (the pixel cache keeps its output) ----------
+  /// True when the fused steps (resize, center crop) draw nothing at random:
+  /// no RandomResizedCrop, no flip. Their output then depends only on the
+  /// image, and apply_head + apply_after_head equal apply_pixels.
+  [[nodiscard]] bool head_deterministic() const noexcept;
+  /// The fused steps as text (for a cache key): geometry, sizes, filter, crop.
+  [[nodiscard]] std::string head_spec() const;
+  /// The fused steps' output for decoded `pixels` (RGB or L), uint8 RGB,
+  /// with exact mode's arithmetic; a view into `ws`, valid until its next
+  /// use. Needs head_deterministic() (else std::logic_error).
+  [[nodiscard]] image_view apply_head(pipeline_workspace& ws, image_view pixels, std::string_view name) const;
+  /// apply_pixels() for an image that is apply_head()'s output (possibly
+  /// the very view it returned): the appended ops and the output conversion.
+  sample_result apply_after_head(pipeline_workspace& ws, image_view head, std::string_view name,
+                                 const sample_key& key, std::span<std::byte> dst) const;
+
   /// apply() for an output whose size depends on the image: `dst` is
   /// resized to the output (shape in `shape`).
   sample_result apply_to(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,

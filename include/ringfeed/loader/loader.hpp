@@ -5,8 +5,10 @@
 //   order → bounded channel → uploader (CUDA stream) → consumer
 //
 // Prefetch is counted in batches and bounded by memory_budget: at most
-// prefetch slabs exist, each batch_size × sample bytes, allocated once (pinned
-// with cudaHostAlloc when a device is used). max(io_depth, threads)
+// prefetch + 1 slabs exist, each batch_size × sample bytes (pinned with
+// cudaHostAlloc when a device is used). The depth adapts: it grows while the
+// consumer waits in next() and shrinks, freeing slabs, while finished
+// batches wait for the consumer (stats().prefetch). max(io_depth, threads)
 // long-lived workers, each with a reused read buffer, take samples from a
 // queue, read one and decode it into its slot; reads in flight are bounded by
 // io_depth, decodes by the threads.
@@ -36,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/loader/numa.hpp>
 #include <ringfeed/loader/batch.hpp>
 #include <ringfeed/data/dataset.hpp>
 #include <ringfeed/data/sampler.hpp>
@@ -63,6 +66,22 @@ enum class error_policy : std::uint8_t {
 /// The user-facing names: "skip", "fail". Throws std::invalid_argument
 /// naming `name` and listing the accepted names.
 [[nodiscard]] error_policy parse_error_policy(std::string_view name);
+
+/// What loader_options::cache_dir keeps.
+enum class cache_kind : std::uint8_t {
+  /// The encoded bytes of remote samples (nfs://, network file systems):
+  /// a read-through cache that saves the network, not the decode.
+  bytes,
+  /// The decoded pixels of every sample, from any source (loader/
+  /// pixel_cache.hpp): epochs after the first read them instead of
+  /// decoding. The pixels are the full decode, so batches are exact mode's
+  /// (pipeline_mode::fast's reduced decode is not used).
+  pixels,
+};
+
+/// The user-facing names: "bytes", "pixels". Throws std::invalid_argument
+/// naming `name` and listing the accepted names.
+[[nodiscard]] cache_kind parse_cache_kind(std::string_view name);
 
 /// Which I/O path reads the files (see io/reader.hpp).
 using io_backend = io::backend;
@@ -181,18 +200,29 @@ struct loader_options {
   /// is checked against the size the listing gave. Entries are written by
   /// a thread of their own, off the decode threads. Empty: no cache.
   std::string cache_dir;
+  /// What cache_dir keeps: cache_kind::bytes (above) or cache_kind::pixels,
+  /// decoded pixels under cache_dir/pixels for any source, filled as epoch 0
+  /// runs and shared by every process on the machine (loader/pixel_cache.hpp).
+  cache_kind cache = cache_kind::bytes;
   /// s3:// only: endpoint, region, profile, explicit credentials, anonymous,
   /// addressing and CA file (io/aws_config.hpp). Unset fields come from the
   /// environment and the AWS files, as the AWS tools take them.
   io::s3_options s3;
-  /// Bytes the cache may hold on disk; least recently used samples go first.
+  /// Bytes the cache may hold on disk. bytes: least recently used samples
+  /// go first. pixels: filling stops at the budget, nothing is evicted; left
+  /// at this default, the pixel cache takes the disk's free space less 5%.
   std::uint64_t cache_bytes = std::uint64_t{10} << 30;
   /// Bytes of batch slabs the loader may hold (prefetch + those lent to the
   /// consumer). Must fit at least 2 batches.
   std::size_t memory_budget = std::size_t{1} << 30;
-  /// Batches prepared ahead at most; 0: as many as memory_budget allows, up to 8.
+  /// Batches prepared ahead at most (the adaptive depth's cap; it starts
+  /// at 2); 0: as many as memory_budget allows, up to 7.
   std::size_t prefetch_batches = 0;
 
+  /// Where batch slabs and decode threads go on a machine of several NUMA
+  /// nodes (loader/numa.hpp): resolve() places them near the GPU it feeds;
+  /// default: wherever the OS puts them.
+  numa_placement numa;
   /// CUDA device for the upload stage; -1: host batches even with a device.
   /// Without a usable device the loader falls back to host batches and logs
   /// one line with the CUDA error.

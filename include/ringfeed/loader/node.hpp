@@ -44,6 +44,8 @@ struct node_sources {
   std::string proc = "/proc";
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string sys_cpu = "/sys/devices/system/cpu";
+  /// sysfs, for NUMA: bus/pci/devices/<id>/numa_node, devices/system/node (loader/numa.hpp).
+  std::string sys = "/sys";
   std::map<std::string, std::string, std::less<>> env;  ///< the launchers' variables
   /// The real machine and this process's environment.
   [[nodiscard]] static node_sources of_this_process();

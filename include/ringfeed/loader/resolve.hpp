@@ -32,6 +32,7 @@
 
 #include <ringfeed/loader/loader.hpp>
 #include <ringfeed/loader/node.hpp>
+#include <ringfeed/loader/numa.hpp>
 
 namespace ringfeed {
 
@@ -63,6 +64,10 @@ struct loader_request {
   /// The machine as resolve sees it (tests give one); unset: read_node of
   /// this process (loader/node.hpp).
   std::optional<node_view> node;
+  /// Where batch slabs and decode threads go (tests give one); unset, when
+  /// base.device feeds a CUDA device: place_near_gpu on this machine
+  /// (loader/numa.hpp), reported as "numa".
+  std::optional<numa_placement> numa;
 };
 
 struct resolved {

@@ -33,6 +33,58 @@ struct option_reason {
   std::string reason;  ///< e.g. "1 GiB: room for 4 batch slabs of 38535168 bytes"
 };
 
+/// The prefetch depth took value `depth` after `batch` batches had been
+/// delivered (the loader's count, as loader_stats::batches).
+struct prefetch_change {
+  std::uint64_t batch = 0;
+  std::size_t depth = 0;
+};
+
+/// Adaptive prefetch (issue 39): batches prepared ahead grow while the
+/// consumer waits in next() and shrink, handing their batch memory back,
+/// while finished batches wait for the consumer; always within [floor, cap].
+struct prefetch_stats {
+  std::size_t depth = 0;  ///< batches prepared ahead now
+  std::size_t low = 0;    ///< lowest depth so far
+  std::size_t high = 0;   ///< highest depth so far
+  std::size_t floor = 0;  ///< the least it goes to (1)
+  std::size_t cap = 0;    ///< the most: prefetch_batches, or what memory_budget holds
+  std::size_t ready = 0;  ///< batches finished and waiting for the consumer now
+  /// Batch slabs holding memory now: depth + those the consumer holds (at
+  /// least one), and more for a moment after a shrink, until the loader
+  /// takes the extra back.
+  std::size_t slabs = 0;
+  std::uint64_t consumer_waits = 0;    ///< next() calls that found no batch ready
+  std::uint64_t spare_deliveries = 0;  ///< batches delivered with another ready behind them
+  std::uint64_t changes = 0;           ///< times the depth moved
+  /// The latest changes (at most 64), oldest first; the first entry is the
+  /// starting depth at batch 0 until 64 changes push it out.
+  std::vector<prefetch_change> history;
+};
+
+/// The local cache of decoded pixels (cache=pixels, issue 40;
+/// loader/pixel_cache.hpp).
+struct pixel_cache_stats {
+  std::uint64_t hits = 0;        ///< samples read from the cache instead of decoded
+  std::uint64_t misses = 0;      ///< samples decoded (and offered to the cache)
+  std::uint64_t stores = 0;      ///< entries this loader added
+  std::uint64_t not_stored = 0;  ///< stores refused: full, filling stopped, read-only
+  std::uint64_t corrupt = 0;     ///< entries dropped at read (checksum), decoded again
+  std::uint64_t torn = 0;        ///< index records dropped at open (torn, past the pack's end)
+  std::uint64_t bytes_read = 0;  ///< pixel bytes the hits read
+  std::int64_t read_ns = 0;      ///< the hits' reads, summed over reads in flight
+  std::uint64_t entries = 0;     ///< entries in the cache now
+  std::uint64_t bytes = 0;       ///< their bytes on disk (4 KiB aligned)
+  std::uint64_t max_bytes = 0;   ///< the budget
+  bool filling = true;           ///< false once full, after a write error, or read-only
+  bool direct = false;           ///< reads bypass the page cache (O_DIRECT)
+  std::string reason;            ///< why filling stopped, or where the budget came from
+  /// hits / (hits + misses); 0 before any lookup.
+  [[nodiscard]] double hit_rate() const noexcept {
+    return hits + misses == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(hits + misses);
+  }
+};
+
 struct loader_stats {
   double elapsed_s = 0.0;      ///< since the loader started producing
   stage_stats read;            ///< storage: bytes read from files
@@ -59,9 +111,13 @@ struct loader_stats {
   std::uint64_t cache_dropped = 0;
   /// cache_hits / (cache_hits + cache_misses); 0 before any lookup.
   [[nodiscard]] double cache_hit_rate() const noexcept;
+  /// cache=pixels: whether the pixel cache is in use, and its counters.
+  bool pixel_cache = false;
+  pixel_cache_stats pixels;
   std::size_t decode_threads = 0;
   std::size_t io_depth = 0;
-  std::size_t prefetch_batches = 0;
+  std::size_t prefetch_batches = 0;  ///< the most batches prepared ahead (prefetch.cap)
+  prefetch_stats prefetch;
   std::size_t memory_budget = 0;  ///< bytes
   std::size_t slab_bytes = 0;     ///< bytes of one batch slab
   /// Why each option left unset has its value (loader_options::reasons).
@@ -81,9 +137,12 @@ struct loader_stats {
   /// One JSON object with every field above under the names `ringfeed bench
   /// --json` prints (seconds, images, batches, bytes, images_per_s,
   /// mb_per_s, backend, direct, threads, io_depth, prefetch_batches,
+  /// prefetch{depth, low, high, floor, cap, ready, slabs, consumer_waits,
+  /// spare_deliveries, changes, history[[batch, depth]…]},
   /// memory_budget, slab_bytes, stages{read_s, decode_s, upload_s,
   /// consumer_wait_s, *_utilization}, bottleneck, reads{retries, timeouts},
-  /// skipped[{path, reason}], cache{hits, …} when a cache is in use). What
+  /// skipped[{path, reason}], cache{hits, …} when a cache is in use,
+  /// pixel_cache{hits, misses, hit_rate, …, read_mb_per_s} with cache=pixels). What
   /// the CLI, the C API and the Python binding report. Valid UTF-8 whatever
   /// bytes a path holds: strings go through json_string() (ringfeed/text.hpp),
   /// so a path that is not UTF-8 is written as Python's surrogateescape

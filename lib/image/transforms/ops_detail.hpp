@@ -135,9 +135,14 @@ void run_on_output(const transform_op& op, std::span<std::byte> dst, const outpu
   return static_cast<std::uint8_t>(static_cast<std::int32_t>(s));
 }
 
-/// An image or uint8 tensor becomes a float32 CHW tensor of v / 255
-/// (ToTensor, ConvertImageDtype; ops_tensor.cpp).
-void to_float(frame& f);
+/// An image or uint8 tensor (1 to 3 channels) becomes a float32 CHW tensor
+/// whose value for byte v has the bits `bits[v]` (ops_tensor.cpp: ToTensor's
+/// v / 255, v2's ToDtype).
+void bytes_to_float(frame& f, const std::array<std::uint32_t, 256>& bits);
+/// A float32 tensor becomes a uint8 one by torch's cast: with `scale`
+/// image.mul(255 + 1 − 1e-3).to(uint8) (ConvertImageDtype, ToDtype), else
+/// image.to(uint8); both in float32.
+void float_to_bytes(frame& f, bool scale);
 
 /// Builds the op a call names; transform_spec_error for an unknown op
 /// (listing the supported ones) or bad arguments.

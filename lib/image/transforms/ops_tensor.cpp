@@ -12,22 +12,34 @@
 
 namespace ringfeed::image {
 
-namespace {
+void bytes_to_float(frame& f, const std::array<std::uint32_t, 256>& bits) {
+  const std::uint32_t* const table[3] = {bits.data(), bits.data(), bits.data()};
+  const image_view v = f.pixels.view();
+  f.reset_tensor(v.channels, v.height, v.width);
+  detail::lookup_planes(v, false, table, reinterpret_cast<std::uint32_t*>(f.values.data()));
+}
 
-}  // namespace
+void float_to_bytes(frame& f, bool scale) {
+  f.pixels.reset(f.width, f.height, f.channels);
+  const mutable_image_view v = f.pixels.view();
+  constexpr float k = 255.0f + 1.0f - 1e-3f;
+  for (int c = 0; c < f.channels; ++c) {
+    const float* in = f.plane(c);
+    for (int y = 0; y < f.height; ++y)
+      for (int x = 0; x < f.width; ++x, ++in) v.row(y)[x * f.channels + c] = torch_to_uint8(scale ? *in * k : *in);
+  }
+  f.kind = frame_kind::tensor_u8;
+}
+
+namespace {
 
 // image or uint8 tensor → float32 CHW, v / 255 (ToTensor, ConvertImageDtype):
 // the 256 quotients' bits from normalize_table (no Normalize), as the fused
 // output writes them.
 void to_float(frame& f) {
   static const std::array<std::uint32_t, 256> quotient = normalize_table(dtype::float32, nullptr)[0];
-  const std::uint32_t* const table[3] = {quotient.data(), quotient.data(), quotient.data()};
-  const image_view v = f.pixels.view();
-  f.reset_tensor(v.channels, v.height, v.width);
-  detail::lookup_planes(v, false, table, reinterpret_cast<std::uint32_t*>(f.values.data()));
+  bytes_to_float(f, quotient);
 }
-
-namespace {
 
 class to_tensor_op final : public transform_op {
  public:
@@ -75,18 +87,7 @@ class convert_dtype_op final : public transform_op {
   void run(frame& f, sample_rng&, const sample_key&, std::uint32_t, op_scratch&) const override {
     if (m_to_float && f.kind == frame_kind::tensor_u8) return to_float(f);
     if (m_to_float || f.kind == frame_kind::tensor_u8) return;
-    // float → uint8: image.mul(255 + 1 − 1e-3).to(uint8), in float32.
-    f.pixels.reset(f.width, f.height, f.channels);
-    const mutable_image_view v = f.pixels.view();
-    constexpr float scale = 255.0f + 1.0f - 1e-3f;
-    for (int c = 0; c < f.channels; ++c) {
-      const float* in = f.plane(c);
-      for (int y = 0; y < f.height; ++y)
-        for (int x = 0; x < f.width; ++x) {
-          v.row(y)[x * f.channels + c] = torch_to_uint8(*in++ * scale);
-        }
-    }
-    f.kind = frame_kind::tensor_u8;
+    float_to_bytes(f, true);  // image.mul(255 + 1 − 1e-3).to(uint8)
   }
 
  private:

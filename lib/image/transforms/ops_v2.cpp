@@ -6,6 +6,7 @@
 #include "ops_detail.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <stdexcept>
 
@@ -40,41 +41,15 @@ class to_pure_tensor_op final : public transform_op {
   void run(frame&, sample_rng&, const sample_key&, std::uint32_t, op_scratch&) const override {}
 };
 
-// uint8 → float32 through a 256-entry table (`scale`: v · float32(1 / 255),
-// torch's `image.to(float32).mul_(1.0 / 255)`; else v).
-void u8_to_float(frame& f, bool scale) {
-  static const std::array<float, 256> scaled = [] {
-    std::array<float, 256> t{};
-    const auto inv = static_cast<float>(1.0 / 255.0);
-    for (int v = 0; v < 256; ++v) t[static_cast<std::size_t>(v)] = static_cast<float>(v) * inv;
-    return t;
-  }();
-  const image_view v = f.pixels.view();
-  f.reset_tensor(v.channels, v.height, v.width);
-  for (int c = 0; c < v.channels; ++c) {
-    float* out = f.plane(c);
-    for (int y = 0; y < v.height; ++y) {
-      const std::uint8_t* row = v.row(y);
-      for (int x = 0; x < v.width; ++x) {
-        const std::uint8_t b = row[x * v.channels + c];
-        *out++ = scale ? scaled[b] : static_cast<float>(b);
-      }
-    }
-  }
-}
-
-// float32 → uint8: `scale`: image.mul(255 + 1 − 1e-3).to(uint8), else
-// image.to(uint8); both in float32 and torch's cast.
-void float_to_u8(frame& f, bool scale) {
-  f.pixels.reset(f.width, f.height, f.channels);
-  const mutable_image_view v = f.pixels.view();
-  const float k = static_cast<float>(255.0 + 1.0 - 1e-3);
-  for (int c = 0; c < f.channels; ++c) {
-    const float* in = f.plane(c);
-    for (int y = 0; y < f.height; ++y)
-      for (int x = 0; x < f.width; ++x) v.row(y)[x * f.channels + c] = torch_to_uint8(scale ? *in++ * k : *in++);
-  }
-  f.kind = frame_kind::tensor_u8;
+// The float32 bits of each byte v after `.to(float32)`: with `scale`
+// v · float32(1 / 255) (`.mul_(1.0 / 255)`), else v.
+std::array<std::uint32_t, 256> float_bits(bool scale) {
+  std::array<std::uint32_t, 256> t{};
+  const auto inv = static_cast<float>(1.0 / 255.0);
+  for (int v = 0; v < 256; ++v)
+    t[static_cast<std::size_t>(v)] = std::bit_cast<std::uint32_t>(scale ? static_cast<float>(v) * inv
+                                                                         : static_cast<float>(v));
+  return t;
 }
 
 // ToDtype(dtype, scale): v2's to_dtype_image. A PIL image passes through
@@ -94,8 +69,9 @@ class to_dtype_op final : public transform_op {
   }
   std::vector<double> draw_for_test(sample_rng&, size2, int) const override { return {}; }
   void run(frame& f, sample_rng&, const sample_key&, std::uint32_t, op_scratch&) const override {
-    if (f.kind == frame_kind::tensor_u8 && m_to_float) u8_to_float(f, m_scale);
-    else if (f.kind == frame_kind::tensor_f32 && !m_to_float) float_to_u8(f, m_scale);
+    static const std::array<std::uint32_t, 256> scaled = float_bits(true), plain = float_bits(false);
+    if (f.kind == frame_kind::tensor_u8 && m_to_float) bytes_to_float(f, m_scale ? scaled : plain);
+    else if (f.kind == frame_kind::tensor_f32 && !m_to_float) float_to_bytes(f, m_scale);
   }
 
  private:

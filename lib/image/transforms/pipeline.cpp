@@ -307,6 +307,66 @@ void pipeline::run_output_ops(const output_shape& shape, const sample_key& key, 
     run_on_output(*m_output_ops[i], dst, shape, key, m_output_streams[i]);
 }
 
+bool pipeline::head_deterministic() const noexcept {
+  return m_geometry != geometry::random_resized_crop && m_flip_p <= 0.0;
+}
+
+std::string pipeline::head_spec() const {
+  std::string s = "head";
+  switch (m_geometry) {
+    case geometry::none: s += " none"; break;
+    case geometry::resize_shorter: s += " resize " + std::to_string(m_shorter_side); break;
+    case geometry::resize_exact:
+      s += " resize " + std::to_string(m_size.height) + "x" + std::to_string(m_size.width);
+      break;
+    case geometry::random_resized_crop: s += " random_resized_crop"; break;
+  }
+  s += " filter " + std::to_string(static_cast<int>(m_filter));
+  if (m_center_crop) s += " center_crop " + std::to_string(m_center_crop->height) + "x" + std::to_string(m_center_crop->width);
+  return s;
+}
+
+image_view pipeline::apply_head(pipeline_workspace& ws, image_view pixels, std::string_view name) const {
+  if (!head_deterministic()) throw std::logic_error("pipeline::apply_head: the head draws at random");
+  if (pixels.channels != 1 && pixels.channels != 3)
+    throw std::invalid_argument("pipeline::apply_head: " + std::to_string(pixels.channels) + " channels");
+  pipeline_workspace::impl& w = *ws.m_impl;
+  (void)run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, {}, name, sample_key{}, {}, true, &pixels);
+  return w.head.pixels.view();
+}
+
+sample_result pipeline::apply_after_head(pipeline_workspace& ws, image_view head, std::string_view name,
+                                         const sample_key& key, std::span<std::byte> dst) const {
+  if (const auto fixed = fixed_shape()) check_dst(*fixed, dst);
+  pipeline_workspace::impl& w = *ws.m_impl;
+  sample_result result;
+  result.info.width = head.width;
+  result.info.height = head.height;
+  result.info.components = head.channels;
+  result.plan.source = head.size();
+  result.plan.crop = result.plan.window = {0, 0, head.height, head.width};
+  result.plan.resized = head.size();
+  if (m_tail.empty()) {  // as render(): the output conversion of the window
+    const output_shape shape{3, head.height, head.width, m_output};
+    check_dst(shape, dst);
+    write_output(head, false, m_output, m_output.normalized() && m_normalize ? &*m_normalize : nullptr, dst);
+    run_output_ops(shape, key, dst);
+    return result;
+  }
+  frame& f = w.head;
+  if (head.data != f.pixels.view().data) f.pixels.assign(head);
+  f.set_image(frame_kind::image);
+  for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  const output_shape got{f.channels, f.height, f.width, m_output};
+  if (dst.size() != got.bytes())
+    throw image_error(name, "the transforms made a " + std::to_string(f.channels) + "x" + std::to_string(f.height) +
+                                "x" + std::to_string(f.width) + " output, the batch slot holds " +
+                                std::to_string(dst.size()) + " bytes");
+  write_frame(f, m_output, m_normalize, dst);
+  run_output_ops(got, key, dst);
+  return result;
+}
+
 sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                                  const sample_key& key, std::vector<std::byte>& dst, output_shape& shape) const {
   pipeline_workspace::impl& w = *ws.m_impl;

@@ -45,8 +45,9 @@ class DataLoader:
     ringfeed's CUDA stream, as Loader's), exact (torchvision-exact resizes),
     threads (0 or None: this rank's share of the CPUs it may use, within
     the cgroup quota and among the local ranks; num_workers > 0 caps it),
-    memory_budget (bytes of batch buffers),
-    strict (raise instead of falling back).
+    memory_budget (bytes of batch buffers), cache_dir + cache="pixels"
+    (decoded pixels kept on local disk: epochs after the first skip the
+    decode; cache_bytes bounds it), strict (raise instead of falling back).
 
     num_workers and persistent_workers are accepted and checked as torch
     checks them; the work runs in ringfeed's threads in this process, never
@@ -59,7 +60,8 @@ class DataLoader:
                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                 multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                 persistent_workers=False, pin_memory_device="",
-                seed=None, device=None, exact=False, threads=None, memory_budget=None, strict=False):
+                seed=None, device=None, exact=False, threads=None, memory_budget=None, strict=False,
+                cache_dir=None, cache="bytes", cache_bytes=None):
         flag("strict", strict)
         flag("exact", exact)
         if seed is not None:
@@ -92,7 +94,8 @@ class DataLoader:
             source = os.fspath(dataset)
             core = Loader(source, batch_size=per_batch, shuffle=False, seed=seed, exact=exact, device=device,
                           rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
-                          prefetch_batches=prefetch, _workers=workers)
+                          prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
+                          cache_bytes=cache_bytes)
             return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
 
         reason, found = native_source(dataset)
@@ -109,7 +112,8 @@ class DataLoader:
 
         core_args = dict(batch_size=per_batch, exact=exact, device=device, shuffle=False, seed=seed,
                          drop_last=False, rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
-                         prefetch_batches=prefetch, _workers=workers)
+                         prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
+                         cache_bytes=cache_bytes)
         self = cls._native(dataset, torch_args, _open_core(found, core_args), torch_loader, found)
         self._core_args = core_args
         self._fingerprint = fingerprint(dataset)

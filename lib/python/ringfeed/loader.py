@@ -164,6 +164,15 @@ class Loader:
     session_token (str) and anonymous, path_style (bool). It never appears
     in repr() or stats().
 
+    `cache_dir` with `cache="pixels"` keeps every sample's decoded pixels
+    on local disk (cache_dir/pixels, shared by the processes of a machine):
+    epoch 0 fills it, later epochs and later runs read it instead of
+    decoding. Batches are exact mode's, byte for byte (the full decode is
+    kept, so fast mode's reduced decode is not used). `cache_bytes` bounds
+    it (default: the disk's free space less 5%); stats()["pixel_cache"]
+    counts hits, misses and bytes. `cache="bytes"` (the default) caches the
+    encoded bytes of remote (NFS) samples instead.
+
     `epochs=N` says the run takes epochs 0 … N-1 and no more: nothing past
     the last one is read (object storage is sent no GET the run will not
     use), and a `for` after it raises RuntimeError. Unset, the next epoch is
@@ -175,7 +184,7 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, _samples=None, _pixels=None,
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, cache="bytes", _samples=None, _pixels=None,
                  _workers=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
@@ -188,8 +197,8 @@ class Loader:
         spec, self._transform_ops = "", None
         if transform is not None:
             from .transforms import _joined, _op_specs, follow_installed_torch
-            follow_installed_torch()
             if isinstance(transform, str):
+                follow_installed_torch()  # _op_specs does so for objects
                 spec = transform
             else:  # parsed once, by C++ (resolve); its errors reworded to name the op
                 self._transform_ops = _op_specs(transform)
@@ -200,6 +209,7 @@ class Loader:
             choice("output", output, tuple(_ringfeed._accepted_names("output")))
         choice("on_error", on_error, tuple(_ringfeed._accepted_names("on_error")))
         choice("io", io, tuple(_ringfeed._accepted_names("io")))
+        choice("cache", cache, tuple(_ringfeed._accepted_names("cache")))
         batch_size = int_arg("batch_size", batch_size, 1)
         if size is not None:
             size = int_arg("size", size, 1)
@@ -243,7 +253,7 @@ class Loader:
             batch_size=batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last,
             rank=rank, world_size=world_size, threads=threads, io_depth=io_depth, io=io,
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
-            direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes,
+            direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes, cache=cache,
             stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
             include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, epochs=epochs, resume=None,
             workers=_workers,  # DataLoader's num_workers: a cap on threads (resolve)

@@ -1,0 +1,78 @@
+// loader_core's side of cache=pixels (issue 40): opening the cache and the
+// key of a sample. The reads and stores are in work() (loader_run.cpp).
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+#include <system_error>
+
+#include <jconfig.h>  // LIBJPEG_TURBO_VERSION_NUMBER: a new libjpeg-turbo may round differently
+
+#include <ringfeed/text.hpp>
+
+#include "loader_core.hpp"
+
+namespace ringfeed::detail {
+
+void loader_core::open_pixel_cache() {
+  if (m_opt.cache != cache_kind::pixels || m_opt.cache_dir.empty()) return;
+  const std::string dir = escape_bytes(m_opt.cache_dir);
+  if (m_opt.pixels) {
+    log("cache_dir '" + dir + "' not used: the samples are pixels in memory already");
+    return;
+  }
+  if (m_opt.stream_shards) {
+    log("cache_dir '" + dir + "' (pixels) not used: not yet with stream_shards");
+    return;
+  }
+  pixel_cache_options po;
+  po.dir = std::filesystem::path(m_opt.cache_dir) / "pixels";
+  // The option's default means "not set": the pixel cache then sizes itself by the disk.
+  if (m_opt.cache_bytes != loader_options{}.cache_bytes) po.max_bytes = m_opt.cache_bytes;
+  po.direct = m_opt.direct;
+  po.log = [this](std::string_view line) { log(line); };
+  try {
+    m_pixels = std::make_unique<pixel_cache>(std::move(po));
+  } catch (const std::system_error& e) {
+    if (m_opt.on_error == error_policy::fail) throw;
+    log(std::string(e.what()) + ": going on without the pixel cache (on_error=skip)");
+    return;
+  }
+  m_pixel_decode = "ringfeed pixels 1; libjpeg-turbo " + std::to_string(LIBJPEG_TURBO_VERSION_NUMBER) + "; exif " +
+                   (m_plan.pipe.decoding().apply_exif_orientation ? "applied" : "ignored");
+  // A deterministic head (Resize + CenterCrop: a val list) is run once and
+  // its output kept, smaller than the decode and one resize less per epoch;
+  // a random one (RandomResizedCrop, a flip) runs every epoch on the decode.
+  m_pixel_head = m_plan.pipe.head_deterministic();
+  if (m_pixel_head) m_pixel_decode += "; " + m_plan.pipe.head_spec();
+  m_local_files = m_opt.source.find("://") == std::string::npos;
+  const pixel_cache_counters c = m_pixels->counters();
+  log("pixel cache '" + dir + "/pixels': " + std::to_string(c.entries) + " entries, " +
+      byte_size_text(c.bytes, byte_unit::gib) + "; " + c.reason + "; keeps " +
+      (m_pixel_head ? "the output of the deterministic " + m_plan.pipe.head_spec() : std::string("the decoded image")));
+}
+
+pixel_cache::key loader_core::pixel_key(const io::sample_ref& ref) const {
+  // Where the bytes come from and which bytes they are: a changed file
+  // (size, mtime) or another range is another key, so stale pixels are
+  // never read. Remote objects are named by the listing (path, size).
+  std::string id = m_opt.source;
+  id.push_back('\0');
+  id.append(ref.file);
+  char numbers[128];
+  std::snprintf(numbers, sizeof numbers, "|%d|%llu|%llu", ref.range ? 1 : 0,
+                static_cast<unsigned long long>(ref.offset), static_cast<unsigned long long>(ref.size));
+  id += numbers;
+  if (m_local_files) {
+    struct stat st {};
+    const std::string path(ref.file);
+    if (::stat(path.c_str(), &st) == 0) {
+      std::snprintf(numbers, sizeof numbers, "|%lld|%lld.%09ld", static_cast<long long>(st.st_size),
+                    static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
+      id += numbers;
+    }
+  }
+  return pixel_cache::key_of(m_pixel_decode, id);
+}
+
+}  // namespace ringfeed::detail

@@ -1,0 +1,365 @@
+// ringfeed::pixel_cache: see loader/pixel_cache.hpp.
+#include <ringfeed/loader/pixel_cache.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <system_error>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <ringfeed/io/reader.hpp>
+#include <ringfeed/text.hpp>
+
+namespace ringfeed {
+
+namespace {
+
+constexpr std::uint64_t align = 4096;
+constexpr std::uint64_t round_up(std::uint64_t n) { return (n + align - 1) / align * align; }
+
+// One index record: 64 bytes, little-endian as the machine (the cache is
+// local to one machine).
+struct record {
+  std::uint64_t key_hi, key_lo;
+  std::uint64_t offset, size;
+  std::uint32_t width, height, channels, reserved;
+  std::uint64_t checksum;  // XXH3-64 of the pixels
+  std::uint64_t self;      // XXH3-64 of the 56 bytes above
+};
+static_assert(sizeof(record) == 64);
+
+std::uint64_t self_sum(const record& r) { return XXH3_64bits(&r, offsetof(record, self)); }
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+// Every pack's index file under `dir`, sorted (a stable first-wins order).
+std::vector<std::filesystem::path> index_files(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw std::system_error(ec, "pixel cache: cannot list '" + escape_bytes(dir.string()) + "'");
+  for (const auto& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("pack-") && name.ends_with(".index")) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The records of one index whose checksums hold and whose pixels lie
+// within the pack's data file; `torn` counts the others.
+std::vector<record> read_index(const std::filesystem::path& index, std::uint64_t& torn) {
+  std::vector<record> out;
+  std::ifstream in(index, std::ios::binary);
+  if (!in) return out;
+  std::filesystem::path data = index;
+  data.replace_extension(".data");
+  std::error_code ec;
+  const std::uint64_t data_size = std::filesystem::file_size(data, ec);
+  record r{};
+  while (in.read(reinterpret_cast<char*>(&r), sizeof r)) {
+    const std::uint64_t pixels = static_cast<std::uint64_t>(r.width) * r.height * r.channels;
+    if (r.self != self_sum(r) || ec || r.offset % align != 0 || r.size != pixels || r.offset + r.size > data_size) {
+      ++torn;
+      continue;
+    }
+    out.push_back(r);
+  }
+  if (in.gcount() != 0) ++torn;  // a record cut short: the writer died while appending it
+  return out;
+}
+
+}  // namespace
+
+struct pixel_cache::pack {
+  std::filesystem::path data;
+  int data_fd = -1;   // this object's writer pack only
+  int index_fd = -1;  // this object's writer pack only
+  std::optional<std::size_t> handle;  // the reader's, opened on first read
+  ~pack() {
+    if (data_fd >= 0) ::close(data_fd);
+    if (index_fd >= 0) ::close(index_fd);
+  }
+};
+
+pixel_cache::pixel_cache(pixel_cache_options options) : m_opt(std::move(options)) {
+  const std::string dir = escape_bytes(m_opt.dir.string());
+  std::error_code ec;
+  std::filesystem::create_directories(m_opt.dir, ec);
+  if (ec) throw std::system_error(ec, "pixel cache: cannot create '" + dir + "'");
+  load_indexes();
+  if (::access(m_opt.dir.c_str(), W_OK) != 0) {
+    const int err = errno;
+    stop_filling("'" + dir + "' is not writable (" + errno_text(err) + "): reading its entries, adding none");
+  }
+  struct statvfs fs {};
+  if (m_opt.max_bytes == 0) {
+    if (::statvfs(m_opt.dir.c_str(), &fs) == 0) {
+      const std::uint64_t total = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
+      const std::uint64_t free = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+      const std::uint64_t margin = std::max<std::uint64_t>(total / 20, std::uint64_t{1} << 30);
+      m_opt.max_bytes = m_bytes + (free > margin ? free - margin : 0);
+      if (m_filling)
+        m_reason = "budget " + byte_size_text(m_opt.max_bytes, byte_unit::gib) +
+                   ": the entries held and the disk's free space, less 5% of the disk";
+    } else {
+      m_opt.max_bytes = m_bytes;
+      stop_filling("cannot read the free space of '" + dir + "': adding no entries");
+    }
+  } else if (m_filling) {
+    m_reason = "budget " + byte_size_text(m_opt.max_bytes, byte_unit::gib) + " (cache_bytes)";
+  }
+  if (m_filling && m_bytes >= m_opt.max_bytes) stop_filling("full: the entries held fill the budget");
+}
+
+pixel_cache::~pixel_cache() = default;
+
+void pixel_cache::load_indexes() {
+  std::uint64_t torn = 0;
+  for (const auto& index : index_files(m_opt.dir)) {
+    const auto records = read_index(index, torn);
+    auto p = std::make_unique<pack>();
+    p->data = index;
+    p->data.replace_extension(".data");
+    const auto pack_no = static_cast<std::uint32_t>(m_packs.size());
+    m_packs.push_back(std::move(p));
+    for (const record& r : records) {
+      const entry e{pack_no, r.offset, r.size, r.width, r.height, r.channels, r.checksum};
+      if (m_entries.emplace(key{r.key_hi, r.key_lo}, e).second) m_bytes += round_up(r.size);
+    }
+  }
+  m_torn.store(torn, std::memory_order_relaxed);
+}
+
+pixel_cache::key pixel_cache::key_of(std::string_view decode, std::string_view identity) {
+  XXH3_state_t* s = XXH3_createState();
+  XXH3_128bits_reset(s);
+  const std::uint64_t sizes[2] = {decode.size(), identity.size()};
+  XXH3_128bits_update(s, sizes, sizeof sizes);
+  XXH3_128bits_update(s, decode.data(), decode.size());
+  XXH3_128bits_update(s, identity.data(), identity.size());
+  const XXH128_hash_t h = XXH3_128bits_digest(s);
+  XXH3_freeState(s);
+  return {h.high64, h.low64};
+}
+
+void pixel_cache::start_reads(thread_pool& pool) {
+  // O_DIRECT when the entries do not fit in the memory there is: buffered
+  // reads would only churn the page cache; buffered when they fit.
+  std::uint64_t available = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);)
+    if (line.starts_with("MemAvailable:")) available = std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+  io::reader_options ro;
+  ro.direct = m_opt.direct || (available != 0 && m_bytes > available);
+  ro.log = m_opt.log;
+  m_reader = io::reader::create(pool, ro);
+  m_direct = m_reader->direct();
+}
+
+void pixel_cache::stop_reads() noexcept {
+  std::lock_guard lock(m_mutex);
+  for (auto& p : m_packs) p->handle.reset();
+  m_reader.reset();
+}
+
+task<std::optional<image::image_view>> pixel_cache::read(key k, io::read_buffer& buffer) {
+  entry e;
+  std::size_t handle = 0;
+  {
+    std::lock_guard lock(m_mutex);
+    const auto it = m_entries.find(k);
+    if (it == m_entries.end()) {
+      m_misses.fetch_add(1, std::memory_order_relaxed);
+      co_return std::nullopt;
+    }
+    e = it->second;
+    pack& p = *m_packs[e.pack];
+    if (!p.handle) p.handle = m_reader->open(p.data.string());
+    handle = *p.handle;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::span<const std::byte> got = co_await m_reader->read_range(handle, e.offset, e.size, buffer);
+  m_read_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
+                      std::memory_order_relaxed);
+  if (got.size() != e.size || XXH3_64bits(got.data(), got.size()) != e.checksum) {
+    std::lock_guard lock(m_mutex);
+    if (m_corrupt.fetch_add(1, std::memory_order_relaxed) == 0)
+      log_line(m_opt.log, "pixel cache: an entry of '" + escape_bytes(m_packs[e.pack]->data.string()) +
+                              "' fails its checksum: dropped, the sample decoded from its source (reported once)");
+    const auto it = m_entries.find(k);
+    if (it != m_entries.end() && it->second.pack == e.pack && it->second.offset == e.offset) {
+      m_bytes -= round_up(e.size);
+      m_entries.erase(it);
+    }
+    m_misses.fetch_add(1, std::memory_order_relaxed);
+    co_return std::nullopt;
+  }
+  m_hits.fetch_add(1, std::memory_order_relaxed);
+  m_bytes_read.fetch_add(got.size(), std::memory_order_relaxed);
+  const auto row = static_cast<std::ptrdiff_t>(e.width) * e.channels;
+  co_return image::image_view{reinterpret_cast<const std::uint8_t*>(got.data()), static_cast<int>(e.width),
+                              static_cast<int>(e.height), static_cast<int>(e.channels), row};
+}
+
+bool pixel_cache::open_writer() {
+  // pack-<pid>-<random>: O_EXCL makes it this object's alone.
+  std::random_device rd;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    char name[64];
+    std::snprintf(name, sizeof name, "pack-%08x-%08x", static_cast<unsigned>(::getpid()), static_cast<unsigned>(rd()));
+    auto p = std::make_unique<pack>();
+    p->data = m_opt.dir / (std::string(name) + ".data");
+    p->data_fd = ::open(p->data.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (p->data_fd < 0 && errno == EEXIST) continue;
+    if (p->data_fd < 0) {
+      const int err = errno;
+      stop_filling("cannot create '" + escape_bytes(p->data.string()) + "' (" + errno_text(err) + ")");
+      return false;
+    }
+    const std::filesystem::path index = m_opt.dir / (std::string(name) + ".index");
+    p->index_fd = ::open(index.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (p->index_fd < 0) {
+      const int err = errno;
+      ::unlink(p->data.c_str());
+      stop_filling("cannot create '" + escape_bytes(index.string()) + "' (" + errno_text(err) + ")");
+      return false;
+    }
+    m_writer = static_cast<int>(m_packs.size());
+    m_packs.push_back(std::move(p));
+    m_write_end = 0;
+    return true;
+  }
+  stop_filling("no unused pack name in '" + escape_bytes(m_opt.dir.string()) + "'");
+  return false;
+}
+
+void pixel_cache::stop_filling(std::string reason) {
+  if (!m_filling) return;
+  m_filling = false;
+  m_reason = std::move(reason);
+  log_line(m_opt.log, "pixel cache: not adding entries from now on: " + m_reason);
+}
+
+bool pixel_cache::store(key k, image::image_view pixels) {
+  const auto row = static_cast<std::size_t>(pixels.width) * static_cast<std::size_t>(pixels.channels);
+  const std::uint64_t size = row * static_cast<std::size_t>(pixels.height);
+  record r{k.hi, k.lo, 0, size, static_cast<std::uint32_t>(pixels.width), static_cast<std::uint32_t>(pixels.height),
+           static_cast<std::uint32_t>(pixels.channels), 0, 0, 0};
+  int data_fd = -1, index_fd = -1;
+  std::uint32_t pack_no = 0;
+  {
+    std::lock_guard lock(m_mutex);
+    if (!m_filling || m_entries.contains(k) || (m_writer < 0 && !open_writer())) {
+      m_not_stored.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (m_bytes + round_up(size) > m_opt.max_bytes) {
+      stop_filling("full: " + byte_size_text(m_bytes, byte_unit::gib) + " held, the budget is " +
+                   byte_size_text(m_opt.max_bytes, byte_unit::gib));
+      m_not_stored.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    r.offset = m_write_end;
+    m_write_end += round_up(size);
+    m_bytes += round_up(size);  // reserved now; given back if the write fails
+    pack_no = static_cast<std::uint32_t>(m_writer);
+    data_fd = m_packs[pack_no]->data_fd;
+    index_fd = m_packs[pack_no]->index_fd;
+  }
+  // The pixels, rows packed, then the record: a reader finds the record
+  // only once the pixels it names are written.
+  std::uint64_t sum = 0;
+  int err = 0;
+  {
+    std::vector<std::uint8_t> packed;
+    const std::uint8_t* src = pixels.data;
+    if (static_cast<std::size_t>(pixels.stride) != row) {
+      packed.resize(size);
+      for (int y = 0; y < pixels.height; ++y) std::memcpy(packed.data() + y * row, pixels.row(y), row);
+      src = packed.data();
+    }
+    sum = XXH3_64bits(src, size);
+    for (std::uint64_t done = 0; done < size && err == 0;) {
+      const ssize_t n = ::pwrite(data_fd, src + done, size - done, static_cast<off_t>(r.offset + done));
+      if (n > 0)
+        done += static_cast<std::uint64_t>(n);
+      else if (n < 0 && errno != EINTR)
+        err = errno;
+      else if (n == 0)
+        err = EIO;
+    }
+  }
+  if (err == 0) {
+    r.checksum = sum;
+    r.self = self_sum(r);
+    const ssize_t n = ::write(index_fd, &r, sizeof r);
+    if (n != static_cast<ssize_t>(sizeof r)) err = n < 0 ? errno : EIO;
+  }
+  std::lock_guard lock(m_mutex);
+  if (err != 0) {
+    m_bytes -= round_up(size);
+    stop_filling("writing '" + escape_bytes(m_packs[pack_no]->data.string()) + "' failed (" + errno_text(err) + ")");
+    m_not_stored.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!m_entries.emplace(k, entry{pack_no, r.offset, size, r.width, r.height, r.channels, sum}).second) {
+    m_bytes -= round_up(size);  // another thread stored it meanwhile; ours is an unused duplicate
+    return false;
+  }
+  m_stores.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+pixel_cache_counters pixel_cache::counters() const {
+  pixel_cache_counters c;
+  c.hits = m_hits.load(std::memory_order_relaxed);
+  c.misses = m_misses.load(std::memory_order_relaxed);
+  c.stores = m_stores.load(std::memory_order_relaxed);
+  c.not_stored = m_not_stored.load(std::memory_order_relaxed);
+  c.corrupt = m_corrupt.load(std::memory_order_relaxed);
+  c.torn = m_torn.load(std::memory_order_relaxed);
+  c.bytes_read = m_bytes_read.load(std::memory_order_relaxed);
+  c.read_ns = m_read_ns.load(std::memory_order_relaxed);
+  c.direct = m_direct;
+  std::lock_guard lock(m_mutex);
+  c.entries = m_entries.size();
+  c.bytes = m_bytes;
+  c.max_bytes = m_opt.max_bytes;
+  c.filling = m_filling;
+  c.reason = m_reason;
+  return c;
+}
+
+pixel_cache_info pixel_cache::inspect(const std::filesystem::path& dir) {
+  pixel_cache_info info;
+  std::unordered_map<key, bool, key_hash> seen;
+  for (const auto& index : index_files(dir)) {
+    ++info.packs;
+    for (const record& r : read_index(index, info.torn)) {
+      if (!seen.emplace(key{r.key_hi, r.key_lo}, true).second) {
+        ++info.duplicates;
+        continue;
+      }
+      ++info.entries;
+      info.bytes += round_up(r.size);
+      info.pixel_bytes += r.size;
+    }
+  }
+  return info;
+}
+
+}  // namespace ringfeed

@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""The pixel cache (issue 40) against the bare decode and against ringfeed
+without it, in one run, on the same JPEGs and cores.
+
+Warm (page cache warm), interleaved rounds, the order rotated each round:
+
+  bare decode     perf/decode_limit DIR --threads T --files N: TurboJPEG's
+                  full decode of the JPEGs held in memory, nothing else
+  no cache        `ringfeed bench DIR --pipeline train --threads T --epochs 3
+                  --json`: fast mode, epochs 2 and 3 (median)
+  no cache exact  the same with --exact: the batches the cache gives
+  pixel cache     the same with --cache-dir D --cache pixels (D filled once
+                  by `ringfeed cache build` before the rounds): epochs 2-3
+  cache, epoch 1  a run that starts with an empty D: epoch 1 decodes and
+                  fills (what the first epoch of training pays)
+
+Cold (page cache dropped before each run, needs root; --no-cold skips it):
+  pixel cache --direct: the cache read with O_DIRECT, one epoch, its
+  images/s and the bytes it read per second; fio random reads of the
+  cache's pack file (the same file system) with --bs the mean entry size
+  rounded up to 4 KiB, io_uring, O_DIRECT, iodepth = ringfeed's io depth.
+
+Disk cost: `ringfeed cache info D --json`: bytes per image, and the
+projection for ImageNet-1k train (1,281,167 images) at this set's mean
+size and at ImageNet's (about 400x350 after decode: 0.42 MB per image).
+
+  perf/compare/compare_pixel_cache.py --out perf/results/pixel_cache_2core.json
+
+The source: --source DIR, else a set of 3,000 real-photo JPEGs around
+500x375 made once (perf/common/photo_set.py) in /tmp/rf-photos3000.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "perf", "common"))
+import photo_set  # noqa: E402
+
+IMAGENET_TRAIN = 1_281_167
+
+
+def first_existing(*paths):
+    return next((p for p in paths if os.path.exists(p)), None)
+
+
+def run_json(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed ({' '.join(map(str, cmd))}):\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as fh:
+        fh.write("3\n")
+
+
+def bench(args, *extra, epochs=3):
+    cmd = [args.ringfeed, "bench", args.source, "--pipeline", "train", "--batch", "64", "--threads",
+           str(args.threads), "--device", "-1", "--epochs", str(epochs), "--json", *extra]
+    return run_json(cmd)
+
+
+def later_epochs(out):
+    rates = out["epoch_images_per_s"]
+    return statistics.median(rates[1:]) if len(rates) > 1 else rates[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--source", help="ImageFolder of JPEGs (default: the real-photo set, made once)")
+    ap.add_argument("--images", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--cache-dir", help="where the cache is built (default: a temporary directory, removed)")
+    ap.add_argument("--ringfeed", default=first_existing(*(os.path.join(REPO, "build", p, "bin", "ringfeed")
+                                                           for p in ("release", "default"))))
+    ap.add_argument("--decode-limit", default=first_existing(*(os.path.join(REPO, "build", p, "perf", "decode_limit")
+                                                               for p in ("release", "default"))))
+    ap.add_argument("--no-cold", action="store_true", help="leave out the cold (O_DIRECT, caches dropped) part")
+    ap.add_argument("--out", help="JSON results here")
+    args = ap.parse_args()
+    if not args.ringfeed or not args.decode_limit:
+        sys.exit("needs build/release (or default)/bin/ringfeed and perf/decode_limit: "
+                 "cmake --build --preset release")
+    if not args.source:
+        args.source = photo_set.ensure_photo_set("/tmp/rf-photos3000", args.images)
+    own_dir = args.cache_dir is None
+    cache = args.cache_dir or tempfile.mkdtemp(prefix="rf-pixel-cache-")
+    fill_dir = tempfile.mkdtemp(prefix="rf-pixel-fill-")
+    try:
+        t0 = time.time()
+        subprocess.run([args.ringfeed, "cache", "build", args.source, "--cache-dir", cache, "--threads",
+                        str(args.threads)], check=True, stdout=subprocess.DEVNULL)
+        build_s = time.time() - t0
+        info = run_json([args.ringfeed, "cache", "info", cache, "--json"])
+        contenders = {
+            "bare decode": lambda: run_json([args.decode_limit, args.source, "--threads", str(args.threads),
+                                             "--seconds", "5", "--files", str(args.images)])["images_per_s"],
+            "no cache": lambda: later_epochs(bench(args)),
+            "no cache, exact": lambda: later_epochs(bench(args, "--exact")),
+            "pixel cache": lambda: later_epochs(bench(args, "--cache-dir", cache, "--cache", "pixels")),
+        }
+
+        def fill_epoch():
+            shutil.rmtree(fill_dir, ignore_errors=True)
+            return bench(args, "--cache-dir", fill_dir, "--cache", "pixels", epochs=1)["epoch_images_per_s"][0]
+
+        contenders["cache, epoch 1 (fills)"] = fill_epoch
+        names = list(contenders)
+        runs = {n: [] for n in names}
+        for r in range(args.rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for n in order:
+                runs[n].append(contenders[n]())
+                print(f"round {r + 1}/{args.rounds} {n}: {runs[n][-1]:.0f} images/s", file=sys.stderr)
+        med = {n: statistics.median(v) for n, v in runs.items()}
+        result = {
+            "source": args.source, "images": args.images, "threads": args.threads, "rounds": args.rounds,
+            "images_per_s": med, "runs": runs,
+            "ratios": {
+                "pixel cache / bare decode": med["pixel cache"] / med["bare decode"],
+                "pixel cache / no cache": med["pixel cache"] / med["no cache"],
+                "pixel cache / no cache, exact": med["pixel cache"] / med["no cache, exact"],
+                "epoch 1 (fills) / no cache, exact": med["cache, epoch 1 (fills)"] / med["no cache, exact"],
+            },
+            "goal": "pixel cache >= 3x bare decode (epochs >= 2, page cache warm)",
+            "cache_build_s": build_s, "cache": info,
+            "disk": {
+                "bytes_per_image": info["bytes_per_image"],
+                "imagenet_1k_train_tb_at_this_size": info["bytes_per_image"] * IMAGENET_TRAIN / 1e12,
+                "imagenet_1k_train_tb_at_400x350": 4096 * -(-400 * 350 * 3 // 4096) * IMAGENET_TRAIN / 1e12,
+            },
+        }
+        result["goal_met"] = result["ratios"]["pixel cache / bare decode"] >= 3
+        if not args.no_cold:
+            result["cold"] = cold(args, cache, info)
+        text = json.dumps(result, indent=2)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(text + "\n")
+    finally:
+        shutil.rmtree(fill_dir, ignore_errors=True)
+        if own_dir:
+            shutil.rmtree(cache, ignore_errors=True)
+
+
+def cold(args, cache, info):
+    """One epoch read from the cache with O_DIRECT after dropping the page
+    cache, beside fio's random O_DIRECT reads of its pack at the same size."""
+    try:
+        drop_caches()
+    except OSError as e:
+        return {"skipped": f"cannot drop the page cache ({e}): needs root"}
+    out = bench(args, "--cache-dir", cache, "--cache", "pixels", "--direct", epochs=1)
+    pc = out["pixel_cache"]
+    packs = [os.path.join(cache, "pixels", f) for f in os.listdir(os.path.join(cache, "pixels")) if f.endswith(".data")]
+    pack = max(packs, key=os.path.getsize)
+    bs = -(-int(info["pixel_bytes"] / max(info["entries"], 1)) // 4096) * 4096
+    drop_caches()
+    fio = run_json(["fio", "--name=r", f"--filename={pack}", "--rw=randread", f"--bs={bs}", "--direct=1",
+                    "--ioengine=io_uring", f"--iodepth={out['io_depth']}", "--time_based", "--runtime=5",
+                    "--output-format=json"])
+    job = fio["jobs"][0]["read"]
+    seconds = out["seconds"]
+    return {
+        "ringfeed_images_per_s": out["images_per_s"],
+        "ringfeed_cache_mb_per_s": pc["bytes_read"] / 1e6 / seconds if seconds else 0.0,
+        "ringfeed_direct": pc["direct"], "hits": pc["hits"],
+        "fio_block_bytes": bs, "fio_iodepth": out["io_depth"],
+        "fio_mb_per_s": job["bw_bytes"] / 1e6, "fio_iops": job["iops"],
+        "fio_images_per_s_equivalent": job["iops"],
+        "ratio_images_per_s_to_fio_iops": out["images_per_s"] / job["iops"] if job["iops"] else None,
+    }
+
+
+if __name__ == "__main__":
+    main()

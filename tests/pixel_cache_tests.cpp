@@ -1,0 +1,253 @@
+// ringfeed::pixel_cache on its own (issue 40): entries read back exactly,
+// across objects and processes' packs; what a killed writer, a flipped
+// byte or a full budget leave is dropped or refused, never served; many
+// threads storing and reading at once (ThreadSanitizer in CI).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ringfeed/io/buffer.hpp>
+#include <ringfeed/loader/pixel_cache.hpp>
+#include <ringfeed/sync_wait.hpp>
+#include <ringfeed/thread_pool.hpp>
+
+#include "test_support.hpp"
+
+using ringfeed::pixel_cache;
+using ringfeed::pixel_cache_options;
+using ringfeed::image::image_view;
+
+namespace {
+
+// A w × h RGB image whose bytes depend on `seed`, with padded rows (stride
+// > width * 3) so store() has to pack them.
+struct test_image {
+  int width, height;
+  std::vector<std::uint8_t> bytes;  // rows of width * 3 + 5
+  test_image(int w, int h, int seed) : width(w), height(h), bytes(static_cast<std::size_t>((w * 3 + 5) * h)) {
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>((i * 31 + seed * 7) & 0xff);
+  }
+  [[nodiscard]] image_view view() const { return {bytes.data(), width, height, 3, width * 3 + 5}; }
+  // The pixels without the padding: what a read gives back.
+  [[nodiscard]] std::vector<std::uint8_t> packed() const {
+    std::vector<std::uint8_t> out;
+    for (int y = 0; y < height; ++y) out.insert(out.end(), view().row(y), view().row(y) + width * 3);
+    return out;
+  }
+};
+
+std::vector<std::uint8_t> bytes_of(const image_view& v) {
+  REQUIRE(v.stride == v.width * v.channels);
+  return {v.data, v.data + static_cast<std::size_t>(v.stride) * v.height};
+}
+
+pixel_cache_options options_for(const std::filesystem::path& dir, std::uint64_t max_bytes = 1ull << 30) {
+  pixel_cache_options o;
+  o.dir = dir;
+  o.max_bytes = max_bytes;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+pixel_cache::key key(int n) { return pixel_cache::key_of("decode v1", "sample " + std::to_string(n)); }
+
+std::filesystem::path only_file(const std::filesystem::path& dir, const std::string& ext) {
+  std::filesystem::path found;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ext) {
+      REQUIRE(found.empty());
+      found = e.path();
+    }
+  REQUIRE(!found.empty());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("pixel cache: stored pixels read back exactly, here and in a later object", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  const test_image a(37, 21, 1), b(64, 48, 2);
+  {
+    pixel_cache c(options_for(tmp.path()));
+    c.start_reads(pool);
+    CHECK_FALSE(ringfeed::sync_wait(c.read(key(1), buffer)));
+    CHECK(c.store(key(1), a.view()));
+    CHECK(c.store(key(2), b.view()));
+    CHECK_FALSE(c.store(key(1), b.view()));  // present: the first stays
+    const auto got = ringfeed::sync_wait(c.read(key(1), buffer));
+    REQUIRE(got);
+    CHECK((got->width == 37 && got->height == 21 && got->channels == 3));
+    CHECK(bytes_of(*got) == a.packed());
+    const auto counters = c.counters();
+    CHECK((counters.hits == 1 && counters.misses == 1 && counters.stores == 2 && counters.entries == 2));
+    CHECK(counters.bytes == 4096 + 12288);  // each entry on 4 KiB boundaries
+    c.stop_reads();
+  }
+  pixel_cache again(options_for(tmp.path()));
+  again.start_reads(pool);
+  CHECK(again.counters().entries == 2);
+  const auto got = ringfeed::sync_wait(again.read(key(2), buffer));
+  REQUIRE(got);
+  CHECK(bytes_of(*got) == b.packed());
+  CHECK_FALSE(ringfeed::sync_wait(again.read(pixel_cache::key_of("decode v2", "sample 2"), buffer)));
+  again.stop_reads();
+  const auto info = pixel_cache::inspect(tmp.path());
+  CHECK((info.entries == 2 && info.packs == 1 && info.torn == 0 && info.pixel_bytes == 37 * 21 * 3 + 64 * 48 * 3));
+}
+
+TEST_CASE("pixel cache: two writers on one directory keep packs of their own", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  const test_image a(8, 8, 1), b(9, 9, 2);
+  {
+    pixel_cache one(options_for(tmp.path())), two(options_for(tmp.path()));
+    CHECK(one.store(key(1), a.view()));
+    CHECK(two.store(key(2), b.view()));
+    CHECK(two.store(key(1), b.view()));  // `two` did not know one's: a duplicate, the first found wins
+  }
+  pixel_cache three(options_for(tmp.path()));
+  three.start_reads(pool);
+  CHECK(three.counters().entries == 2);
+  const auto info = pixel_cache::inspect(tmp.path());
+  CHECK((info.packs == 2 && info.duplicates == 1));
+  const auto got = ringfeed::sync_wait(three.read(key(2), buffer));
+  REQUIRE(got);
+  CHECK(bytes_of(*got) == b.packed());
+  three.stop_reads();
+}
+
+TEST_CASE("pixel cache: a writer killed mid-entry leaves every complete entry usable", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  const test_image a(10, 10, 1), b(20, 20, 2), c(30, 30, 3);
+  {
+    pixel_cache w(options_for(tmp.path()));
+    REQUIRE(w.store(key(1), a.view()));
+    REQUIRE(w.store(key(2), b.view()));
+    REQUIRE(w.store(key(3), c.view()));
+  }
+  const auto index = only_file(tmp.path(), ".index");
+  const auto data = only_file(tmp.path(), ".data");
+  SECTION("a record cut short") {
+    std::filesystem::resize_file(index, 2 * 64 + 40);
+  }
+  SECTION("pixels cut short: the last record points past the pack's end") {
+    std::filesystem::resize_file(data, 2 * 4096 + 100);
+  }
+  SECTION("a record torn inside (its own checksum fails)") {
+    std::fstream f(index, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2 * 64 + 20);
+    f.put('\x55');
+  }
+  pixel_cache r(options_for(tmp.path()));
+  r.start_reads(pool);
+  const auto counters = r.counters();
+  CHECK(counters.entries == 2);
+  CHECK(counters.torn == 1);
+  const auto got = ringfeed::sync_wait(r.read(key(2), buffer));
+  REQUIRE(got);
+  CHECK(bytes_of(*got) == b.packed());
+  CHECK_FALSE(ringfeed::sync_wait(r.read(key(3), buffer)));
+  r.stop_reads();
+}
+
+TEST_CASE("pixel cache: pixels that fail their checksum are dropped, never served", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  const test_image a(16, 16, 1);
+  {
+    pixel_cache w(options_for(tmp.path()));
+    REQUIRE(w.store(key(1), a.view()));
+  }
+  {
+    std::fstream f(only_file(tmp.path(), ".data"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put(static_cast<char>(a.packed()[100] ^ 1));
+  }
+  std::vector<std::string> lines;
+  auto o = options_for(tmp.path());
+  o.log = [&](std::string_view line) { lines.emplace_back(line); };
+  pixel_cache r(o);
+  r.start_reads(pool);
+  CHECK_FALSE(ringfeed::sync_wait(r.read(key(1), buffer)));
+  CHECK(r.counters().corrupt == 1);
+  CHECK(r.counters().entries == 0);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("fails its checksum"));
+  // The caller decodes it again and stores it: the new entry is served.
+  CHECK(r.store(key(1), a.view()));
+  const auto got = ringfeed::sync_wait(r.read(key(1), buffer));
+  REQUIRE(got);
+  CHECK(bytes_of(*got) == a.packed());
+  r.stop_reads();
+}
+
+TEST_CASE("pixel cache: a full budget stops filling, once, and keeps what it has", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  std::vector<std::string> lines;
+  auto o = options_for(tmp.path(), 2 * 4096);
+  o.log = [&](std::string_view line) { lines.emplace_back(line); };
+  pixel_cache c(o);
+  const test_image small(10, 10, 1);
+  CHECK(c.store(key(1), small.view()));
+  CHECK(c.store(key(2), small.view()));
+  CHECK_FALSE(c.store(key(3), small.view()));
+  CHECK_FALSE(c.store(key(4), small.view()));
+  const auto counters = c.counters();
+  CHECK((counters.entries == 2 && counters.stores == 2 && counters.not_stored == 2 && !counters.filling));
+  CHECK_THAT(counters.reason, Catch::StartsWith("full"));
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("not adding entries"));
+}
+
+TEST_CASE("pixel cache: a directory that cannot be made is an error naming it", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  std::ofstream(tmp.path() / "file") << "x";
+  try {
+    pixel_cache c(options_for(tmp.path() / "file" / "pixels"));
+    FAIL("no error");
+  } catch (const std::system_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("file/pixels"));
+  }
+}
+
+TEST_CASE("pixel cache: threads storing and reading at once", "[pixel_cache][concurrency]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  pixel_cache c(options_for(tmp.path()));
+  c.start_reads(pool);
+  constexpr int threads = 4, per_thread = 40;
+  std::vector<test_image> images;
+  for (int n = 0; n < per_thread; ++n) images.emplace_back(5 + n % 7, 3 + n % 5, n);
+  std::vector<std::thread> workers;
+  std::vector<int> wrong(threads, 0);
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      ringfeed::io::read_buffer buffer;
+      for (int n = 0; n < per_thread; ++n) {
+        // Every thread stores every image (all but one store of each is refused) and reads one back.
+        (void)c.store(key(n), images[static_cast<std::size_t>(n)].view());
+        const auto got = ringfeed::sync_wait(c.read(key((n + t) % per_thread), buffer));
+        if (got && bytes_of(*got) != images[static_cast<std::size_t>((n + t) % per_thread)].packed()) ++wrong[t];
+      }
+    });
+  for (auto& w : workers) w.join();
+  for (int t = 0; t < threads; ++t) CHECK(wrong[t] == 0);
+  const auto counters = c.counters();
+  CHECK(counters.entries == per_thread);
+  CHECK(counters.stores == per_thread);
+  CHECK(counters.hits + counters.misses == threads * per_thread);
+  c.stop_reads();
+}

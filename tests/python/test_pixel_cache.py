@@ -1,0 +1,72 @@
+"""cache="pixels" from Python and the CLI (issue 40): decoded pixels kept on
+local disk, so epochs after the first skip the decode, with batches equal
+to an uncached exact run and, through ringfeed.DataLoader, to torchvision's
+own (torch's DataLoader over PIL). The cache itself is tested in
+tests/pixel_cache_tests.cpp and tests/loader_pixel_cache_tests.cpp."""
+import json
+
+import pytest
+
+import ringfeed
+from conftest import assert_same_batches, epoch_batches, run_cli
+
+torch = pytest.importorskip("torch")
+
+
+def two_epochs(loader):
+    return [epoch_batches(loader), epoch_batches(loader)]
+
+
+def test_epochs_after_the_first_hit_and_equal_an_uncached_exact_run(train_dir, tmp_path):
+    want = two_epochs(ringfeed.Loader(train_dir, batch_size=16, size=64, exact=True, seed=3))
+    loader = ringfeed.Loader(train_dir, batch_size=16, size=64, seed=3, cache_dir=tmp_path, cache="pixels",
+                             epochs=2)
+    got0 = epoch_batches(loader)
+    n = loader.dataset_size
+    assert loader.stats()["pixel_cache"]["stores"] == n  # epoch 0 decoded and kept every sample
+    got1 = epoch_batches(loader)
+    p = loader.stats()["pixel_cache"]
+    # epoch 1 was read ahead while epoch 0 ended: a sample whose epoch-0 decode
+    # had not been stored yet is decoded again; every other one is a hit
+    assert p["hits"] + p["misses"] == 2 * n and p["stores"] == n and p["hits"] >= n - 64
+    assert p["entries"] == n and p["bytes_per_image"] > 0 and p["filling"] is True
+    # fast mode (no exact=True) with the cache reads the full decode: exact mode's batches
+    assert_same_batches(got0, want[0], "epoch 0")
+    assert_same_batches(got1, want[1], "epoch 1")
+
+
+def test_dataloader_with_the_cache_equals_torchs_dataloader(train_dir, tmp_path):
+    T = pytest.importorskip("torchvision.transforms")
+    datasets = pytest.importorskip("torchvision.datasets")
+    dataset = datasets.ImageFolder(train_dir, transform=T.Compose([
+        T.Resize(40), T.CenterCrop(32), T.ToTensor(), T.Normalize((0.5, 0.4, 0.3), (0.2, 0.3, 0.25))]))
+    want = [x for x, _ in torch.utils.data.DataLoader(dataset, batch_size=32)]
+    loader = ringfeed.DataLoader(dataset, batch_size=32, cache_dir=tmp_path, cache="pixels", strict=True)
+    for epoch in range(2):
+        count = 0
+        for (x, _), w in zip(loader, want):  # compared as they come: no batch is kept
+            assert torch.equal(x, w), f"epoch {epoch}, batch {count}"
+            count += 1
+        assert count == len(want)
+    p = loader.stats()["pixel_cache"]
+    assert p["hits"] == len(dataset) and p["stores"] == len(dataset)
+
+
+def test_a_cache_name_not_known_is_refused_with_the_names(train_dir, tmp_path):
+    with pytest.raises(ValueError, match="bytes.*pixels"):
+        ringfeed.Loader(train_dir, cache_dir=tmp_path, cache="decoded")
+
+
+def test_cli_build_then_info_then_bench_reads_it(val_dir, tmp_path):
+    cache = tmp_path / "cache"
+    built = run_cli("cache", "build", val_dir, "--cache-dir", cache, "--threads", 2)
+    assert " added" in built.stdout
+    info = json.loads(run_cli("cache", "info", cache, "--json").stdout)
+    n = info["entries"]
+    assert n > 0 and info["torn"] == 0 and info["bytes_per_image"] >= 4096
+    again = run_cli("cache", "build", val_dir, "--cache-dir", cache)  # resumable: nothing left to add
+    assert f"0 added, {n} present" in again.stdout
+    bench = run_cli("bench", val_dir, "--pipeline", "train", "--size", 64, "--batch", 16, "--cache-dir", cache,
+                    "--cache", "pixels", "--json")
+    out = json.loads(bench.stdout.strip().splitlines()[-1])
+    assert out["pixel_cache"]["hits"] == n and out["pixel_cache"]["misses"] == 0
