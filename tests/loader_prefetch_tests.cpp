@@ -129,8 +129,12 @@ TEST_CASE("a consumer that keeps its batches still gets the next ones: the depth
     CHECK(b->epoch() == 1);
     kept.push_back(std::move(*b));
   }
+  // The 7 kept + the one the loader fills, once it has asked for it: a
+  // slab grows when next() finds nothing ready, so on a busy machine the
+  // eighth may not be there yet. Never more than the cap.
   const auto p = l.stats().prefetch;
-  CHECK(p.slabs == 8);  // the 7 kept + the one the loader fills
+  CHECK(p.slabs >= 7);
+  CHECK(p.slabs <= 8);
   CHECK(kept.front().indices()[0] == 0);  // still epoch 0's first batch
   kept.clear();
   REQUIRE(wait_for(l, [](const ringfeed::loader_stats& s) { return s.prefetch.ready >= 1; }));

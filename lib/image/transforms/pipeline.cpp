@@ -108,12 +108,14 @@ struct run_context {
   }
 
   // Exact: `source` holds the whole decoded image.
-  void render_full(const sample_plan& plan, std::span<std::byte> dst) const {
+  void render_full(const sample_plan& plan, std::span<std::byte> dst) const { render_from(source.view(), plan, dst); }
+  // render_full from `whole`, the whole (RGB) source image.
+  void render_from(image_view whole, const sample_plan& plan, std::span<std::byte> dst) const {
     resample_request rq;
     rq.input = {plan.crop.width, plan.crop.height};
     rq.output = plan.resized;
     rq.filter = plan.filter;
-    render(source.view().crop(plan.crop), rq, plan, dst);
+    render(whole.crop(plan.crop), rq, plan, dst);
   }
 
   // Fast: decode only what the window reads, at the largest DCT scale the
@@ -208,13 +210,16 @@ sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std
   };
   sample_result result;
   if (pixels != nullptr) {
-    load_pixels(*pixels, w.source);
+    // RGB is read where it is (an in-memory dataset, a pixel cache's read
+    // buffer); L is made its RGB replicate first.
+    if (pixels->channels != 3) load_pixels(*pixels, w.source);
+    const image_view whole = pixels->channels == 3 ? *pixels : w.source.view();
     result.info.width = pixels->width;
     result.info.height = pixels->height;
     result.info.components = pixels->channels;
-    result.plan = recipe.plan(w.source.view().size(), key);
+    result.plan = recipe.plan(whole.size(), key);
     if (!to_head) check_dst(recipe.shape_for(result.plan.source), dst);
-    run.render_full(result.plan, out_span(result.plan));
+    run.render_from(whole, result.plan, out_span(result.plan));
     return result;
   }
   if (recipe.mode() == pipeline_mode::fast) {
