@@ -3,6 +3,7 @@
 // forms equal cropping Pillow's output.
 #include <catch2/catch.hpp>
 
+#include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/image/resample.hpp>
 
 #include <fstream>
@@ -232,5 +233,29 @@ TEST_CASE("the SIMD and portable passes give the same pixels", "[image][resample
     portable.resize(src, rq, b.view());
     INFO("case " << i << ": " << w << "x" << h << " -> " << rq.output.width << "x" << rq.output.height);
     CHECK(data::packed(a.view()) == data::packed(b.view()));
+  }
+}
+
+TEST_CASE("a flipped uint8 output is the unflipped one mirrored, at every width", "[image][transforms]") {
+  // The uint8 path mirrors rows in place (five pixels per byte shuffle on
+  // x86 with SSSE3, pixel by pixel on the rest of a row): widths below,
+  // at and past the block edges.
+  std::vector<std::uint8_t> src(40 * 7 * 3);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  const img::image_view pixels{src.data(), 40, 7, 3, 40 * 3};
+  img::pipeline_workspace ws;
+  for (int w = 1; w <= 40; ++w) {
+    INFO("width " << w);
+    const auto plain = img::pipeline().resize(img::size2{w, 7});
+    auto flipped = img::pipeline().resize(img::size2{w, 7});
+    flipped.horizontal_flip(1.0);
+    std::vector<std::byte> a(static_cast<std::size_t>(w) * 7 * 3), b(a.size());
+    plain.apply_pixels(ws, pixels, "test", {1, 0, 0}, a);
+    flipped.apply_pixels(ws, pixels, "test", {1, 0, 0}, b);
+    for (int y = 0; y < 7; ++y)
+      for (int x = 0; x < w; ++x)
+        for (int c = 0; c < 3; ++c)
+          REQUIRE(b[(static_cast<std::size_t>(y) * w + x) * 3 + c] ==
+                  a[(static_cast<std::size_t>(y) * w + (w - 1 - x)) * 3 + c]);
   }
 }

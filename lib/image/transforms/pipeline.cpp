@@ -9,12 +9,18 @@
 #include <ringfeed/image/pipeline.hpp>
 
 #include "ops_detail.hpp"
+#include "image/kernels/cpu_features.hpp"
 #include "image/transforms/planes.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ringfeed::image {
 
@@ -57,12 +63,48 @@ void check_source(std::string_view name, size2 actual, const sample_plan& plan) 
     throw image_error(name, "image is " + size_text(actual) + ", the plan expects " + size_text(plan.source));
 }
 
-void flip_in_place(mutable_image_view v) {
+void flip_portable(mutable_image_view v) {
   for (int y = 0; y < v.height; ++y) {
     std::uint8_t* row = v.row(y);
     for (int a = 0, b = v.width - 1; a < b; ++a, --b)
       for (int c = 0; c < 3; ++c) std::swap(row[a * 3 + c], row[b * 3 + c]);
   }
+}
+
+#if defined(__x86_64__)
+// Five RGB pixels reversed per byte shuffle, each row through a scratch
+// row: the byte-by-byte swap was 8% of a pixel-cache hit.
+__attribute__((target("ssse3"))) void flip_ssse3(mutable_image_view v) {
+  const __m128i reverse5 = _mm_setr_epi8(12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, -1);
+  thread_local std::vector<std::uint8_t> scratch;
+  const int w = v.width;
+  scratch.resize(static_cast<std::size_t>(w) * 3 + 16);
+  for (int y = 0; y < v.height; ++y) {
+    std::uint8_t* row = v.row(y);
+    std::uint8_t* out = scratch.data();
+    // Output pixels [x, x + 5) are input pixels [w - 5 - x, w - x); the load
+    // reads one byte past them, inside the row while x >= 1.
+    int x = 1;
+    for (; x + 5 <= w; x += 5) {
+      const __m128i in = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (w - 5 - x) * 3));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x * 3), _mm_shuffle_epi8(in, reverse5));
+    }
+    for (; x < w; ++x) std::memcpy(out + x * 3, row + (w - 1 - x) * 3, 3);
+    std::memcpy(out, row + (w - 1) * 3, 3);  // x = 0
+    std::memcpy(row, out, static_cast<std::size_t>(w) * 3);
+  }
+}
+#endif
+
+void flip_in_place(mutable_image_view v) {
+#if defined(__x86_64__)
+  static const bool fast = detail::cpu_has_avx2();  // AVX2 implies SSSE3
+  if (fast && v.width >= 6) {
+    flip_ssse3(v);
+    return;
+  }
+#endif
+  flip_portable(v);
 }
 
 // What one apply() works with.
