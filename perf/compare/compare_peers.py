@@ -325,17 +325,31 @@ def summarize(args, runs, skipped):
                      "pixels_equal_torchvision": m.PIXELS, "packages": m.PACKAGES,
                      "debian": getattr(m, "DEBIAN", []), "runs": rs})
     rows.sort(key=lambda r: -r["images_per_s"])
+    return rows, goal_of(rows)
+
+
+def goal_of(rows):
+    """The issue's goal for ringfeed's best row against the best peer's, and
+    again without the pixel cache (whose decode happened before the rounds,
+    as FFCV's .beton and the other formats were built before them)."""
+    def one(ours, theirs):
+        best_peer, best_rf = theirs[0], ours[0]
+        g = {"best_peer": best_peer["label"], "best_ringfeed": best_rf["label"],
+             "speed_ratio": best_rf["images_per_s"] / best_peer["images_per_s"],
+             "cpu_ratio": best_rf["cpu_s_per_image"] / best_peer["cpu_s_per_image"],
+             "goal": "speed_ratio >= 1.5 and cpu_ratio <= 0.67"}
+        g["met"] = g["speed_ratio"] >= 1.5 and g["cpu_ratio"] <= 0.67
+        return g
+
     ours = [r for r in rows if r["name"].startswith("ringfeed")]
     theirs = [r for r in rows if not r["name"].startswith("ringfeed")]
-    goal = None
-    if ours and theirs:
-        best_peer, best_rf = theirs[0], ours[0]
-        goal = {"best_peer": best_peer["label"], "best_ringfeed": best_rf["label"],
-                "speed_ratio": best_rf["images_per_s"] / best_peer["images_per_s"],
-                "cpu_ratio": best_rf["cpu_s_per_image"] / best_peer["cpu_s_per_image"],
-                "goal": "speed_ratio >= 1.5 and cpu_ratio <= 0.67"}
-        goal["met"] = goal["speed_ratio"] >= 1.5 and goal["cpu_ratio"] <= 0.67
-    return rows, goal
+    if not ours or not theirs:
+        return None
+    goal = one(ours, theirs)
+    decoding = [r for r in ours if r["name"] != "ringfeed_pixel_cache"]
+    if decoding and decoding[0] is not ours[0]:
+        goal["without_pixel_cache"] = one(decoding, theirs)
+    return goal
 
 
 def table(rows, skipped, goal, meta):
@@ -355,6 +369,11 @@ def table(rows, skipped, goal, meta):
         out += ["", f"Goal (>= 1.5x the best peer's images/s, <= 0.67x its CPU s/image): {goal['best_ringfeed']} "
                 f"vs {goal['best_peer']}: {goal['speed_ratio']:.2f}x images/s, {goal['cpu_ratio']:.2f}x CPU/image "
                 f"-> {'met' if goal['met'] else 'NOT met'}."]
+        if "without_pixel_cache" in goal:
+            g = goal["without_pixel_cache"]
+            out += [f"Decoding every epoch (no pixel cache): {g['best_ringfeed']} vs {g['best_peer']}: "
+                    f"{g['speed_ratio']:.2f}x images/s, {g['cpu_ratio']:.2f}x CPU/image -> "
+                    f"{'met' if g['met'] else 'NOT met'}."]
     out += ["", "How each departs from the recipe:", ""]
     out += [f"- {r['label']}: {r['differs'] or 'as the recipe'}" for r in rows]
     out += ["", "```", meta["command"], "```", ""]
@@ -378,6 +397,7 @@ def main():
     ap.add_argument("--ringfeed-python", default=os.path.join(REPO, "build/release/python"))
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--md", help="write a markdown table here")
+    ap.add_argument("--plot", help="write a PNG of images/s and CPU ms/image per contender here (gnuplot)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--prepare", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
@@ -438,6 +458,10 @@ def main():
     if args.md:
         with open(args.md, "w") as f:
             f.write(text)
+    if args.plot:
+        import peers_plot
+        why = peers_plot.plot(dict(meta, rows=rows), args.plot)
+        print(why or f"plot: {args.plot}", file=sys.stderr)
 
 
 if __name__ == "__main__":
