@@ -173,3 +173,22 @@ TEST_CASE("cache=pixels keeps a deterministic head's output: val lists store the
     CHECK(later.stats().pixels.stores == 0);
   }
 }
+
+TEST_CASE("cache=pixels over tar shards: members are keyed by shard and range", "[loader][pixel_cache]") {
+  watchdog dog("loader pixel cache, tar shards", std::chrono::seconds(240));
+  temp_dir tmp;
+  const auto shards = make_shards(tmp.path(), 2);  // 16 photos in 2 shards
+  const auto want = first_epoch(exact_options(shards));
+  auto o = cached(exact_options(shards), tmp.path() / "cache");
+  o.end = ringfeed::loader_end{0};
+  {
+    loader fill(o);
+    require_same_batches(drain_epoch(fill), want);
+    CHECK(fill.stats().pixels.stores == 16);
+  }
+  loader later(o);
+  require_same_batches(drain_epoch(later), want);
+  const auto p = later.stats().pixels;
+  CHECK(p.hits == 16);
+  CHECK(p.misses == 0);
+}

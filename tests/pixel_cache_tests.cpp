@@ -4,8 +4,12 @@
 // threads storing and reading at once (ThreadSanitizer in CI).
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -194,6 +198,28 @@ TEST_CASE("pixel cache: pixels that fail their checksum are dropped, never serve
   r.stop_reads();
 }
 
+TEST_CASE("pixel cache: a pack that cannot be read is a miss, never an error", "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  const test_image a(16, 16, 1);
+  {
+    pixel_cache w(options_for(tmp.path()));
+    REQUIRE(w.store(key(1), a.view()));
+  }
+  std::vector<std::string> lines;
+  auto o = options_for(tmp.path());
+  o.log = [&](std::string_view line) { lines.emplace_back(line); };
+  pixel_cache r(o);
+  r.start_reads(pool);
+  std::filesystem::remove(only_file(tmp.path(), ".data"));  // gone between the open and the read
+  CHECK_FALSE(ringfeed::sync_wait(r.read(key(1), buffer)));
+  CHECK(r.counters().corrupt == 1);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("cannot be read"));
+  r.stop_reads();
+}
+
 TEST_CASE("pixel cache: a full budget stops filling, once, and keeps what it has", "[pixel_cache]") {
   ringfeed::test::temp_dir tmp;
   std::vector<std::string> lines;
@@ -249,5 +275,92 @@ TEST_CASE("pixel cache: threads storing and reading at once", "[pixel_cache][con
   CHECK(counters.entries == per_thread);
   CHECK(counters.stores == per_thread);
   CHECK(counters.hits + counters.misses == threads * per_thread);
+  c.stop_reads();
+}
+
+TEST_CASE("pixel cache: kill -9 while filling leaves every complete entry usable", "[pixel_cache][fork]") {
+  // A child process fills the cache with known images until the parent,
+  // having seen some records land, kills it with SIGKILL mid-stream.
+  ringfeed::test::temp_dir tmp;
+  struct child_process {  // killed and reaped whatever happens in the test
+    pid_t pid = -1;
+    ~child_process() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } filler;
+  filler.pid = ::fork();
+  REQUIRE(filler.pid >= 0);
+  if (filler.pid == 0) {  // bounded by the 1 GiB budget; killed long before
+    pixel_cache w(options_for(tmp.path()));
+    for (int n = 0;; ++n) (void)w.store(key(n), test_image(50 + n % 13, 40 + n % 7, n).view());
+  }
+  const pid_t child = filler.pid;
+  std::filesystem::path index;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {  // until the child has written 200 records (polling the file it appends to)
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(tmp.path(), ec))
+      if (e.path().extension() == ".index") index = e.path();
+    if (!index.empty() && std::filesystem::file_size(index, ec) >= 200 * 64) break;
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::yield();
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  filler.pid = -1;
+  REQUIRE(WIFSIGNALED(status));
+
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  pixel_cache r(options_for(tmp.path()));
+  r.start_reads(pool);
+  const auto counters = r.counters();
+  INFO(counters.entries << " entries, " << counters.torn << " torn");
+  CHECK(counters.entries >= 200);
+  CHECK(counters.torn <= 1);  // at most the record being appended when the signal came
+  for (std::uint64_t n = 0; n < counters.entries; ++n) {
+    const int i = static_cast<int>(n);
+    const auto got = ringfeed::sync_wait(r.read(key(i), buffer));
+    REQUIRE(got);
+    REQUIRE(bytes_of(*got) == test_image(50 + i % 13, 40 + i % 7, i).packed());
+  }
+  CHECK(r.counters().corrupt == 0);
+  r.stop_reads();
+}
+
+TEST_CASE("pixel cache: a write error (a full disk) stops filling, never the reader", "[pixel_cache]") {
+  // RLIMIT_FSIZE makes writes past 64 KiB fail with EFBIG, as ENOSPC would.
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  std::vector<std::string> lines;
+  auto o = options_for(tmp.path());
+  o.log = [&](std::string_view line) { lines.emplace_back(line); };
+  pixel_cache c(o);
+  c.start_reads(pool);
+  const test_image small(40, 40, 1);  // 4800 bytes: one 4 KiB-aligned entry of 8 KiB
+  struct rlimit before {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limited = before;
+  limited.rlim_cur = 64 * 1024;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  int stored = 0;
+  for (int n = 0; n < 20; ++n) stored += c.store(key(n), small.view()) ? 1 : 0;
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(stored == 8);  // 8 entries of 8 KiB fill the 64 KiB
+  const auto counters = c.counters();
+  CHECK_FALSE(counters.filling);
+  CHECK_THAT(counters.reason, Catch::Contains("failed"));
+  REQUIRE(lines.size() == 1);
+  // What was written is still served.
+  const auto got = ringfeed::sync_wait(c.read(key(7), buffer));
+  REQUIRE(got);
+  CHECK(bytes_of(*got) == small.packed());
   c.stop_reads();
 }

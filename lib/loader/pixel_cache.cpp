@@ -185,41 +185,49 @@ void pixel_cache::stop_reads() noexcept {
 
 task<std::optional<image::image_view>> pixel_cache::read(key k, io::read_buffer& buffer) {
   entry e;
-  std::size_t handle = 0;
-  {
-    std::lock_guard lock(m_mutex);
-    const auto it = m_entries.find(k);
-    if (it == m_entries.end()) {
-      m_misses.fetch_add(1, std::memory_order_relaxed);
-      co_return std::nullopt;
-    }
-    e = it->second;
-    pack& p = *m_packs[e.pack];
-    if (!p.handle) p.handle = m_reader->open(p.data.string());
-    handle = *p.handle;
-  }
+  std::span<const std::byte> got;
+  std::string failure;  // a pack that cannot be opened or read: the sample is decoded instead
   const auto t0 = std::chrono::steady_clock::now();
-  const std::span<const std::byte> got = co_await m_reader->read_range(handle, e.offset, e.size, buffer);
+  try {
+    std::size_t handle = 0;
+    {
+      std::lock_guard lock(m_mutex);
+      const auto it = m_entries.find(k);
+      if (it == m_entries.end()) {
+        m_misses.fetch_add(1, std::memory_order_relaxed);
+        co_return std::nullopt;
+      }
+      e = it->second;
+      pack& p = *m_packs[e.pack];
+      if (!p.handle) p.handle = m_reader->open(p.data.string());
+      handle = *p.handle;
+    }
+    got = co_await m_reader->read_range(handle, e.offset, e.size, buffer);
+  } catch (const std::system_error& err) {
+    failure = err.what();
+  }
   m_read_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
                       std::memory_order_relaxed);
-  if (got.size() != e.size || RF_XXH3_64(got.data(), got.size()) != e.checksum) {
-    std::lock_guard lock(m_mutex);
-    if (m_corrupt.fetch_add(1, std::memory_order_relaxed) == 0)
-      log_line(m_opt.log, "pixel cache: an entry of '" + escape_bytes(m_packs[e.pack]->data.string()) +
-                              "' fails its checksum: dropped, the sample decoded from its source (reported once)");
-    const auto it = m_entries.find(k);
-    if (it != m_entries.end() && it->second.pack == e.pack && it->second.offset == e.offset) {
-      m_bytes -= round_up(e.size);
-      m_entries.erase(it);
-    }
-    m_misses.fetch_add(1, std::memory_order_relaxed);
-    co_return std::nullopt;
+  if (failure.empty() && got.size() == e.size && RF_XXH3_64(got.data(), got.size()) == e.checksum) {
+    m_hits.fetch_add(1, std::memory_order_relaxed);
+    m_bytes_read.fetch_add(got.size(), std::memory_order_relaxed);
+    const auto row = static_cast<std::ptrdiff_t>(e.width) * e.channels;
+    co_return image::image_view{reinterpret_cast<const std::uint8_t*>(got.data()), static_cast<int>(e.width),
+                                static_cast<int>(e.height), static_cast<int>(e.channels), row};
   }
-  m_hits.fetch_add(1, std::memory_order_relaxed);
-  m_bytes_read.fetch_add(got.size(), std::memory_order_relaxed);
-  const auto row = static_cast<std::ptrdiff_t>(e.width) * e.channels;
-  co_return image::image_view{reinterpret_cast<const std::uint8_t*>(got.data()), static_cast<int>(e.width),
-                              static_cast<int>(e.height), static_cast<int>(e.channels), row};
+  // Corrupt, cut short or unreadable: dropped (a store replaces it), never served.
+  std::lock_guard lock(m_mutex);
+  if (m_corrupt.fetch_add(1, std::memory_order_relaxed) == 0)
+    log_line(m_opt.log, "pixel cache: an entry of '" + escape_bytes(m_packs[e.pack]->data.string()) + "' " +
+                            (failure.empty() ? std::string("fails its checksum") : "cannot be read (" + failure + ")") +
+                            ": dropped, the sample decoded from its source (reported once)");
+  const auto it = m_entries.find(k);
+  if (it != m_entries.end() && it->second.pack == e.pack && it->second.offset == e.offset) {
+    m_bytes -= round_up(e.size);
+    m_entries.erase(it);
+  }
+  m_misses.fetch_add(1, std::memory_order_relaxed);
+  co_return std::nullopt;
 }
 
 bool pixel_cache::open_writer() {

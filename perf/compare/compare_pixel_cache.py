@@ -26,6 +26,8 @@ Cold (page cache dropped before each run, needs root; --no-cold skips it):
 Disk cost: `ringfeed cache info D --json`: bytes per image, and the
 projection for ImageNet-1k train (1,281,167 images) at this set's mean
 size and at ImageNet's (about 400x350 after decode: 0.42 MB per image).
+--disk-only measures it instead on `ringfeed gen --photos imagenet`
+(ImageNet's mix of sizes) and `--photos large` (1-4 MP photos).
 
   perf/compare/compare_pixel_cache.py --out perf/results/pixel_cache_2core.json
 
@@ -94,10 +96,19 @@ def main():
                                                                for p in ("release", "default"))))
     ap.add_argument("--no-cold", action="store_true", help="leave out the cold (O_DIRECT, caches dropped) part")
     ap.add_argument("--out", help="JSON results here")
+    ap.add_argument("--disk-only", action="store_true",
+                    help="only the disk cost: gen --photos imagenet and large, cache build, bytes per image")
     args = ap.parse_args()
     if not args.ringfeed or not args.decode_limit:
         sys.exit("needs build/release (or default)/bin/ringfeed and perf/decode_limit: "
                  "cmake --build --preset release")
+    if args.disk_only:
+        text = json.dumps({"disk_cost": disk_cost(args)}, indent=2)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(text + "\n")
+        return
     if not args.source:
         args.source = photo_set.ensure_photo_set("/tmp/rf-photos3000", args.images)
     own_dir = args.cache_dir is None
@@ -166,6 +177,28 @@ def main():
         shutil.rmtree(fill_dir, ignore_errors=True)
         if own_dir:
             shutil.rmtree(cache, ignore_errors=True)
+
+
+def disk_cost(args):
+    """Bytes per image of the cache for `ringfeed gen --photos imagenet`
+    (ImageNet's mix of sizes) and `--photos large` (1-4 MP photos), beside
+    their JPEGs' bytes; the projection for ImageNet-1k's train set."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="rf-disk-cost-") as tmp:
+        for kind, images in (("imagenet", 200), ("large", 100)):
+            data, cache = os.path.join(tmp, kind), os.path.join(tmp, kind + "-cache")
+            subprocess.run([args.ringfeed, "gen", data, "--images", str(images), "--classes", "2", "--seed", "3",
+                            "--photos", kind], check=True, stdout=subprocess.DEVNULL)
+            train = os.path.join(data, "train")
+            jpeg = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(train) for f in fs)
+            subprocess.run([args.ringfeed, "cache", "build", train, "--cache-dir", cache, "--threads",
+                            str(args.threads)], check=True, stdout=subprocess.DEVNULL)
+            info = run_json([args.ringfeed, "cache", "info", cache, "--json"])
+            out[kind] = {"images": info["entries"], "jpeg_bytes_per_image": jpeg / info["entries"],
+                         "cache_bytes_per_image": info["bytes_per_image"],
+                         "cache_to_jpeg": info["bytes_per_image"] * info["entries"] / jpeg}
+    out["imagenet"]["imagenet_1k_train_tb"] = out["imagenet"]["cache_bytes_per_image"] * IMAGENET_TRAIN / 1e12
+    return out
 
 
 def cold(args, cache, info):
