@@ -13,20 +13,18 @@
 #include <string_view>
 #include <vector>
 
+#include <ringfeed/loader/numa.hpp>  // parse_cpu_list
 #include <ringfeed/text.hpp>
+
+#include "proc_text.hpp"
 
 extern char** environ;
 
 namespace ringfeed {
 namespace {
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using detail::field;
+using detail::read_text;
 
 std::optional<std::uint64_t> to_u64(std::string_view s) {
   s = trim(s);
@@ -45,32 +43,6 @@ std::optional<std::uint64_t> leading_u64(std::string_view s) {
   std::size_t n = 0;
   while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
   return to_u64(s.substr(0, n));
-}
-
-// CPUs in a list such as "0-3,8,10-11"; 0 when it does not parse.
-std::size_t count_cpu_list(std::string_view list) {
-  std::size_t count = 0;
-  list = trim(list);
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    const std::string_view part = list.substr(0, comma);
-    const auto dash = part.find('-');
-    const auto lo = to_u64(part.substr(0, dash));
-    const auto hi = dash == std::string_view::npos ? lo : to_u64(part.substr(dash + 1));
-    if (!lo || !hi || *hi < *lo) return 0;
-    count += static_cast<std::size_t>(*hi - *lo + 1);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-  }
-  return count;
-}
-
-// The value of "Key:\tvalue" in /proc files.
-std::optional<std::string> field(const std::string& text, std::string_view key) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ':')
-      return std::string(trim(std::string_view(line).substr(key.size() + 1)));
-  return std::nullopt;
 }
 
 struct cgroup_line {
@@ -188,11 +160,11 @@ node_sources node_sources::of_this_process() {
 node_view read_node(const node_sources& from) {
   node_view n;
   if (const auto online = read_text(from.sys_cpu + "/online"))
-    n.online_cpus = std::max<std::size_t>(1, count_cpu_list(*online));
+    n.online_cpus = std::max<std::size_t>(1, parse_cpu_list(*online).size());
   n.affinity_cpus = n.online_cpus;
   if (const auto status = read_text(from.proc + "/self/status"))
     if (const auto list = field(*status, "Cpus_allowed_list"))
-      if (const std::size_t c = count_cpu_list(*list); c > 0) n.affinity_cpus = c;
+      if (const std::size_t c = parse_cpu_list(*list).size(); c > 0) n.affinity_cpus = c;
   n.cpu_quota = cpu_quota(from);
   n.memory_limit = memory_limit(from);
   if (const auto meminfo = read_text(from.proc + "/meminfo"))

@@ -11,16 +11,13 @@
 
 #include <ringfeed/text.hpp>
 
+#include "proc_text.hpp"
+
 namespace ringfeed {
 namespace {
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using detail::field;
+using detail::read_text;
 
 std::optional<int> to_int(std::string_view s) {
   s = trim(s);
@@ -41,11 +38,8 @@ std::optional<int> to_int(std::string_view s) {
 // This process's affinity mask (Cpus_allowed_list), empty when unreadable.
 std::vector<int> affinity_mask(const node_sources& from) {
   const auto status = read_text(from.proc + "/self/status");
-  if (!status) return {};
-  std::istringstream in(*status);
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("Cpus_allowed_list:")) return parse_cpu_list(std::string_view(line).substr(18));
-  return {};
+  const auto list = status ? field(*status, "Cpus_allowed_list") : std::nullopt;
+  return list ? parse_cpu_list(*list) : std::vector<int>{};
 }
 
 // Every node<N> under <sys>/devices/system/node with its CPUs.

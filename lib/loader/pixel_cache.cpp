@@ -30,6 +30,8 @@
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/text.hpp>
 
+#include "proc_text.hpp"
+
 namespace ringfeed {
 
 namespace {
@@ -167,9 +169,8 @@ void pixel_cache::start_reads(thread_pool& pool) {
   // O_DIRECT when the entries do not fit in the memory there is: buffered
   // reads would only churn the page cache; buffered when they fit.
   std::uint64_t available = 0;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);)
-    if (line.starts_with("MemAvailable:")) available = std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+  if (const auto meminfo = detail::read_text("/proc/meminfo"))
+    if (const auto kb = detail::field(*meminfo, "MemAvailable")) available = std::strtoull(kb->c_str(), nullptr, 10) * 1024;
   io::reader_options ro;
   ro.direct = m_opt.direct || (available != 0 && m_bytes > available);
   ro.log = m_opt.log;
