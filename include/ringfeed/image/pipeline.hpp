@@ -314,6 +314,8 @@ class pipeline {
                           std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
   frame_shape head_frame() const noexcept;
   void run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const;
+  // The appended ops on the head frame in `ws`, then the output conversion and the output ops.
+  void run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
 
   geometry m_geometry = geometry::none;
   size2 m_size{};          // resize_exact / random_resized_crop output size

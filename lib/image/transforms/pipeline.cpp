@@ -337,6 +337,13 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
   }
   sample_result result =
       run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
+  run_tail(ws, name, key, dst);
+  return result;
+}
+
+void pipeline::run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key,
+                        std::span<std::byte> dst) const {
+  pipeline_workspace::impl& w = *ws.m_impl;
   frame& f = w.head;
   for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
   const output_shape got{f.channels, f.height, f.width, m_output};
@@ -346,7 +353,6 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
                                 std::to_string(dst.size()) + " bytes");
   write_frame(f, m_output, m_normalize, dst);
   run_output_ops(got, key, dst);
-  return result;
 }
 
 void pipeline::run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const {
@@ -403,14 +409,7 @@ sample_result pipeline::apply_after_head(pipeline_workspace& ws, image_view head
   frame& f = w.head;
   if (head.data != f.pixels.view().data) f.pixels.assign(head);
   f.set_image(frame_kind::image);
-  for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
-  const output_shape got{f.channels, f.height, f.width, m_output};
-  if (dst.size() != got.bytes())
-    throw image_error(name, "the transforms made a " + std::to_string(f.channels) + "x" + std::to_string(f.height) +
-                                "x" + std::to_string(f.width) + " output, the batch slot holds " +
-                                std::to_string(dst.size()) + " bytes");
-  write_frame(f, m_output, m_normalize, dst);
-  run_output_ops(got, key, dst);
+  run_tail(ws, name, key, dst);
   return result;
 }
 
