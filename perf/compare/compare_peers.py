@@ -449,7 +449,10 @@ def main():
             "epochs": args.epochs, "images": rows[0]["runs"][0]["images"] if rows else None,
             "load_start": round(load_start, 2), "load_end": round(os.getloadavg()[0], 2),
             "command": "python3 perf/compare/compare_peers.py " + " ".join(sys.argv[1:]),
-            "base_packages": peers.BASE, "recipe": peers.RECIPE}
+            "base_packages": peers.BASE, "recipe": peers.RECIPE,
+            # every package of the venv the run used, as pip names them: what a rerun installs
+            "venv_packages": subprocess.run([py, "-m", "pip", "freeze", "--disable-pip-version-check"],
+                                            capture_output=True, text=True).stdout.split()}
     text = table(rows, skipped, goal, meta)
     print(text)
     if args.out:

@@ -3,16 +3,19 @@
 ffcv 1.0.2 (its latest) is an sdist only: pip compiles libffcv.cpp, which
 pkg-config must find opencv4 and libturbojpeg for. DEBIAN gives it Debian
 12's OpenCV 4.6 (libopencv-dev) and libjpeg-turbo 2.1; it builds and runs
-against them, and its Python side runs with BASE's numpy 2.1 (pip resolves
-numba and opencv-python, ffcv's unpinned dependencies, to releases that
-support it), so the pin stays 1.0.2.
+against them, and its Python side runs with BASE's numpy 2.1, so the pin
+stays 1.0.2. Its dependencies are unpinned in its own metadata: PACKAGES pins
+the releases pip resolved them to here (numba 0.68.1, opencv-python
+5.0.0.93, ...), so a fresh machine gets the same ones.
 """
 import os
 
 from . import MEAN, STD
 
 NAME = "FFCV (.beton)"
-PACKAGES = ["ffcv==1.0.2"]
+PACKAGES = ["ffcv==1.0.2", "numba==0.68.1", "llvmlite==0.50.0", "opencv-python==5.0.0.93", "assertpy==1.1",
+            "fastargs==1.2.0", "terminaltables==3.1.10", "pytorch-pfn-extras==0.9.0", "psutil==7.2.2",
+            "tqdm==4.70.1"]
 # ffcv ships only an sdist: pip compiles libffcv.cpp against `pkg-config opencv4` and libturbojpeg.
 DEBIAN = ["g++", "pkg-config", "python3-dev", "libturbojpeg0-dev", "libopencv-dev"]
 DIFFERS = ("FFCV's writer takes pixels: JPEGs decoded and re-encoded at quality 95; RandomResizedCropRGBImageDecoder "
