@@ -47,8 +47,11 @@ struct test_image {
   }
 };
 
+// The pixels of a read (rows packed, as the cache returns them). No Catch2
+// assertion here: the threads of the concurrency test call it, and Catch2's
+// assertions are not thread-safe.
 std::vector<std::uint8_t> bytes_of(const image_view& v) {
-  REQUIRE(v.stride == v.width * v.channels);
+  if (v.stride != v.width * v.channels) return {};  // never equal to an image's pixels
   return {v.data, v.data + static_cast<std::size_t>(v.stride) * v.height};
 }
 
