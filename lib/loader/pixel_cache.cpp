@@ -17,6 +17,7 @@
 #include <random>
 #include <system_error>
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 #if defined(__x86_64__) || defined(__i386__)
 // libxxhash's entry points that pick SSE2, AVX2 or AVX-512 at run time: a
@@ -154,14 +155,15 @@ void pixel_cache::load_indexes() {
 }
 
 pixel_cache::key pixel_cache::key_of(std::string_view decode, std::string_view identity) {
-  XXH3_state_t* s = XXH3_createState();
-  XXH3_128bits_reset(s);
+  // Called for every sample, every epoch: the state on the stack, no allocation.
+  XXH3_state_t s;
+  XXH3_INITSTATE(&s);
+  XXH3_128bits_reset(&s);
   const std::uint64_t sizes[2] = {decode.size(), identity.size()};
-  XXH3_128bits_update(s, sizes, sizeof sizes);
-  XXH3_128bits_update(s, decode.data(), decode.size());
-  XXH3_128bits_update(s, identity.data(), identity.size());
-  const XXH128_hash_t h = XXH3_128bits_digest(s);
-  XXH3_freeState(s);
+  XXH3_128bits_update(&s, sizes, sizeof sizes);
+  XXH3_128bits_update(&s, decode.data(), decode.size());
+  XXH3_128bits_update(&s, identity.data(), identity.size());
+  const XXH128_hash_t h = XXH3_128bits_digest(&s);
   return {h.high64, h.low64};
 }
 
