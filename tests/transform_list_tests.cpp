@@ -151,6 +151,49 @@ TEST_CASE("trailing RandomErasing on the written output equals it on the tensor"
                     Catch::Matchers::Contains("go before the output's ops"));
 }
 
+TEST_CASE("v2's ToDtype(float32, scale=True) is written by the output, as its op computes it", "[transform_list]") {
+  // v2's ToDtype multiplies by float32(1 / 255) where ToTensor divides by
+  // 255: fused into the output write (no float frame per sample), it must
+  // still give the op's bits, not ToTensor's.
+  const char* const specs[] = {
+      "Resize(64); CenterCrop(40); PILToTensor(); ToDtype(dtype=float32, scale=True); "
+      "Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))",  // v2's val recipe: nothing left as an op
+      "ToImage(); RandomHorizontalFlip(); ToDtype(dtype=float32, scale=True)",  // from a uint8 tensor, no Normalize
+      "RandomResizedCrop(40); ToImage(); ToDtype(dtype=float32, scale=True); Normalize((0.5,), (0.25,)); "
+      "RandomErasing(p=0.9)",
+      "CenterCrop(33); Grayscale(); PILToTensor(); ToDtype(dtype=float32, scale=True)",  // one channel
+  };
+  for (const char* spec : specs) {
+    const auto list = img::transform_list::parse(spec);
+    img::pipeline fused = list.compile(img::pipeline_mode::exact);
+    for (const auto& op : fused.tail()) CHECK(op->name() != "ToDtype");
+    CHECK(fused.last_frame().kind != img::frame_kind::tensor_f32);  // converted by the output write
+    img::pipeline plain = unfused(list);
+    for (const auto out : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
+      fused.set_output(out);
+      plain.set_output(out);
+      for (const char* name : photo_names) {
+        const auto bytes = photo(name);
+        for (std::uint64_t index = 0; index < 4; ++index) {
+          INFO(spec << " on " << name << " sample " << index << " as " << ringfeed::to_string(out));
+          img::output_shape a, b;
+          const auto x = run(fused, bytes, {9, 1, index}, &a);
+          REQUIRE(x == run(plain, bytes, {9, 1, index}, &b));
+          REQUIRE(a == b);
+        }
+      }
+    }
+  }
+  // ToTensor's division gives other bits: the output did not fall back to it.
+  const auto bytes = photo(photo_names[0]);
+  const auto v1 = img::transform_list::parse("Resize(64); CenterCrop(40); ToTensor()").compile();
+  const auto v2 = img::transform_list::parse("Resize(64); CenterCrop(40); ToImage(); ToDtype(float32, scale=True)");
+  CHECK(run(v1, bytes, {9, 1, 0}) != run(v2.compile(), bytes, {9, 1, 0}));
+  // ToDtype passes a PIL image through; Normalize then refuses it, as torchvision does.
+  CHECK_THROWS(img::transform_list::parse("Resize(64); ToDtype(float32, scale=True); Normalize((0.5,), (0.5,))")
+                   .compile());
+}
+
 TEST_CASE("spec() reads back to the same list", "[transform_list]") {
   const std::string spec =
       "Compose([RandomApply([RandomAffine((-5, 5), translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(1, 2, 3, 4), "

@@ -55,9 +55,17 @@ using ringfeed::sample_rng;
 enum class pipeline_mode : std::uint8_t { exact, fast };
 
 /// Per-channel mean and standard deviation of Normalize (on [0, 1] values).
+/// `reciprocal` says how the bytes became [0, 1] values before it: false is
+/// v / 255 (ToTensor, ConvertImageDtype), true is v · float32(1 / 255)
+/// (v2's ToDtype(float32, scale=True)); the two differ in 126 of the 256
+/// values. v2's ToDtype without a Normalize is mean 0, std 1: exact in
+/// float32, so the same bits.
 struct normalize_params {
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
+  bool reciprocal = false;
+
+  friend bool operator==(const normalize_params&, const normalize_params&) = default;
 };
 
 /// torchvision's ImageNet statistics.

@@ -120,19 +120,23 @@ struct gather_sink {
   }
 };
 
-// normalized()'s float operations on eight bytes: float(v) / 255, then
+// normalized()'s float operations on eight bytes: float(v) / 255 (or
+// float(v) · float32(1 / 255), v2's ToDtype), then
 // (x − mean) / std; IEEE division and subtraction, so the same bits as the
 // scalar operations normalize_table computes its entries with.
 struct formula {
   __m256 mean[3], std[3];
   bool norm;
+  bool reciprocal;  // v · float32(1 / 255) (v2's ToDtype) instead of v / 255
 };
 
 struct formula_sink {
   const formula& f;
   float* const* out;
   __attribute__((target("avx2"), always_inline)) void operator()(int c, __m128i bytes, int x) const {
-    __m256 v = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), _mm256_set1_ps(255.0f));
+    const __m256 raw = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+    __m256 v = f.reciprocal ? _mm256_mul_ps(raw, _mm256_set1_ps(static_cast<float>(1.0 / 255.0)))
+                            : _mm256_div_ps(raw, _mm256_set1_ps(255.0f));
     if (f.norm) v = _mm256_div_ps(_mm256_sub_ps(v, f.mean[c]), f.std[c]);
     _mm256_storeu_ps(out[c] + x, v);
   }
@@ -187,6 +191,7 @@ __attribute__((target("avx2"))) void compute_planes_avx2(image_view src, bool fl
                                                          const std::uint32_t* const table[3], float* out) {
   formula f{};
   f.norm = norm != nullptr;
+  f.reciprocal = norm != nullptr && norm->reciprocal;
   for (std::size_t c = 0; c < 3; ++c) {
     f.mean[c] = _mm256_set1_ps(norm ? norm->mean[c] : 0.0f);
     f.std[c] = _mm256_set1_ps(norm ? norm->std[c] : 1.0f);

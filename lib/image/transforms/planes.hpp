@@ -29,7 +29,7 @@ void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3
 
 /// lookup_planes into float32 planes through normalize_table(float32,
 /// norm) = `table`, with AVX2 computing the entries' formula (float(v) /
-/// 255, then (x − mean) / std: the same float operations, so the same bits)
+/// 255 or, with norm->reciprocal, float(v) · float32(1 / 255), then (x − mean) / std: the same float operations, so the same bits)
 /// instead of gathering them; the table elsewhere and for row tails.
 void compute_planes(image_view src, bool flip, const normalize_params* norm, const std::uint32_t* const table[3],
                     float* out) noexcept;

@@ -176,8 +176,9 @@ pipeline transform_list::compile(pipeline_mode mode) const {
     ++i;
   }
   // The output suffix: ToTensor [Normalize] (or PILToTensor +
-  // ConvertImageDtype(float32)) on an image is the output conversion, and
-  // RandomErasing ops after it run on the output it writes.
+  // ConvertImageDtype(float32), or v2's [ToImage | PILToTensor]
+  // ToDtype(float32, scale=True)) on an image or uint8 tensor is the output
+  // conversion, and RandomErasing ops after it run on the output it writes.
   std::size_t on_output = n;
   while (on_output > i && runs_on_output(*m_ops[on_output - 1])) --on_output;
   std::size_t end = on_output;
@@ -187,14 +188,22 @@ pipeline transform_list::compile(pipeline_mode mode) const {
     normalize = true;
     --end;
   }
-  bool to_float = false;
-  if (end > i && m_ops[end - 1]->spec() == "ToTensor()") {
+  const auto spec_at = [&](std::size_t k) { return m_ops[k]->spec(); };
+  bool to_float = false, reciprocal = false;
+  frame_kind before = frame_kind::image;  // what the ops kept before the conversion must leave
+  if (end > i && spec_at(end - 1) == "ToTensor()") {
     to_float = true;
     --end;
-  } else if (end > i + 1 && m_ops[end - 1]->spec() == "ConvertImageDtype(float32)" &&
-             m_ops[end - 2]->spec() == "PILToTensor()") {
+  } else if (end > i + 1 && spec_at(end - 1) == "ConvertImageDtype(float32)" && spec_at(end - 2) == "PILToTensor()") {
     to_float = true;
     end -= 2;
+  } else if (end > i && spec_at(end - 1) == "ToDtype(dtype=float32, scale=True)") {
+    to_float = reciprocal = true;
+    --end;
+    if (end > i && (spec_at(end - 1) == "ToImage()" || spec_at(end - 1) == "PILToTensor()"))
+      --end;  // an image's bytes, as the uint8 tensor holds them
+    else
+      before = frame_kind::tensor_u8;  // ToDtype passes a PIL image through: only a tensor is converted
   }
   if (!to_float) {  // Normalize and RandomErasing stay ops of their own
     end = n;
@@ -204,13 +213,15 @@ pipeline transform_list::compile(pipeline_mode mode) const {
   for (std::size_t k = i; k < end; ++k) p.append(m_ops[k], static_cast<std::uint32_t>(k + 1));
   if (to_float) {
     const frame_shape last = p.last_frame();
-    if (last.kind != frame_kind::image) {  // cannot happen after infer(); keep the ops then
+    if (last.kind != before) {  // not the frame the conversion takes: keep the ops
       for (std::size_t k = end; k < n; ++k) p.append(m_ops[k], static_cast<std::uint32_t>(k + 1));
       return p;
     }
-    if (normalize) {
-      normalize_params np;
-      for (std::size_t c = 0; c < 3; ++c) {
+    if (normalize || reciprocal) {
+      normalize_params np;  // without Normalize: mean 0, std 1 (exact)
+      np.std = {1.0f, 1.0f, 1.0f};
+      np.reciprocal = reciprocal;
+      for (std::size_t c = 0; normalize && c < 3; ++c) {
         np.mean[c] = static_cast<float>(mean[mean.size() == 1 ? 0 : std::min(c, mean.size() - 1)]);
         np.std[c] = static_cast<float>(stddev[stddev.size() == 1 ? 0 : std::min(c, stddev.size() - 1)]);
       }

@@ -77,9 +77,11 @@ std::uint16_t float_to_half(float value) noexcept {
 namespace {
 
 // ToTensor + Normalize for one channel value, in float32 as torch computes
-// it: v / 255 (true division), then (x - mean) / std.
+// it: v / 255 (true division; v2's ToDtype: v · float32(1 / 255)), then
+// (x - mean) / std.
 float normalized(int v, int c, const normalize_params* norm) {
-  float x = static_cast<float>(v) / 255.0f;
+  float x = norm != nullptr && norm->reciprocal ? static_cast<float>(v) * static_cast<float>(1.0 / 255.0)
+                                                : static_cast<float>(v) / 255.0f;
   if (norm != nullptr) x = (x - norm->mean[static_cast<std::size_t>(c)]) / norm->std[static_cast<std::size_t>(c)];
   return x;
 }
@@ -116,7 +118,7 @@ const normalize_table_t& cached_normalize_table(dtype type, const normalize_para
   };
   thread_local entry cache;
   const bool same = cache.valid && cache.type == type && cache.has_norm == (norm != nullptr) &&
-                    (norm == nullptr || (cache.norm.mean == norm->mean && cache.norm.std == norm->std));
+                    (norm == nullptr || cache.norm == *norm);
   if (!same) {
     cache.table = normalize_table(type, norm);
     cache.type = type;
@@ -258,13 +260,16 @@ pipeline& pipeline::normalize(const normalize_params& params) {
 pipeline& pipeline::set_output(output_spec spec) {
   spec.check();
   const frame_shape last = last_frame();
-  if ((last.kind == frame_kind::tensor_f32 || !m_output_ops.empty()) && !spec.normalized()) {
+  // v2's ToDtype(float32, scale=True), fused (transform_list::compile):
+  // the output write makes the float tensor of the image or uint8 tensor.
+  const bool to_float = m_normalize && m_normalize->reciprocal;
+  if ((last.kind == frame_kind::tensor_f32 || !m_output_ops.empty() || to_float) && !spec.normalized()) {
     const std::string why =
         m_output_ops.empty() ? "" : " (" + std::string(m_output_ops.back()->name()) + " runs on the float output)";
     throw std::invalid_argument("pipeline: the transforms end with a float tensor" + why +
                                 "; the output must be float32 or float16, not " + to_string(spec));
   }
-  if (last.kind == frame_kind::tensor_u8 && spec != output_spec::uint8_nchw())
+  if (last.kind == frame_kind::tensor_u8 && !to_float && spec != output_spec::uint8_nchw())
     throw std::invalid_argument("pipeline: the transforms end with a uint8 tensor (PILToTensor); the output is "
                                 "uint8 NCHW, not " + to_string(spec));
   if (last.kind == frame_kind::image && spec == output_spec::uint8_nchw())
