@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -505,6 +506,7 @@ TEST_CASE("compute_planes gives normalize_table's bits: ToTensor and Normalize c
       np.mean[c] = mean(gen);
       np.std[c] = (k % 2 == 0 ? -1.0f : 1.0f) * (k == 4 ? 1e-20f : sd(gen));
     }
+    np.reciprocal = k % 3 == 2;  // v2's ToDtype: v · float32(1 / 255)
     const img::normalize_params* norm = k == 0 ? nullptr : &np;
     const img::normalize_table_t t = img::normalize_table(ringfeed::dtype::float32, norm);
     const std::uint32_t* const table[3] = {t[0].data(), t[1].data(), t[2].data()};
@@ -519,15 +521,34 @@ TEST_CASE("compute_planes gives normalize_table's bits: ToTensor and Normalize c
           const std::size_t n = static_cast<std::size_t>(width) * height * channels;
           std::vector<float> computed(n);
           std::vector<std::uint32_t> looked_up(n);
-          img::detail::compute_planes(src, flip, norm, table, computed.data());
           img::detail::lookup_planes(src, flip, table, looked_up.data());
-          std::size_t wrong = 0;
-          for (std::size_t i = 0; i < n; ++i) wrong += std::bit_cast<std::uint32_t>(computed[i]) != looked_up[i];
-          INFO("case " << k << ", " << channels << " channels, width " << width << (flip ? " flipped" : ""));
-          CHECK(wrong == 0);
+          for (const bool fma : {true, false}) {  // multiply-adds where exact, and the divisions
+            std::optional<ringfeed::test::simd_off> off;
+            if (!fma) off.emplace(img::detail::set_compute_planes_fma);
+            img::detail::compute_planes(src, flip, norm, table, computed.data());
+            std::size_t wrong = 0;
+            for (std::size_t i = 0; i < n; ++i) wrong += std::bit_cast<std::uint32_t>(computed[i]) != looked_up[i];
+            INFO("case " << k << ", " << channels << " channels, width " << width << (flip ? " flipped" : "")
+                         << (fma ? ", multiply-adds" : ", divisions"));
+            CHECK(wrong == 0);
+          }
         }
       }
   }
+}
+
+TEST_CASE("compute_planes uses multiply-adds for the usual statistics", "[image][transforms]") {
+  // The test above holds either way; this one fails if the exactness check
+  // turns the fast path off for ToTensor, v2's ToDtype and ImageNet's Normalize.
+  for (const bool reciprocal : {false, true})
+    for (const bool norm : {false, true}) {
+      img::normalize_params np = norm ? img::imagenet_normalize : img::normalize_params{{}, {1, 1, 1}};
+      np.reciprocal = reciprocal;
+      const img::normalize_params* p = norm || reciprocal ? &np : nullptr;
+      const img::normalize_table_t t = img::normalize_table(ringfeed::dtype::float32, p);
+      const std::uint32_t* const table[3] = {t[0].data(), t[1].data(), t[2].data()};
+      CHECK(img::detail::compute_planes_multiply_adds(p, 3, table) == ringfeed::test::cpu_has_avx2_fma());
+    }
 }
 
 TEST_CASE("split_planes: PILToTensor's CHW bytes, AVX2 and portable, 1 to 3 channels", "[image][transforms]") {

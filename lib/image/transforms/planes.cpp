@@ -24,6 +24,7 @@ namespace ringfeed::image::detail {
 namespace {
 
 std::atomic<bool> simd_enabled{true};
+std::atomic<bool> fma_enabled{true};  // compute_planes' divisions as multiply-adds, where exact
 
 // T: uint32_t (float32 bits), float (the same bits as floats), or
 // uint16_t (float16 bits, the entries' low halves).
@@ -124,6 +125,17 @@ struct gather_sink {
 // float(v) · float32(1 / 255), v2's ToDtype), then
 // (x − mean) / std; IEEE division and subtraction, so the same bits as the
 // scalar operations normalize_table computes its entries with.
+// A float plane's eight values. The planes are the output (a batch slot
+// the GPU copies or the consumer reads much later): streamed past the
+// caches where aligned, so a line is not read only to be overwritten.
+// compute_planes ends with a store fence (streaming stores are weakly ordered).
+__attribute__((target("avx2"), always_inline)) inline void store_planar(float* out, __m256 v) {
+  if ((reinterpret_cast<std::uintptr_t>(out) & 31u) == 0)
+    _mm256_stream_ps(out, v);
+  else
+    _mm256_storeu_ps(out, v);
+}
+
 struct formula {
   __m256 mean[3], std[3];
   bool norm;
@@ -138,14 +150,60 @@ struct formula_sink {
     __m256 v = f.reciprocal ? _mm256_mul_ps(raw, _mm256_set1_ps(static_cast<float>(1.0 / 255.0)))
                             : _mm256_div_ps(raw, _mm256_set1_ps(255.0f));
     if (f.norm) v = _mm256_div_ps(_mm256_sub_ps(v, f.mean[c]), f.std[c]);
-    _mm256_storeu_ps(out[c] + x, v);
+    store_planar(out[c] + x, v);
   }
 };
+
+// The same quotients without a division: q = a · (1 / b), then one
+// correction step, q + fma(−q, b, a) · (1 / b) (Markstein's). With 1 / b
+// correctly rounded this is the correctly rounded a / b for the values that
+// occur here; fast_formula_exact() checks all 256 of each channel against
+// the table before it is used, so the bits are the division's, or the
+// division runs. Two divisions cost about 10 cycles per 8 values; this, 6
+// multiply-adds.
+struct fast_formula {
+  __m256 mean[3], std[3], inv_std[3];
+  bool norm;
+  bool reciprocal;
+};
+
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 divide(__m256 a, __m256 b, __m256 inv_b) {
+  const __m256 q = _mm256_mul_ps(a, inv_b);
+  return _mm256_fmadd_ps(_mm256_fnmadd_ps(q, b, a), inv_b, q);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 fast_value(const fast_formula& f, int c, __m256 raw) {
+  const __m256 inv255 = _mm256_set1_ps(static_cast<float>(1.0 / 255.0));
+  __m256 v = f.reciprocal ? _mm256_mul_ps(raw, inv255) : divide(raw, _mm256_set1_ps(255.0f), inv255);
+  if (f.norm) v = divide(_mm256_sub_ps(v, f.mean[c]), f.std[c], f.inv_std[c]);
+  return v;
+}
+
+struct fast_formula_sink {
+  const fast_formula& f;
+  float* const* out;
+  __attribute__((target("avx2,fma"), always_inline)) void operator()(int c, __m128i bytes, int x) const {
+    store_planar(out[c] + x, fast_value(f, c, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes))));
+  }
+};
+
+// True when fast_value gives table[c][v] for every byte v of the channels.
+__attribute__((target("avx2,fma"))) bool fast_formula_exact(const fast_formula& f, int channels,
+                                                            const std::uint32_t* const table[3]) {
+  for (int c = 0; c < channels; ++c)
+    for (int v = 0; v < 256; v += 8) {
+      const __m256 raw = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+      const __m256i got = _mm256_castps_si256(fast_value(f, c, raw));
+      const __m256i want = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table[c] + v));
+      if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(got, want)) != -1) return false;
+    }
+  return true;
+}
 
 // Pixels [0, width − width % 8), each channel's eight bytes to `sink`;
 // returns where the portable loop goes on.
 template <class Sink>
-__attribute__((target("avx2"), always_inline)) inline int rows_avx2(const std::uint8_t* in, int width, int channels,
+__attribute__((target("avx2,fma"), always_inline)) inline int rows_avx2(const std::uint8_t* in, int width, int channels,
                                                                     bool flip, const Sink& sink) {
   const int f = flip ? 1 : 0;
   int x = 0;
@@ -174,20 +232,21 @@ __attribute__((target("avx2"), always_inline)) inline int rows_avx2(const std::u
 }
 
 template <class T>
-__attribute__((target("avx2"))) int lookup_rows_avx2(const std::uint8_t* in, int width, int channels, bool flip,
+__attribute__((target("avx2,fma"))) int lookup_rows_avx2(const std::uint8_t* in, int width, int channels, bool flip,
                                                      const std::uint32_t* const table[3], T* const out[3]) {
   return rows_avx2(in, width, channels, flip, gather_sink<T>{table, out});
 }
 
 // compute_planes' rows: the formula on AVX2, the tail from the table.
-__attribute__((target("avx2"))) void compute_row_avx2(const std::uint8_t* in, int width, int channels, bool flip,
-                                                      const formula& f, const std::uint32_t* const table[3],
-                                                      float* const out[3]) {
-  const int x = rows_avx2(in, width, channels, flip, formula_sink{f, out});
+template <class Formula, class Sink>
+__attribute__((target("avx2,fma"))) void compute_row_avx2(const std::uint8_t* in, int width, int channels, bool flip,
+                                                          const Formula& f, const std::uint32_t* const table[3],
+                                                          float* const out[3]) {
+  const int x = rows_avx2(in, width, channels, flip, Sink{f, out});
   portable(in, x, width, channels, flip, table, out);
 }
 
-__attribute__((target("avx2"))) void compute_planes_avx2(image_view src, bool flip, const normalize_params* norm,
+__attribute__((target("avx2,fma"))) void compute_planes_avx2(image_view src, bool flip, const normalize_params* norm,
                                                          const std::uint32_t* const table[3], float* out) {
   formula f{};
   f.norm = norm != nullptr;
@@ -197,8 +256,35 @@ __attribute__((target("avx2"))) void compute_planes_avx2(image_view src, bool fl
     f.std[c] = _mm256_set1_ps(norm ? norm->std[c] : 1.0f);
   }
   for_each_row(src, out, [&](const std::uint8_t* in, float* const planes[3]) {
-    compute_row_avx2(in, src.width, src.channels, flip, f, table, planes);
+    compute_row_avx2<formula, formula_sink>(in, src.width, src.channels, flip, f, table, planes);
   });
+  _mm_sfence();
+}
+
+// The same with fast_formula where it is exact for this table; false when
+// it is not (compute_planes_avx2 then).
+__attribute__((target("avx2,fma"))) fast_formula make_fast_formula(const normalize_params* norm) {
+  fast_formula f{};
+  f.norm = norm != nullptr;
+  f.reciprocal = norm != nullptr && norm->reciprocal;
+  for (std::size_t c = 0; c < 3; ++c) {
+    const float sd = norm ? norm->std[c] : 1.0f;
+    f.mean[c] = _mm256_set1_ps(norm ? norm->mean[c] : 0.0f);
+    f.std[c] = _mm256_set1_ps(sd);
+    f.inv_std[c] = _mm256_set1_ps(static_cast<float>(1.0 / static_cast<double>(sd)));
+  }
+  return f;
+}
+
+__attribute__((target("avx2,fma"))) bool compute_planes_fma(image_view src, bool flip, const normalize_params* norm,
+                                                            const std::uint32_t* const table[3], float* out) {
+  const fast_formula f = make_fast_formula(norm);
+  if (!fast_formula_exact(f, src.channels, table)) return false;
+  for_each_row(src, out, [&](const std::uint8_t* in, float* const planes[3]) {
+    compute_row_avx2<fast_formula, fast_formula_sink>(in, src.width, src.channels, flip, f, table, planes);
+  });
+  _mm_sfence();
+  return true;
 }
 
 // PILToTensor's bytes: pixels [0, n − n % 8) of RGB split into three
@@ -224,7 +310,7 @@ void row(const std::uint8_t* in, int width, int channels, bool flip, const std::
          T* const out[3]) noexcept {
   int x = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (simd_enabled.load(std::memory_order_relaxed) && cpu_has_avx2())
+  if (simd_enabled.load(std::memory_order_relaxed) && cpu_has_avx2_fma())
     x = lookup_rows_avx2(in, width, channels, flip, table, out);
 #endif
   portable(in, x, width, channels, flip, table, out);
@@ -240,6 +326,19 @@ void planes_of(image_view src, bool flip, const std::uint32_t* const table[3], T
 }  // namespace
 
 void set_lookup_planes_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
+
+bool compute_planes_multiply_adds(const normalize_params* norm, int channels,
+                                  const std::uint32_t* const table[3]) noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return simd_enabled.load(std::memory_order_relaxed) && fma_enabled.load(std::memory_order_relaxed) &&
+         cpu_has_avx2_fma() && fast_formula_exact(make_fast_formula(norm), channels, table);
+#else
+  (void)norm, (void)channels, (void)table;
+  return false;
+#endif
+}
+
+void set_compute_planes_fma(bool enabled) noexcept { fma_enabled.store(enabled, std::memory_order_relaxed); }
 
 void lookup_planes_row(const std::uint8_t* in, int width, int channels, bool flip,
                        const std::uint32_t* const table[3], std::uint32_t* const out[3]) noexcept {
@@ -257,8 +356,12 @@ void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3
 void compute_planes(image_view src, bool flip, const normalize_params* norm, const std::uint32_t* const table[3],
                     float* out) noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (simd_enabled.load(std::memory_order_relaxed) && cpu_has_avx2())
+  if (simd_enabled.load(std::memory_order_relaxed) && cpu_has_avx2_fma()) {
+    if (fma_enabled.load(std::memory_order_relaxed) &&
+        compute_planes_fma(src, flip, norm, table, out))
+      return;
     return compute_planes_avx2(src, flip, norm, table, out);
+  }
 #endif
   (void)norm;
   planes_of(src, flip, table, out);

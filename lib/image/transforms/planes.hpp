@@ -50,4 +50,14 @@ void write_normalized(image_view src, bool flip, dtype type, const normalize_par
 /// portable loop. Default true.
 void set_lookup_planes_simd(bool enabled) noexcept;
 
+/// True when compute_planes computes the values of `table` (made by
+/// normalize_table(float32, norm)) with multiply-adds: AVX2 and FMA, and
+/// checked to give the table's bits for every byte.
+[[nodiscard]] bool compute_planes_multiply_adds(const normalize_params* norm, int channels,
+                                                const std::uint32_t* const table[3]) noexcept;
+
+/// For tests: false makes compute_planes divide (two divisions per value)
+/// instead of its exact multiply-adds. Default true.
+void set_compute_planes_fma(bool enabled) noexcept;
+
 }  // namespace ringfeed::image::detail
