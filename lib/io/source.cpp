@@ -42,6 +42,8 @@ std::uint64_t source::file_size(const std::string& file) {
                               " storage without listing it");
 }
 
+std::string source::version(const std::string&) const { return {}; }
+
 std::unique_ptr<source> source::open(const std::string& location, thread_pool& resume_on, source_options options) {
   std::unique_ptr<source> s;
   switch (classify_location_on_disk(location)) {

@@ -147,7 +147,7 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // null without one. Its reads resume on m_pool.
   std::unique_ptr<pixel_cache> m_pixels;
   std::string m_pixel_decode;  // the decode settings in its keys
-  bool m_local_files = false;  // samples are local files: their mtime joins the key
+  bool m_local_files = false;  // samples are local files: their mtime joins the key, else the source's version()
   bool m_pixel_head = false;   // the cache keeps the deterministic head's output (pipeline::apply_head)
   bool m_listed_by_source = false;
   std::string m_backend_name;

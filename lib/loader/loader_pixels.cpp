@@ -45,7 +45,18 @@ void loader_core::open_pixel_cache() {
   // a random one (RandomResizedCrop, a flip) runs every epoch on the decode.
   m_pixel_head = m_plan.pipe.head_deterministic();
   if (m_pixel_head) m_pixel_decode += "; " + m_plan.pipe.head_spec();
-  m_local_files = m_opt.source.find("://") == std::string::npos;
+  // Local files are stat'ed for each key; storage listed through a source
+  // (LMDB, nfs://, object stores) is open by now and tells versions itself.
+  m_local_files = !m_src;
+  if (m_src) {
+    // The listing and index are made: from here on the versions hold still.
+    m_src->seal_versions();
+    std::string scratch;
+    if (!m_ds.empty() && m_src->version(std::string(m_ds.ref(0, scratch).file)).empty())
+      log("pixel cache: " + std::string(m_src->scheme()) + " storage tells no version of a file before reading it "
+          "(an ETag from a listing, an mtime): entries are keyed by name and size, so a file replaced by one "
+          "of the same size is not noticed; empty '" + dir + "/pixels' when the data set changes");
+  }
   const pixel_cache_counters c = m_pixels->counters();
   log("pixel cache '" + dir + "/pixels': " + std::to_string(c.entries) + " entries, " +
       byte_size_text(c.bytes, byte_unit::gib) + "; " + c.reason + "; keeps " +
@@ -55,7 +66,8 @@ void loader_core::open_pixel_cache() {
 pixel_cache::key loader_core::pixel_key(const io::sample_ref& ref) const {
   // Where the bytes come from and which bytes they are: a changed file
   // (size, mtime) or another range is another key, so stale pixels are
-  // never read. Remote objects are named by the listing (path, size).
+  // never read. Storage read through a source adds what it tells of the
+  // version (an ETag from the listing or index, an LMDB database's mtime).
   std::string id = m_opt.source;
   id.push_back('\0');
   id.append(ref.file);
@@ -63,7 +75,10 @@ pixel_cache::key loader_core::pixel_key(const io::sample_ref& ref) const {
   std::snprintf(numbers, sizeof numbers, "|%d|%llu|%llu", ref.range ? 1 : 0,
                 static_cast<unsigned long long>(ref.offset), static_cast<unsigned long long>(ref.size));
   id += numbers;
-  if (m_local_files) {
+  if (!m_local_files) {  // an object's ETag, an LMDB database's mtime
+    const std::string version = m_src->version(std::string(ref.file));
+    if (!version.empty()) id.append("|").append(version);
+  } else {
     struct stat st {};
     const std::string path(ref.file);
     if (::stat(path.c_str(), &st) == 0) {

@@ -116,3 +116,30 @@ def test_lmdb_matches_image_folder(form, lmdb_dir, reference, image_folder):
     want = [label for _, label in ImageFolder(str(image_folder)).samples]
     assert torch.cat(got[1]).tolist() == want
     assert not (lmdb_dir / "lock.mdb").exists(), "reading the database created a lock file"
+
+
+def test_pixel_cache_over_lmdb_hits_and_a_rewritten_database_is_decoded_anew(lmdb_dir, reference, tmp_path):
+    # A record has no version of its own: the key carries the database file's
+    # size and mtime, so a rewritten database never reads pixels of the old one.
+    import shutil
+    db = tmp_path / "copy.lmdb"
+    shutil.copytree(lmdb_dir, db)
+    cache = dict(KW, cache_dir=tmp_path / "cache", cache="pixels", epochs=1)  # nothing read ahead
+    want = _epoch(ringfeed.Loader(str(lmdb_dir), **dict(KW, exact=True)))
+    _assert_same(_epoch(ringfeed.Loader(str(db), **cache)), want, "filling the cache")
+    again = ringfeed.Loader(str(db), **cache)
+    _assert_same(_epoch(again), want, "from the cache")
+    n = again.dataset_size
+    assert again.stats()["pixel_cache"]["hits"] == n
+    # Record 0 now holds record 1's image: same keys, another database.
+    env = lmdb.open(str(db), map_size=1 << 30)
+    with env.begin(write=True) as txn:
+        image1, _ = msgpack.unpackb(txn.get(b"1"), raw=False)
+        _, label0 = msgpack.unpackb(txn.get(b"0"), raw=False)
+        txn.put(b"0", msgpack.packb([image1, label0], use_bin_type=True))
+    env.close()
+    (db / "lock.mdb").unlink(missing_ok=True)
+    after = ringfeed.Loader(str(db), **cache)
+    got = _epoch(after)
+    assert after.stats()["pixel_cache"]["hits"] == 0  # every key is new
+    _assert_same(got, _epoch(ringfeed.Loader(str(db), **dict(KW, exact=True))), "after the rewrite")

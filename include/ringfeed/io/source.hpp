@@ -164,6 +164,18 @@ class source {
   /// file; by default ENOTSUP (the storage lists its sizes instead).
   [[nodiscard]] virtual std::uint64_t file_size(const std::string& file);
 
+  /// What tells this version of `file` from another of the same name and
+  /// size, known without reading it: an object's ETag from the listing or
+  /// the index made when the data set was opened, an LMDB database's
+  /// modification time. "" when the storage knows none before a read (a
+  /// local file: the caller stats it). Derived data kept across runs (the
+  /// pixel cache) is keyed by it. Any thread; no I/O.
+  [[nodiscard]] virtual std::string version(const std::string& file) const;
+  /// Called once the data set is opened: what reads learn from now on (an
+  /// ETag first seen on a read) is not a version, so version() gives the
+  /// same answer for a file all run long. Decorators pass it on.
+  virtual void seal_versions() noexcept {}
+
  protected:
   source(std::string location, storage_info storage, std::size_t depth)
       : m_location(std::move(location)), m_storage(std::move(storage)), m_depth(depth) {}

@@ -37,6 +37,8 @@ class cached_source final : public source {
   void cancel_reads(bool and_later = false) noexcept override { m_inner->cancel_reads(and_later); }
   void resume_reads() noexcept override { m_inner->resume_reads(); }
   std::uint64_t file_size(const std::string& file) override { return m_inner->file_size(file); }
+  std::string version(const std::string& file) const override { return m_inner->version(file); }
+  void seal_versions() noexcept override { m_inner->seal_versions(); }
 
   task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) override {
     // A range is keyed by its file and offset (a tar member, an LMDB image).

@@ -97,8 +97,9 @@ database_path resolve(const std::string& location) {
 class lmdb_source final : public source {
  public:
   lmdb_source(const std::string& location, storage_info storage, std::size_t depth, unique_env env, MDB_dbi dbi,
-              thread_pool& resume_on, std::size_t io_threads)
+              thread_pool& resume_on, std::size_t io_threads, std::string version)
       : source(location, std::move(storage), depth),
+        m_version(std::move(version)),
         m_env(std::move(env)),
         m_dbi(dbi),
         m_resume_on(resume_on),
@@ -106,6 +107,9 @@ class lmdb_source final : public source {
 
   std::string_view scheme() const noexcept override { return "lmdb"; }
   std::string_view backend_name() const noexcept override { return "lmdb"; }
+  /// The database file's size and mtime when opened: a record has no
+  /// version of its own, so a write anywhere is a new version of every key.
+  std::string version(const std::string&) const override { return m_version; }
 
   std::vector<source_entry> list(const std::string& dir) override {
     if (!dir.empty()) {
@@ -193,6 +197,7 @@ class lmdb_source final : public source {
     return {buffer.data(), n};
   }
 
+  std::string m_version;
   unique_env m_env;
   MDB_dbi m_dbi;
   thread_pool& m_resume_on;
@@ -263,7 +268,10 @@ std::unique_ptr<source> open_lmdb_source(const std::string& location, thread_poo
   const std::size_t threads =
       std::max<std::size_t>(1, options.pread_threads != 0 ? options.pread_threads : std::min<std::size_t>(depth, 16));
   if (options.direct) log_line(options, "'" + shown + "' is an LMDB database, read through its memory map: O_DIRECT does not apply");
-  return std::make_unique<lmdb_source>(location, std::move(storage), depth, std::move(env), dbi, resume_on, threads);
+  const std::string version = "lmdb " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+                              std::to_string(st.st_mtim.tv_nsec);
+  return std::make_unique<lmdb_source>(location, std::move(storage), depth, std::move(env), dbi, resume_on, threads,
+                                       version);
 }
 
 }  // namespace detail

@@ -75,6 +75,11 @@ task<std::span<const std::byte>> object_source::read(sample_ref sample, read_buf
   co_return std::span<const std::byte>(buffer.data(), resp.bytes);
 }
 
+std::string object_source::version(const std::string& file) const {
+  std::string etag = m_pins.sealed(url_of(file));
+  return etag.empty() ? etag : "etag " + etag;
+}
+
 std::uint64_t object_source::file_size(const std::string& file) {
   http_request r = request_for(file);
   // The first byte, not a HEAD: Content-Range gives the size, and an error

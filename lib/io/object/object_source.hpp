@@ -24,18 +24,35 @@ class etag_pins {
   [[nodiscard]] std::string get(const std::string& url) const {
     std::lock_guard lock(m_mutex);
     const auto it = m_pins.find(url);
-    return it == m_pins.end() ? std::string() : it->second;
+    return it == m_pins.end() ? std::string() : it->second.etag;
+  }
+  /// The ETag of `url` if it was pinned before seal() (by the listing or
+  /// the index), else "".
+  [[nodiscard]] std::string sealed(const std::string& url) const {
+    std::lock_guard lock(m_mutex);
+    const auto it = m_pins.find(url);
+    return it == m_pins.end() || !it->second.before_seal ? std::string() : it->second.etag;
   }
   /// Pins `url` to `etag` unless it is pinned already ("" is ignored).
   void pin(const std::string& url, const std::string& etag) {
     if (etag.empty()) return;
     std::lock_guard lock(m_mutex);
-    m_pins.emplace(url, etag);
+    m_pins.emplace(url, pinned{etag, !m_sealed});
+  }
+  /// Pins from now on are not versions (sealed() ignores them).
+  void seal() noexcept {
+    std::lock_guard lock(m_mutex);
+    m_sealed = true;
   }
 
  private:
+  struct pinned {
+    std::string etag;
+    bool before_seal = false;
+  };
   mutable std::mutex m_mutex;
-  std::unordered_map<std::string, std::string> m_pins;
+  std::unordered_map<std::string, pinned> m_pins;
+  bool m_sealed = false;
 };
 
 /// An object store read over HTTP(S). Subclasses say how a sample's file
@@ -52,6 +69,10 @@ class object_source : public source {
   /// A GET of its first byte (signed as reads are): the size from
   /// Content-Range; pins the object's ETag.
   std::uint64_t file_size(const std::string& file) override;
+  /// "etag " and the ETag pinned by the listing or the index (before
+  /// seal_versions()); "" for an object first seen by a read.
+  std::string version(const std::string& file) const override;
+  void seal_versions() noexcept override { m_pins.seal(); }
 
  protected:
   /// The URL of `file`: a URL as it is, else a key relative to the location.
