@@ -150,6 +150,10 @@ _FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
 _V2_OTHER_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
 
 
+def _is_v2(t):
+    return (type(t).__module__ or "").startswith("torchvision.transforms.v2")
+
+
 def _op_spec(t, where):
     foreign = _FOREIGN.get((type(t).__module__, type(t).__name__))
     if foreign is not None:
@@ -171,6 +175,9 @@ def _op_spec(t, where):
         if not hasattr(t, param):
             raise ValueError(f"{where} ({name}) has no attribute {param!r} to translate")
         value = getattr(t, param)
+        if name == "RandomCrop" and param == "padding" and value is not None and _is_v2(t):
+            left, right, top, bottom = value  # v2 keeps torch's order: back to torchvision's
+            value = (left, top, right, bottom)
         if param == "transforms" and name in _CONTAINERS:
             items = [_op_spec(c, f"{where}.transforms[{k}]") for k, c in enumerate(value)]
             args.append("transforms=[" + ", ".join(items) + "]")
