@@ -234,11 +234,43 @@ def torch_reference_text(torch):
     return f"torch={torch.__version__} cpu={cpu}"
 
 
+# v1's F_t.resize resizes a float copy of a uint8 tensor and rounds; ringfeed
+# runs that under torch 1.x, where every tensor resize is v1's, and v2's
+# uint8 kernels under torch 2.x (torch_reference.hpp): a v1 resize of a
+# uint8 tensor under torch 2.x is refused by name (_check_v1_tensor_resize).
+_V1_RESIZES = ("Resize", "RandomResizedCrop")
+
+
+def _check_v1_tensor_resize(flat, ops):
+    torch = sys.modules.get("torch")
+    if torch is None or not str(getattr(torch, "__version__", "1")).split(".")[0].isdigit() \
+            or int(str(torch.__version__).split(".")[0]) < 2:
+        return
+    for position, t in enumerate(flat):
+        name = type(t).__name__
+        if name not in _V1_RESIZES or not (type(t).__module__ or "").startswith("torchvision.transforms.transforms"):
+            continue
+        mode = getattr(getattr(t, "interpolation", None), "value", None)
+        if position == 0 or mode not in ("bilinear", "bicubic"):
+            continue
+        try:
+            kind = _ringfeed._transform_output(_joined(ops[:position]), 0, 0)[0]
+        except ValueError:
+            return  # the list's own error comes when it is parsed whole
+        if kind == "uint8":
+            raise ValueError(f"transform {position} ({name}): torchvision.transforms.{name} (v1) on a uint8 tensor "
+                             f"resizes a float copy and rounds under torch {torch.__version__}, which ringfeed does "
+                             f"not run there; use transforms.v2.{name} (torch's uint8 kernels, which ringfeed runs) "
+                             f"or put it before ToImage() / PILToTensor()")
+
+
 def _op_specs(transform):
     """[(type name, spec)] of each op of `transform`, translated, not parsed."""
     follow_installed_torch()
-    return [(type(t).__name__, _op_spec(t, f"transform {position}"))
-            for position, t in enumerate(_flatten(transform))]
+    flat = _flatten(transform)
+    ops = [(type(t).__name__, _op_spec(t, f"transform {position}")) for position, t in enumerate(flat)]
+    _check_v1_tensor_resize(flat, ops)
+    return ops
 
 
 def _joined(ops):
