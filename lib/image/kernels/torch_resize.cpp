@@ -152,12 +152,12 @@ std::uint8_t clip8(int acc, unsigned precision) {
   return static_cast<std::uint8_t>(std::clamp(acc >> precision, 0, 255));
 }
 
-// basic_loop_aa_horizontal<uint8_t>: along each row.
-void horizontal_u8(image_view src, const int_taps& t, image_buffer& dst) {
-  const int c = src.channels;
+// basic_loop_aa_horizontal<uint8_t>: along each row; C channels
+// interleaved (a compile-time count, so the tap loop vectorises).
+template <int C>
+void horizontal_rows(image_view src, const int_taps& t, const mutable_image_view& d, int c_runtime) {
+  const int c = C > 0 ? C : c_runtime;
   const int out_w = static_cast<int>(t.min.size());
-  dst.reset(out_w, src.height, c);
-  const mutable_image_view d = dst.view();
   const int bias = 1 << (t.precision - 1);
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* row = src.row(y);
@@ -175,7 +175,19 @@ void horizontal_u8(image_view src, const int_taps& t, image_buffer& dst) {
   }
 }
 
-// basic_loop_aa_vertical<uint8_t>: across rows.
+void horizontal_u8(image_view src, const int_taps& t, image_buffer& dst) {
+  dst.reset(static_cast<int>(t.min.size()), src.height, src.channels);
+  const mutable_image_view d = dst.view();
+  switch (src.channels) {
+    case 1: return horizontal_rows<1>(src, t, d, 1);
+    case 3: return horizontal_rows<3>(src, t, d, 3);
+    default: return horizontal_rows<0>(src, t, d, src.channels);
+  }
+}
+
+// basic_loop_aa_vertical<uint8_t>: across rows. The same integer sums,
+// accumulated a row at a time (the order of integer additions does not
+// change them).
 void vertical_u8(image_view src, const int_taps& t, image_buffer& dst) {
   const int c = src.channels;
   const int out_h = static_cast<int>(t.min.size());
@@ -183,16 +195,19 @@ void vertical_u8(image_view src, const int_taps& t, image_buffer& dst) {
   dst.reset(src.width, out_h, c);
   const mutable_image_view d = dst.view();
   const int bias = 1 << (t.precision - 1);
+  std::vector<int> acc(static_cast<std::size_t>(row_len));
   for (int y = 0; y < out_h; ++y) {
     const std::int16_t* w = t.w.data() + static_cast<std::size_t>(y) * t.span;
     const i64 y0 = t.min[static_cast<std::size_t>(y)];
     const i64 n = t.size[static_cast<std::size_t>(y)];
-    std::uint8_t* o = d.row(y);
-    for (int k = 0; k < row_len; ++k) {
-      int acc = bias + src.row(static_cast<int>(y0))[k] * w[0];
-      for (i64 j = 1; j < n; ++j) acc += src.row(static_cast<int>(y0 + j))[k] * w[j];
-      o[k] = clip8(acc, t.precision);
+    std::fill(acc.begin(), acc.end(), bias);
+    for (i64 j = 0; j < std::max<i64>(n, 1); ++j) {
+      const std::uint8_t* r = src.row(static_cast<int>(y0 + j));
+      const int wj = w[j];
+      for (int k = 0; k < row_len; ++k) acc[static_cast<std::size_t>(k)] += r[k] * wj;
     }
+    std::uint8_t* o = d.row(y);
+    for (int k = 0; k < row_len; ++k) o[k] = clip8(acc[static_cast<std::size_t>(k)], t.precision);
   }
 }
 
