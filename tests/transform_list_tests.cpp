@@ -289,8 +289,12 @@ TEST_CASE("infer() says which op cannot take what the one before gives", "[trans
   CHECK_THROWS_WITH(img::transform_list::parse("ToTensor(); ToTensor()").infer(),
                     Contains("transform 1 (ToTensor): ToTensor expects a PIL image, but the transform before it "
                              "gives a float tensor"));
+  // on a tensor: torch's interpolate, run under torch 2.x (the default
+  // reference, torch 1.13, refuses all but nearest; test_tensor_geometry.py)
   CHECK_THROWS_WITH(img::transform_list::parse("ToTensor(); Resize(3)").compile(),
-                    Contains("Resize expects a PIL image"));
+                    Contains("Resize: interpolation=bilinear on a tensor under torch 1.13"));
+  CHECK_THROWS_WITH(img::transform_list::parse("ToTensor(); GaussianBlur(3)").compile(),
+                    Contains("GaussianBlur expects a PIL image"));
   CHECK_THROWS_WITH(img::transform_list::parse("RandomApply([ToTensor()])").infer(), Contains("outcomes differ"));
 }
 

@@ -87,10 +87,10 @@ def test_v2s_affine_ops_are_refused_not_approximated(name):
 
 
 def test_an_op_on_a_tensor_that_needs_torchs_arithmetic_is_refused_naming_the_fix():
-    with pytest.raises(ValueError, match=r"RandomResizedCrop expects a PIL image, but the transform before it gives "
-                                         r"a uint8 tensor \(on a tensor torchvision computes RandomResizedCrop with "
+    with pytest.raises(ValueError, match=r"GaussianBlur expects a PIL image, but the transform before it gives "
+                                         r"a uint8 tensor \(on a tensor torchvision computes GaussianBlur with "
                                          r"torch's arithmetic.*put ToImage\(\) / PILToTensor\(\) after it\)"):
-        RT.output_of("ToImage(); RandomResizedCrop(224)")
+        RT.output_of("ToImage(); GaussianBlur(3)")
     from ringfeed import _ringfeed
     with pytest.raises(ValueError, match="float16 inside a transform is not run by ringfeed"):
         _ringfeed._transform_spec("ToImage(); ToDtype(float16, scale=True)")
@@ -105,3 +105,15 @@ def test_a_compose_nested_at_any_depth_parses_back_to_itself(spec):
     once = _ringfeed._transform_spec(spec)
     assert _ringfeed._transform_spec(once) == once
     assert not once.startswith("Compose(")  # a Compose in the list is opened in place
+
+
+@needs_v2
+@pytest.mark.parametrize("padding", [(3, 1), (1, 2, 3, 4)])
+def test_v2_random_crops_padding_is_translated_in_torchvisions_order(padding):
+    # v2.RandomCrop keeps its padding as torch's [left, right, top, bottom];
+    # the spec takes torchvision's (left, top, right, bottom); one crop fits
+    pad = padding * 2 if len(padding) == 2 else padding
+    size = (13 + pad[1] + pad[3], 17 + pad[0] + pad[2])
+    transform = v2.Compose([v2.Resize((13, 17)), v2.RandomCrop(size, padding=padding, fill=9), v2.ToImage()])
+    got = ringfeed.decode(_read("decode/rgb.jpg"), transform=transform, exact=True)
+    assert torch.equal(got, R.reference(transform, os.path.join(R.DATA, "decode/rgb.jpg")))

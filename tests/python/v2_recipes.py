@@ -80,3 +80,51 @@ def v2_op_recipes(v2, torch):
                                                v2.ToDtype(torch.float32, scale=True),
                                                v2.Normalize((0.4, 0.5, 0.6), (0.2, 0.25, 0.3))])
     return out
+
+
+def tensor_geometry_recipes(v2, torch):
+    """Geometry after ToImage() (issue 42): each op on a uint8 tensor
+    ("tg_u8_*") and on a float32 one after ToDtype(float32, scale=True)
+    ("tg_f32_*"), draws pinned (p=1, one possible crop), interpolations
+    with and without antialias, down- and up-scaling of odd sizes (the PIL
+    Resize in front only fixes the size, with Pillow's arithmetic)."""
+    I = v2.InterpolationMode
+    small, mid = v2.Resize((13, 17)), v2.Resize((61, 53))
+    ops = {
+        "resize_down_bilinear_aa": (mid, v2.Resize((19, 15))),
+        "resize_down_bilinear": (mid, v2.Resize((19, 15), antialias=False)),
+        "resize_down_bicubic_aa": (mid, v2.Resize((19, 15), interpolation=I.BICUBIC)),
+        "resize_down_bicubic": (mid, v2.Resize((19, 15), interpolation=I.BICUBIC, antialias=False)),
+        "resize_down_nearest": (mid, v2.Resize((19, 15), interpolation=I.NEAREST)),
+        "resize_up_bilinear_aa": (small, v2.Resize((21, 26))),
+        "resize_up_bilinear": (small, v2.Resize((21, 26), antialias=False)),
+        "resize_up_bicubic_aa": (small, v2.Resize((21, 26), interpolation=I.BICUBIC)),
+        "resize_up_bicubic": (small, v2.Resize((21, 26), interpolation=I.BICUBIC, antialias=False)),
+        "resize_up_nearest": (small, v2.Resize((29, 35), interpolation=I.NEAREST)),
+        "resize_width_only_bicubic": (small, v2.Resize((13, 24), interpolation=I.BICUBIC)),
+        "resize_height_down_bilinear": (mid, v2.Resize((17, 53))),
+        "resize_shorter_max_size": (mid, v2.Resize(18, max_size=20)),
+        "random_resized_crop": (mid, v2.RandomResizedCrop((19, 15), scale=(1.0, 1.0), ratio=(1.0, 1.0))),
+        "random_resized_crop_bicubic": (small, v2.RandomResizedCrop(
+            (21, 26), scale=(1.0, 1.0), ratio=(1.0, 1.0), interpolation=I.BICUBIC, antialias=False)),
+        "center_crop_padded": (small, v2.CenterCrop((16, 22))),
+        "center_crop": (mid, v2.CenterCrop((18, 21))),
+        "random_crop_constant": (small, v2.RandomCrop((17, 21), padding=2, fill=7)),
+        "random_crop_reflect": (small, v2.RandomCrop((15, 23), padding=(3, 1), padding_mode="reflect")),
+        "random_crop_edge": (small, v2.RandomCrop((15, 23), padding=(3, 1), padding_mode="edge")),
+        "random_crop_symmetric": (small, v2.RandomCrop((15, 23), padding=(3, 1), padding_mode="symmetric")),
+        "pad_fill_vector": (small, v2.Pad((1, 2, 3, 4), fill=(10, 20, 30))),
+        "pad_symmetric": (small, v2.Pad(2, padding_mode="symmetric")),
+        "flips": (small, v2.RandomHorizontalFlip(p=1.0), v2.RandomVerticalFlip(p=1.0)),
+    }
+    out = {}
+    for name, (size, *tail) in ops.items():
+        out[f"tg_u8_{name}"] = [size, v2.ToImage(), *tail]
+        out[f"tg_f32_{name}"] = [size, v2.ToImage(), v2.ToDtype(torch.float32, scale=True), *tail]
+    # one channel (an "L" image), and the decoded image itself, any size
+    out["tg_u8_gray_resize_down_bilinear_aa"] = [v2.Grayscale(), mid, v2.ToImage(), v2.Resize((19, 15))]
+    out["tg_f32_gray_resize_up_bicubic"] = [v2.Grayscale(), small, v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
+                                            v2.Resize((21, 26), interpolation=I.BICUBIC, antialias=False)]
+    out["tg_u8_raw_resize_bilinear_aa"] = [v2.ToImage(), v2.Resize(33)]
+    out["tg_u8_raw_resize_bicubic"] = [v2.ToImage(), v2.Resize(33, interpolation=I.BICUBIC, antialias=False)]
+    return out

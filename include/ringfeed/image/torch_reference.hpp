@@ -34,6 +34,15 @@ struct torch_reference {
   /// The affine grid's bmm (F_t.affine / rotate on tensors): torch 2.x on
   /// AVX2/AVX512 fuses it (tensor_kernels.hpp), torch 1.13 rounds each step.
   bool fused_bmm = false;
+  /// torchvision's tensor resize of a uint8 tensor: torch 2.x's v2
+  /// (resize_image) keeps uint8 for bicubic, and for bilinear where
+  /// torch.backends.cpu.get_cpu_capability() is AVX2 or AVX512, running
+  /// torch's uint8 kernels; otherwise it resizes a float copy and rounds,
+  /// as torch 1.x's torchvision (F_t.resize) always does.
+  bool uint8_bilinear = false;
+  bool uint8_bicubic = false;
+  /// torch's major version (1 for the default, the goldens' torch 1.13).
+  int major = 1;
 
   /// From "torch=2.14.1+cu130 cpu=AVX512 [torchvision=0.29.1] [pillow=12.3.0]"
   /// (torch.__version__, torch.backends.cpu.get_cpu_capability(); the

@@ -144,6 +144,39 @@ void bytes_to_float(frame& f, const std::array<std::uint32_t, 256>& bits);
 /// image.to(uint8); both in float32.
 void float_to_bytes(frame& f, bool scale);
 
+/// How a resize op runs on a tensor frame (tensor_geometry.cpp): the
+/// interpolation, torchvision's antialias (None → False; only bilinear and
+/// bicubic use it), and whether a uint8 tensor keeps uint8 (torch 2.x's v2
+/// resize_image on this CPU, torch_reference) or is resized as floats and
+/// rounded (torch 1.x's F_t.resize).
+struct tensor_resize {
+  interpolation interp = interpolation::bilinear;
+  bool antialias = false;
+  bool native_uint8 = false;
+  /// Set when the reference is torch 1.x, whose float interpolate kernels
+  /// (v1's F_t.resize of every tensor) sum in orders ringfeed does not
+  /// follow: bilinear and bicubic on tensors are refused there, by name.
+  std::string torch1;
+};
+/// The tensor_resize of an op built now (reads current_torch_reference()).
+[[nodiscard]] tensor_resize make_tensor_resize(interpolation interp, std::optional<bool> antialias);
+/// std::invalid_argument naming `op` unless `how` runs on tensors
+/// (nearest, bilinear, bicubic: torch's interpolate modes torchvision
+/// uses; under torch 1.x nearest only).
+void check_tensor_interpolation(std::string_view op, const tensor_resize& how);
+/// F.resize of a tensor frame (uint8 or float32) to `out`.
+void resize_tensor_frame(frame& f, size2 out, const tensor_resize& how, op_scratch& s);
+/// F.crop of any frame: `b` may leave the frame, outside is zero (PIL's
+/// crop and torchvision's pad-then-crop of tensors alike) (ops_shape.cpp).
+void crop_frame(frame& f, const crop_box& b, op_scratch& s);
+/// F.pad of a tensor frame: torch's pad (constant `fill`, replicate,
+/// reflect) and torchvision's symmetric. On a uint8 tensor each fill value
+/// must be an integer in 0..255, on a float tensor it is float(fill);
+/// std::invalid_argument naming `op` otherwise, or for negative paddings
+/// of a float tensor.
+void pad_tensor_frame(frame& f, std::array<int, 4> ltrb, padding_mode mode, const std::vector<double>& fill,
+                      op_scratch& s, std::string_view op);
+
 /// Builds the op a call names; transform_spec_error for an unknown op
 /// (listing the supported ones) or bad arguments.
 [[nodiscard]] op_ptr make_op(const spec_call& call);

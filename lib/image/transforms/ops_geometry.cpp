@@ -52,7 +52,7 @@ std::string mode_name(padding_mode m) { return std::string(padding_modes[static_
 
 void pad_frame(frame& f, std::array<int, 4> p, padding_mode mode, const std::vector<double>& fill, op_scratch& s,
                std::string_view op) {
-  require_image(op, f);
+  if (f.kind != frame_kind::image) return pad_tensor_frame(f, p, mode, fill, s, op);
   pad(f.pixels.view(), p[0], p[1], p[2], p[3], mode, resolve_fill(op, fill, f.channels), s.spare);
   std::swap(f.pixels, s.spare);
   f.set_image(f.kind);
@@ -73,7 +73,6 @@ class pad_op final : public transform_op {
            ", padding_mode=" + mode_name(m_mode) + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind("Pad", in, {frame_kind::image});
     frame_shape out = in;
     if (in.size)
       out.size = size2{in.size->width + m_padding[0] + m_padding[2], in.size->height + m_padding[1] + m_padding[3]};
@@ -120,7 +119,6 @@ class random_crop_op final : public transform_op {
     return s;
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind("RandomCrop", in, {frame_kind::image});
     frame_shape out = in;
     out.size = m_size;
     return out;
@@ -164,6 +162,7 @@ class random_crop_op final : public transform_op {
     }
     const crop_box b = draw(rng, f.size());
     if (b.height == f.height && b.width == f.width) return;
+    if (f.kind == frame_kind::tensor_f32) return crop_frame(f, b, s);
     crop(f.pixels.view(), b, s.spare);
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);

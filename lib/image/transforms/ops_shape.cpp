@@ -1,6 +1,7 @@
 // The transform-list ops that reshape an image: Resize, CenterCrop,
 // RandomResizedCrop and the flips, with torchvision 0.14's transforms.py /
-// functional.py semantics on PIL images.
+// functional.py semantics on PIL images; on tensors the resizes run torch's
+// interpolate (tensor_geometry.cpp).
 #include "ops_detail.hpp"
 
 #include <algorithm>
@@ -12,10 +13,6 @@
 #include <ringfeed/image/pipeline.hpp>
 
 namespace ringfeed::image {
-
-namespace {
-
-// --- pixel helpers on frames ------------------------------------------------------
 
 // F.crop on any frame: `b` may leave the image; outside is zero (PIL's crop
 // and torchvision's pad-then-crop of tensors both give zeros).
@@ -37,6 +34,10 @@ void crop_frame(frame& f, const crop_box& b, op_scratch& s) {
   std::swap(f.pixels, s.spare);
   f.set_image(f.kind);
 }
+
+namespace {
+
+// --- pixel helpers on frames ------------------------------------------------------
 
 void flip_frame(frame& f, bool horizontal, op_scratch& s) {
   if (f.kind != frame_kind::tensor_f32) {
@@ -91,8 +92,9 @@ std::string_view interpolation_spec(interpolation i) { return interpolation_name
 
 class resize_op final : public transform_op {
  public:
-  resize_op(size2 size, interpolation interp, std::optional<int> max_size)
-      : m_size(size), m_interp(interp), m_max_size(max_size) {
+  resize_op(size2 size, interpolation interp, std::optional<int> max_size, std::optional<bool> antialias)
+      : m_size(size), m_interp(interp), m_max_size(max_size), m_antialias(antialias),
+        m_tensor(make_tensor_resize(interp, antialias)) {
     if (m_max_size && m_size.width != 0)
       throw std::invalid_argument("Resize: max_size is only for a size that gives the smaller edge (an int)");
     if (m_max_size && *m_max_size <= m_size.height)
@@ -105,10 +107,11 @@ class resize_op final : public transform_op {
     std::string s = "Resize(" + (m_size.width == 0 ? std::to_string(m_size.height) : size_spec(m_size, false)) +
                     ", interpolation=" + std::string(interpolation_spec(m_interp));
     if (m_max_size) s += ", max_size=" + std::to_string(*m_max_size);
+    if (m_antialias) s += std::string(", antialias=") + (*m_antialias ? "True" : "False");
     return s + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind("Resize", in, {frame_kind::image});
+    if (in.kind != frame_kind::image) check_tensor_interpolation("Resize", m_tensor);
     frame_shape out = in;
     // Resize(shorter side): known when the input's size is.
     if (m_size.width != 0) {
@@ -124,6 +127,7 @@ class resize_op final : public transform_op {
   void run(frame& f, sample_rng&, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const size2 out = output_size(f.size());
     if (out == f.size()) return;  // F.resize returns the image itself
+    if (f.kind != frame_kind::image) return resize_tensor_frame(f, out, m_tensor, s);
     resize(f.pixels.view(), out, m_interp, s.spare);
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
@@ -146,7 +150,14 @@ class resize_op final : public transform_op {
   size2 m_size;  // width 0: height is the smaller edge
   interpolation m_interp;
   std::optional<int> m_max_size;
+  std::optional<bool> m_antialias;  // None: as given (PIL images ignore it)
+  tensor_resize m_tensor;
 };
+
+std::optional<bool> antialias_arg(const spec_args& a) {
+  if (!a.has("antialias")) return std::nullopt;
+  return a.boolean("antialias", false);
+}
 
 op_ptr make_resize(const spec_call& c) {
   const spec_args a(c);
@@ -155,7 +166,7 @@ op_ptr make_resize(const spec_call& c) {
   const auto interp = static_cast<interpolation>(a.choice("interpolation", interpolation_names, 1));
   std::optional<int> max_size;
   if (a.has("max_size")) max_size = a.integer("max_size", 0);
-  return std::make_shared<resize_op>(size, interp, max_size);
+  return std::make_shared<resize_op>(size, interp, max_size, antialias_arg(a));
 }
 
 // --- CenterCrop ---------------------------------------------------------------------
@@ -191,16 +202,18 @@ op_ptr make_center_crop(const spec_call& c) {
 
 class random_resized_crop_op final : public transform_op {
  public:
-  random_resized_crop_op(size2 size, random_resized_crop_range range, interpolation interp)
-      : m_size(size), m_range(range), m_interp(interp) {}
+  random_resized_crop_op(size2 size, random_resized_crop_range range, interpolation interp,
+                         std::optional<bool> antialias)
+      : m_size(size), m_range(range), m_interp(interp), m_antialias(antialias),
+        m_tensor(make_tensor_resize(interp, antialias)) {}
   std::string_view name() const noexcept override { return "RandomResizedCrop"; }
   std::string spec() const override {
     return "RandomResizedCrop(" + size_spec(m_size, false) + ", scale=" + spec_tuple(m_range.scale) +
            ", ratio=" + spec_tuple(m_range.ratio) + ", interpolation=" + std::string(interpolation_spec(m_interp)) +
-           ")";
+           (m_antialias ? std::string(", antialias=") + (*m_antialias ? "True" : "False") : std::string()) + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind("RandomResizedCrop", in, {frame_kind::image});
+    if (in.kind != frame_kind::image) check_tensor_interpolation("RandomResizedCrop", m_tensor);
     frame_shape out = in;
     out.size = m_size;
     return out;
@@ -212,6 +225,11 @@ class random_resized_crop_op final : public transform_op {
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const crop_box b = random_resized_crop_box(f.size(), m_range, rng);
+    if (f.kind != frame_kind::image) {  // F.resized_crop: crop, then resize unless the size is right
+      crop_frame(f, b, s);
+      if (f.size() != m_size) resize_tensor_frame(f, m_size, m_tensor, s);
+      return;
+    }
     const image_view region = f.pixels.view().crop(b);
     if (b.height == m_size.height && b.width == m_size.width) {
       crop(f.pixels.view(), b, s.spare);
@@ -234,6 +252,8 @@ class random_resized_crop_op final : public transform_op {
   size2 m_size;
   random_resized_crop_range m_range;
   interpolation m_interp;
+  std::optional<bool> m_antialias;
+  tensor_resize m_tensor;
 };
 
 op_ptr make_random_resized_crop(const spec_call& c) {
@@ -248,7 +268,8 @@ op_ptr make_random_resized_crop(const spec_call& c) {
   r.ratio = {ratio[0], ratio[1]};
   if (!(r.ratio[0] > 0 && r.ratio[1] > 0)) a.fail("ratio", "must be positive");
   return std::make_shared<random_resized_crop_op>(
-      parse_size(a, "size", false), r, static_cast<interpolation>(a.choice("interpolation", interpolation_names, 1)));
+      parse_size(a, "size", false), r, static_cast<interpolation>(a.choice("interpolation", interpolation_names, 1)),
+      antialias_arg(a));
 }
 
 // --- flips ----------------------------------------------------------------------------

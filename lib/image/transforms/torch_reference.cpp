@@ -39,6 +39,7 @@ torch_reference torch_reference::parse(std::string_view text) {
   if (cpu.empty()) cpu = "AVX2";
   torch_reference r;
   r.name = "torch " + std::string(version) + " (" + cpu + ")";
+  r.major = major;
   if (major < 2) {
     // torch 1.13's 8-lane chunks are AVX2's; with AVX512 it draws 16-lane
     // ones, which ringfeed does not model (Debian's torch runs AVX2).
@@ -49,6 +50,8 @@ torch_reference torch_reference::parse(std::string_view text) {
   } else {
     r.linspace = cpu == "DEFAULT" ? linspace_rule::plain : linspace_rule::fused;
     r.fused_bmm = cpu != "DEFAULT";
+    r.uint8_bicubic = true;
+    r.uint8_bilinear = cpu == "AVX2" || cpu == "AVX512";
   }
   // named beside it: they decide nothing here, but a reader of stats() sees
   // which installation the output was made to match

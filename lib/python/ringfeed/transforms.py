@@ -150,6 +150,10 @@ _FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
 _V2_OTHER_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
 
 
+def _is_v2(t):
+    return (type(t).__module__ or "").startswith("torchvision.transforms.v2")
+
+
 def _op_spec(t, where):
     foreign = _FOREIGN.get((type(t).__module__, type(t).__name__))
     if foreign is not None:
@@ -171,6 +175,9 @@ def _op_spec(t, where):
         if not hasattr(t, param):
             raise ValueError(f"{where} ({name}) has no attribute {param!r} to translate")
         value = getattr(t, param)
+        if name == "RandomCrop" and param == "padding" and value is not None and _is_v2(t):
+            left, right, top, bottom = value  # v2 keeps torch's order: back to torchvision's
+            value = (left, top, right, bottom)
         if param == "transforms" and name in _CONTAINERS:
             items = [_op_spec(c, f"{where}.transforms[{k}]") for k, c in enumerate(value)]
             args.append("transforms=[" + ", ".join(items) + "]")
@@ -227,11 +234,43 @@ def torch_reference_text(torch):
     return f"torch={torch.__version__} cpu={cpu}"
 
 
+# v1's F_t.resize resizes a float copy of a uint8 tensor and rounds; ringfeed
+# runs that under torch 1.x, where every tensor resize is v1's, and v2's
+# uint8 kernels under torch 2.x (torch_reference.hpp): a v1 resize of a
+# uint8 tensor under torch 2.x is refused by name (_check_v1_tensor_resize).
+_V1_RESIZES = ("Resize", "RandomResizedCrop")
+
+
+def _check_v1_tensor_resize(flat, ops):
+    torch = sys.modules.get("torch")
+    if torch is None or not str(getattr(torch, "__version__", "1")).split(".")[0].isdigit() \
+            or int(str(torch.__version__).split(".")[0]) < 2:
+        return
+    for position, t in enumerate(flat):
+        name = type(t).__name__
+        if name not in _V1_RESIZES or not (type(t).__module__ or "").startswith("torchvision.transforms.transforms"):
+            continue
+        mode = getattr(getattr(t, "interpolation", None), "value", None)
+        if position == 0 or mode not in ("bilinear", "bicubic"):
+            continue
+        try:
+            kind = _ringfeed._transform_output(_joined(ops[:position]), 0, 0)[0]
+        except ValueError:
+            return  # the list's own error comes when it is parsed whole
+        if kind == "uint8":
+            raise ValueError(f"transform {position} ({name}): torchvision.transforms.{name} (v1) on a uint8 tensor "
+                             f"resizes a float copy and rounds under torch {torch.__version__}, which ringfeed does "
+                             f"not run there; use transforms.v2.{name} (torch's uint8 kernels, which ringfeed runs) "
+                             f"or put it before ToImage() / PILToTensor()")
+
+
 def _op_specs(transform):
     """[(type name, spec)] of each op of `transform`, translated, not parsed."""
     follow_installed_torch()
-    return [(type(t).__name__, _op_spec(t, f"transform {position}"))
-            for position, t in enumerate(_flatten(transform))]
+    flat = _flatten(transform)
+    ops = [(type(t).__name__, _op_spec(t, f"transform {position}")) for position, t in enumerate(flat)]
+    _check_v1_tensor_resize(flat, ops)
+    return ops
 
 
 def _joined(ops):

@@ -73,6 +73,43 @@ def v2_goldens():
     return out
 
 
+def tensor_goldens():
+    """v2_recipes.tensor_geometry_recipes' spec and torchvision's output
+    (geometry after ToImage: torch 2.x's arithmetic), each entry with the
+    torch reference ringfeed follows to match it: uint8 as digests on every
+    image, float32 as values (zlib, base64) on
+    test_tensor_geometry.FLOAT_GOLDEN_IMAGES. Run again with
+    ATEN_CPU_CAPABILITY=default for the "tgdefault_" entries (uint8
+    bilinear: a float resize rounded on CPUs without AVX2); the entries of
+    the other capability are kept."""
+    import ringfeed.transforms as RT
+    import torchvision
+    from torchvision.transforms import v2
+    import v2_recipes as V
+    import test_tensor_geometry as G
+    reference = RT.torch_reference_text(torch)
+    default_cpu = torch.backends.cpu.get_cpu_capability() == "DEFAULT"
+    out = {}
+    if os.path.exists(R.TENSOR_GOLDENS):
+        with open(R.TENSOR_GOLDENS) as f:
+            out = {k: v for k, v in json.load(f).items() if k.startswith("tg_" if default_cpu else "tgdefault_")}
+    out["_made_with"] = f"torch {torch.__version__}, torchvision {torchvision.__version__}"
+    for rid, transform in V.tensor_geometry_recipes(v2, torch).items():
+        if default_cpu:
+            if not rid.startswith("tg_u8_") or "bilinear" not in rid:
+                continue
+            rid = "tgdefault_" + rid[len("tg_"):]
+        entry = {"spec": RT.to_spec(transform), "reference": reference}
+        compose = v2.Compose(transform)
+        if rid.startswith("tg_f32_"):
+            entry["values"] = {img: G.encode_values(R.reference(compose, os.path.join(R.DATA, img)))
+                               for img in G.FLOAT_GOLDEN_IMAGES}
+        else:
+            entry["digests"] = {img: R.digest(R.reference(compose, os.path.join(R.DATA, img))) for img in R.IMAGES}
+        out[rid] = entry
+    return out
+
+
 def one_row_images():
     """transforms/row_10x1.{png,jpg}: a 10x1 image, whose RandomResizedCrop
     fallback at ratio 1/4 is 0 pixels wide (test_transforms.py)."""
@@ -93,6 +130,8 @@ def main():
     if hasattr(torchvision_v2(), "ToImage"):
         write(R.V2_GOLDENS, v2_goldens())
         print(f"{R.V2_GOLDENS}: v2 and nested recipes x {len(R.IMAGES)} images")
+        write(R.TENSOR_GOLDENS, tensor_goldens())
+        print(f"{R.TENSOR_GOLDENS}: geometry after ToImage, uint8 x {len(R.IMAGES)} images, float32 values")
     # AugMix's tensor arithmetic differs between torch versions: one set of
     # goldens per torch it was made with (torch_reference.hpp), this one's
     # replaced, the others kept.

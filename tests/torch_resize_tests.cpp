@@ -1,0 +1,68 @@
+// torch_resize: torch's interpolate on tiny inputs whose results torch
+// 2.14.1 printed (F.interpolate(..., align_corners=False)); the photo-sized
+// parity is test_tensor_geometry.py's.
+#include <catch2/catch.hpp>
+
+#include <ringfeed/image/torch_resize.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace img = ringfeed::image;
+namespace tr = ringfeed::image::torch_resize;
+
+namespace {
+
+std::vector<int> bytes(const img::image_buffer& b) {
+  return {b.data(), b.data() + static_cast<std::size_t>(b.width()) * b.height() * b.channels()};
+}
+
+// a 5x5 grey ramp 0, 10, ..., 240
+img::image_buffer ramp() {
+  img::image_buffer b(5, 5, 1);
+  for (int k = 0; k < 25; ++k) b.data()[k] = static_cast<std::uint8_t>(10 * k);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("uint8 bilinear without antialias folds the border taps", "[torch_resize]") {
+  img::image_buffer src(2, 1, 1), dst;
+  src.data()[0] = 0;
+  src.data()[1] = 255;
+  tr::resize_u8(src.view(), {4, 1}, tr::mode::bilinear, false, dst);
+  CHECK(bytes(dst) == std::vector<int>{0, 64, 191, 255});
+  tr::resize_u8(src.view(), {4, 1}, tr::mode::bicubic, false, dst);
+  CHECK(bytes(dst) == std::vector<int>{0, 58, 197, 255});
+}
+
+TEST_CASE("uint8 antialiased bilinear and nearest on a ramp", "[torch_resize]") {
+  const img::image_buffer src = ramp();
+  img::image_buffer dst;
+  tr::resize_u8(src.view(), {3, 2}, tr::mode::bilinear, true, dst);
+  CHECK(bytes(dst) == std::vector<int>{54, 70, 86, 154, 170, 186});
+  tr::resize_u8(src.view(), {2, 3}, tr::mode::nearest, false, dst);
+  CHECK(bytes(dst) == std::vector<int>{0, 20, 50, 70, 150, 170});
+}
+
+TEST_CASE("float antialiased bicubic on a ramp", "[torch_resize]") {
+  std::vector<float> src(25), dst;
+  for (int k = 0; k < 25; ++k) src[static_cast<std::size_t>(k)] = static_cast<float>(10 * k);
+  tr::resize_f32(src.data(), 1, 5, 5, {3, 2}, tr::mode::bicubic, true, dst);
+  const std::vector<double> want{46.37735366821289, 62.838897705078125, 79.30042266845703,
+                                 160.69955444335938, 177.16111755371094, 193.62265014648438};
+  // the 1e-6 on values scaled to [0, 1] (torch's sums may be fused)
+  REQUIRE(dst.size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) CHECK(std::fabs(dst[k] - want[k]) / 255 <= 1e-6);
+}
+
+TEST_CASE("a size that does not change is copied", "[torch_resize]") {
+  const img::image_buffer src = ramp();
+  img::image_buffer dst;
+  for (const auto m : {tr::mode::nearest, tr::mode::bilinear, tr::mode::bicubic}) {
+    tr::resize_u8(src.view(), {5, 5}, m, true, dst);
+    CHECK(bytes(dst) == bytes(src));
+  }
+  CHECK_THROWS_AS(tr::resize_u8(src.view(), {0, 5}, tr::mode::bilinear, true, dst), std::invalid_argument);
+}
