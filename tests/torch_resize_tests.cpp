@@ -7,7 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
+
+#include "image/kernels/resample_detail.hpp"
+#include "simd_switch.hpp"
 
 namespace img = ringfeed::image;
 namespace tr = ringfeed::image::torch_resize;
@@ -65,4 +69,29 @@ TEST_CASE("a size that does not change is copied", "[torch_resize]") {
     CHECK(bytes(dst) == bytes(src));
   }
   CHECK_THROWS_AS(tr::resize_u8(src.view(), {0, 5}, tr::mode::bilinear, true, dst), std::invalid_argument);
+}
+
+TEST_CASE("uint8 RGB resize: the AVX2 horizontal pass gives the portable loop's bytes", "[torch_resize]") {
+  // RGB rows take the resampler's AVX2 kernel with torch's int16 weights and
+  // precision; every other case, and this one with SIMD off, the plain loop.
+  // Crops (a stride wider than the row), odd sizes, up and down, both
+  // filters, with and without antialias.
+  std::mt19937 gen(5);
+  img::image_buffer big(203, 61, 3);
+  for (int k = 0; k < 203 * 61 * 3; ++k) big.data()[k] = static_cast<std::uint8_t>(gen());
+  const img::image_view whole = big.view();
+  for (const img::image_view src : {whole, whole.crop({3, 7, 55, 181})})
+    for (const img::size2 out : {img::size2{224, 40}, img::size2{37, 13}, img::size2{181, 99}, img::size2{9, 55}})
+      for (const auto m : {tr::mode::bilinear, tr::mode::bicubic})
+        for (const bool antialias : {true, false}) {
+          img::image_buffer simd, plain;
+          tr::resize_u8(src, out, m, antialias, simd);
+          {
+            const ringfeed::test::simd_off off(img::detail::set_resample_simd);
+            tr::resize_u8(src, out, m, antialias, plain);
+          }
+          INFO(src.width << "x" << src.height << " to " << out.width << "x" << out.height << " mode "
+                         << static_cast<int>(m) << (antialias ? " antialias" : ""));
+          CHECK(bytes(simd) == bytes(plain));
+        }
 }

@@ -26,7 +26,6 @@ namespace ringfeed::image::detail {
 
 namespace {
 
-constexpr int precision_bits = 32 - 8 - 2;  // as resample.cpp
 constexpr int block_rows = 8;
 constexpr int lanes = block_rows * 3;
 
@@ -128,7 +127,8 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
   std::uint8_t* const t = tile.data();
   std::uint8_t* const out = out_tile.data();
   const std::uint8_t* const first_col = src + static_cast<std::ptrdiff_t>(taps.read_lo - src_left) * 3;
-  const __m256i bias = _mm256_set1_epi32(1 << (precision_bits - 1));
+  const __m256i bias = _mm256_set1_epi32(1 << (taps.precision - 1));
+  const __m128i shift = _mm_cvtsi32_si128(taps.precision);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 
   for (int r0 = 0; r0 < rows; r0 += block_rows) {
@@ -175,9 +175,9 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
       }
       // clip8: arithmetic shift, then saturate to [0, 255] (the values fit
       // int16 after the shift, so the two saturating packs are exact).
-      a0 = _mm256_srai_epi32(a0, precision_bits);
-      a1 = _mm256_srai_epi32(a1, precision_bits);
-      a2 = _mm256_srai_epi32(a2, precision_bits);
+      a0 = _mm256_sra_epi32(a0, shift);
+      a1 = _mm256_sra_epi32(a1, shift);
+      a2 = _mm256_sra_epi32(a2, shift);
       const __m256i w01 = _mm256_packus_epi32(a0, a1);  // per 128-bit half: a0 4, a1 4
       const __m256i w22 = _mm256_packus_epi32(a2, a2);
       const __m256i b = _mm256_packus_epi16(w01, w22);  // dwords: a0 a1 a2 a2 | a0 a1 a2 a2

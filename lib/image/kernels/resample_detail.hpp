@@ -10,7 +10,9 @@ namespace ringfeed::image::detail {
 
 /// One axis's taps, as the horizontal pass reads them: output pixel i reads
 /// len[i] source pixels from lo[i] with weights k[i * ksize ...] (fixed
-/// point, Pillow's PRECISION_BITS); all of them lie in [read_lo, read_hi).
+/// point at `precision` bits: Pillow's PRECISION_BITS, or torch's uint8
+/// kernels' weights_precision); all of them lie in [read_lo, read_hi).
+/// An output is clip8((2^(precision − 1) + Σ k · pixel) >> precision).
 struct horizontal_taps {
   const std::int32_t* k;
   const int* lo;
@@ -19,6 +21,7 @@ struct horizontal_taps {
   int ksize;
   int read_lo;
   int read_hi;
+  int precision = 32 - 8 - 2;
 };
 
 /// For tests: false makes every resampler use the portable passes, so both
@@ -26,7 +29,8 @@ struct horizontal_taps {
 void set_resample_simd(bool enabled) noexcept;
 [[nodiscard]] bool resample_simd() noexcept;
 
-/// Pillow's horizontal pass for 3-channel rows with AVX2: `rows` rows of
+/// The horizontal pass for 3-channel rows with AVX2 (Pillow's, and torch's
+/// uint8 interpolate: the same integer sums at another precision): `rows` rows of
 /// `src` (first pixel = logical column src_left) into `dst` rows of
 /// taps.count pixels, the same integers as the portable pass. `tile` and
 /// `out_tile` are scratch, grown as needed. Call only where cpu_has_avx2().
