@@ -21,7 +21,7 @@ import math
 import numbers
 import sys
 
-from . import _ringfeed
+from . import _ringfeed, _timm
 
 
 class InterpolationMode(enum.Enum):
@@ -138,10 +138,10 @@ def _is_transform_object(t):
     return module.startswith("torchvision.transforms") or module.startswith(__name__)
 
 
-# Other libraries' classes that are one of ringfeed's ops, by module and
-# name: timm's MaybeToTensor is F.to_tensor on a PIL image (a tensor passes
-# through, which ringfeed's ToTensor refuses by name instead).
-_FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
+# Other libraries' classes: timm's (timm.data.create_transform's) are
+# translated by _timm.timm_spec from their attributes; MaybeToTensor is
+# F.to_tensor on a PIL image (a tensor passes through, which ringfeed's
+# ToTensor refuses by name instead).
 
 # v2 classes whose arithmetic on PIL images is not v1's: v2 rewrote
 # _get_inverse_affine_matrix (other double rounding: pixels of odd-sized
@@ -151,7 +151,7 @@ _V2_OTHER_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAu
 
 
 def _op_spec(t, where):
-    foreign = _FOREIGN.get((type(t).__module__, type(t).__name__))
+    foreign = _timm.timm_spec(t, where)
     if foreign is not None:
         return foreign
     if isinstance(t, (list, tuple)):  # a list inside a container runs as a Compose
@@ -171,9 +171,13 @@ def _op_spec(t, where):
         if not hasattr(t, param):
             raise ValueError(f"{where} ({name}) has no attribute {param!r} to translate")
         value = getattr(t, param)
-        if param == "transforms" and name in _CONTAINERS:
-            items = [_op_spec(c, f"{where}.transforms[{k}]") for k, c in enumerate(value)]
-            args.append("transforms=[" + ", ".join(items) + "]")
+        if (param == "transforms" and name in _CONTAINERS) or (param in ("ops", "policy") and
+                                                               name.startswith("Timm")):
+            # a list of ops (lists of ops: a TimmAutoAugment policy), each translated
+            items = [_op_spec(c, f"{where}.{param}[{k}]") if not isinstance(c, (list, tuple)) else
+                     "[" + ", ".join(_op_spec(x, f"{where}.{param}[{k}]") for x in c) + "]"
+                     for k, c in enumerate(value)]
+            args.append(f"{param}=[" + ", ".join(items) + "]")
         else:
             args.append(f"{param}={_value(value, f'{where} ({name}).{param}')}")
     return f"{name}({', '.join(args)})"

@@ -1,0 +1,154 @@
+"""timm's transform objects (timm.data.create_transform's) as ringfeed specs.
+
+Each class is translated from its attributes, never from a config string:
+timm's RandAugment, AutoAugment and AugMixAugment hold AugmentOp objects
+(name, prob, magnitude, hparams, kwargs), and each becomes a
+TimmAugmentOp(...) of the C++ op of the same name (ops_timm_augment.cpp).
+Spec names of timm's own ops start with "Timm" so none can clash with
+torchvision's. Whatever cannot run as timm runs it raises ValueError naming
+the object and why.
+"""
+import math
+
+# hparams keys an AugmentOp reads (besides its kwargs, read from there).
+_HPARAMS = {"translate_const", "translate_pct", "img_mean", "interpolation", "magnitude_std", "magnitude_max"}
+_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # PIL.Image.Resampling values
+
+
+def _refuse(where, name, why):
+    raise ValueError(f"{where} (timm {name}) cannot run natively: {why}")
+
+
+def _num(v):
+    f = float(v)
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    return repr(f)
+
+
+def _tuple(values):
+    items = [_num(v) for v in values]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _filter_name(f, where):
+    name = getattr(f, "value", None)
+    if isinstance(f, str):
+        name = f
+    elif name is not None or isinstance(f, int):
+        name = _FILTERS.get(int(f if name is None else name))
+    if name not in ("nearest", "bilinear", "bicubic"):
+        _refuse(where, "AugmentOp", f"resample {f!r}: Pillow's affine transforms take nearest, bilinear or bicubic")
+    return "'" + name + "'"
+
+
+def augment_op_spec(op, where):
+    """TimmAugmentOp(...) of a timm.data.auto_augment.AugmentOp."""
+    unknown = set(op.hparams) - _HPARAMS
+    if unknown:
+        _refuse(where, "AugmentOp", f"hparams {sorted(unknown)} are not translated")
+    kwargs = getattr(op, "kwargs", {})
+    fill = kwargs.get("fillcolor", (128, 128, 128))
+    fill = tuple(fill) if isinstance(fill, (tuple, list)) else (fill,)
+    resample = kwargs.get("resample")
+    filters = resample if isinstance(resample, (tuple, list)) else (resample,)
+    interp = "(" + ", ".join(_filter_name(f, where) for f in filters) + ("," if len(filters) == 1 else "") + ")"
+    mmax = op.magnitude_max
+    return (f"TimmAugmentOp(name='{op.name}', prob={_num(op.prob)}, magnitude={_num(op.magnitude)}, "
+            f"magnitude_std={_num(op.magnitude_std)}, magnitude_max={'None' if not mmax else _num(mmax)}, "
+            f"fill={_tuple(fill)}, interpolation={interp}, "
+            f"translate_const={_num(op.hparams.get('translate_const', 250))}, "
+            f"translate_pct={_num(op.hparams.get('translate_pct', 0.45))})")
+
+
+def _ops(ops, where):
+    return "[" + ", ".join(augment_op_spec(op, f"{where}.ops[{k}]") for k, op in enumerate(ops)) + "]"
+
+
+def _rand_augment(t, where):
+    weights = t.choice_weights
+    w = "None" if weights is None else _tuple(list(weights))
+    return f"TimmRandAugment(ops={_ops(t.ops, where)}, num_layers={int(t.num_layers)}, choice_weights={w})"
+
+
+def _auto_augment(t, where):
+    subs = ["[" + ", ".join(augment_op_spec(op, f"{where}.policy[{i}][{k}]") for k, op in enumerate(sub)) + "]"
+            for i, sub in enumerate(t.policy)]
+    return "TimmAutoAugment(policy=[" + ", ".join(subs) + "])"
+
+
+def _augmix(t, where):
+    if t.blended:
+        _refuse(where, "AugMixAugment", "blended=True (_apply_blended; timm notes it differs from the basic "
+                                        "mix by more than rounding) is not run")
+    return (f"TimmAugMix(ops={_ops(t.ops, where)}, alpha={_num(t.alpha)}, width={int(t.width)}, "
+            f"depth={int(t.depth)}, blended=False)")
+
+
+def _random_erasing(t, where):
+    mode = t.mode or "const"
+    if mode not in ("const", "rand", "pixel"):
+        _refuse(where, "RandomErasing", f"mode {mode!r}")
+    return (f"TimmRandomErasing(probability={_num(t.probability)}, min_area={_num(t.min_area)}, "
+            f"max_area={_num(t.max_area)}, log_aspect_ratio={_tuple(t.log_aspect_ratio)}, "
+            f"min_count={int(t.min_count)}, max_count={int(t.max_count)}, mode='{mode}', "
+            f"num_splits={int(t.num_splits)})")
+
+
+def _interp_name(mode):
+    return str(getattr(mode, "value", mode))
+
+
+def _rrc(t, where):
+    size = tuple(int(s) for s in t.size)
+    common = f"size={size!r}, scale={_tuple(t.scale)}, ratio={_tuple(t.ratio)}"
+    if isinstance(t.interpolation, (tuple, list)):
+        # interpolation='random': random.choice of the filters after the crop's draws. The crop does not
+        # depend on the filter, so drawing the filter first (RandomChoice) gives the same joint distribution.
+        children = [f"RandomResizedCrop({common}, interpolation='{_interp_name(i)}')" for i in t.interpolation]
+        return "RandomChoice(transforms=[" + ", ".join(children) + "], p=None)"
+    # timm's get_params is torchvision's in Python doubles (random.uniform, int(round()), randint inclusive),
+    # which is how ringfeed's RandomResizedCrop draws: the same op, fused with the decoder.
+    return f"RandomResizedCrop({common}, interpolation='{_interp_name(t.interpolation)}')"
+
+
+def _center_crop_or_pad(t, where):
+    if t.padding_mode != "constant" or t.fill not in (0, (0, 0, 0)):
+        _refuse(where, "CenterCropOrPad", f"padding_mode={t.padding_mode!r}, fill={t.fill!r}: only the "
+                                          "zero-filled constant padding (torchvision's CenterCrop) is run")
+    # center_crop_or_pad pads (w-iw)//2, (h-ih)//2, (w-iw+1)//2, (h-ih+1)//2 with 0, then crops at
+    # int(round((ih - h) / 2.0)): torchvision's F.center_crop step for step.
+    return f"CenterCrop(size={tuple(int(s) for s in t.size)!r})"
+
+
+_TRANSLATORS = {
+    "RandAugment": _rand_augment,
+    "AutoAugment": _auto_augment,
+    "AugMixAugment": _augmix,
+    "RandomErasing": _random_erasing,
+    "RandomResizedCropAndInterpolation": _rrc,
+    "CenterCropOrPad": _center_crop_or_pad,
+}
+_SIMPLE = {"MaybeToTensor": "ToTensor()", "MaybePILToTensor": "PILToTensor()", "ToNumpy": "PILToTensor()"}
+_REFUSED = {
+    "ResizeKeepRatio": "its random scale/aspect draws and size rounding are not translated yet",
+    "RandomCropOrPad": "its signed random placement is not translated yet",
+    "RandomPad": "not translated yet",
+    "TrimBorder": "not translated yet",
+    "ToTensor": "timm's ToTensor (pil_to_tensor(img).to(dtype), no scaling) is not translated yet",
+    "RandomResizedCropToSequence": "NaFlex sequence outputs are not images ringfeed returns",
+}
+
+
+def timm_spec(t, where):
+    """The spec of timm object `t`, or None when `t` is not timm's."""
+    module = type(t).__module__ or ""
+    if not module.startswith("timm."):
+        return None
+    name = type(t).__name__
+    if name in _SIMPLE:
+        return _SIMPLE[name]
+    if name in _TRANSLATORS:
+        return _TRANSLATORS[name](t, where)
+    _refuse(where, f"{module}.{name}", _REFUSED.get(name, "not a class ringfeed translates; supported: " +
+                                                  ", ".join(sorted(list(_TRANSLATORS) + list(_SIMPLE)))))
