@@ -1,0 +1,235 @@
+"""timm's training transforms (issue 42): timm.data.create_transform(
+is_training=True)'s objects translate from their attributes and run
+natively. Bytes: for ringfeed's draws, timm's own RandAugment / AutoAugment
+/ AugMixAugment objects replayed on them (timm_recipes.replay) give
+ringfeed's pixels, live where timm is installed and from the committed
+goldens everywhere. Draws: ringfeed's follow timm's rules (op choice,
+probabilities, magnitude noise and clipping, inc1 signs, filter choice,
+erasing count/area/aspect), compared with timm's own draws, live or
+committed; each comparison is shown to fail when one rule is changed."""
+import json
+import math
+import os
+
+import pytest
+import torch
+
+import ringfeed
+import ringfeed.transforms as RT
+from ringfeed import _ringfeed
+
+import timm_draws as D
+import timm_recipes as TR
+import transform_recipes as R
+
+GOLDENS_PATH = os.path.join(R.DATA, "transforms", "timm_goldens.json")
+with open(GOLDENS_PATH) as f:
+    GOLDENS = json.load(f)
+
+try:
+    import timm.data
+    import timm.data.auto_augment as AA
+    import timm.data.random_erasing as RE
+    LIVE = TR.augment_recipes(timm.data)
+except ImportError:  # timm is in the torch 2.x venv only; the goldens hold its bytes and draws
+    LIVE = None
+needs_timm = pytest.mark.skipif(LIVE is None, reason="timm is not installed (the torch 2.x venv has it); "
+                                                     "the goldens cover its bytes and draws")
+AUGMENTS = sorted(GOLDENS["augment"])
+N_DRAWS = 4000
+
+
+def _read(img):
+    with open(os.path.join(R.DATA, img), "rb") as f:
+        return f.read()
+
+
+def _full(spec):
+    return TR.BEFORE + "; " + spec
+
+
+@pytest.mark.parametrize("rid", AUGMENTS)
+def test_each_timm_augment_gives_the_goldens_bytes_for_ringfeeds_draws(rid):
+    spec = _full(GOLDENS["augment"][rid]["spec"])
+    for img in R.IMAGES:
+        data = _read(img)
+        for k, index in enumerate(TR.SAMPLES):
+            got = ringfeed.decode(data, transform=spec, exact=True, seed=TR.SEED, index=index, name=img)
+            assert R.digest(got) == GOLDENS["augment"][rid]["digests"][img][k], f"{rid} on {img}, sample {index}"
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", AUGMENTS)
+def test_each_timm_augment_translates_and_equals_timms_own_object_replayed(rid):
+    import numpy as np
+    import torchvision.transforms as T
+    from PIL import Image
+    obj = LIVE[rid]
+    spec = RT.to_spec(obj)
+    assert spec == GOLDENS["augment"][rid]["spec"]
+    full = _full(spec)
+    for img in R.IMAGES[:7]:
+        with Image.open(os.path.join(R.DATA, img)) as im:
+            before = T.Resize((56, 56))(im.convert("RGB"))
+        for index in TR.SAMPLES:
+            record = _ringfeed._transform_draws(full, 1, 56, 56, 3, TR.SEED, 0, index)
+            want = torch.from_numpy(np.array(TR.replay(AA, obj, before, record)))
+            got = ringfeed.decode(_read(img), transform=full, exact=True, seed=TR.SEED, index=index, name=img)
+            assert torch.equal(got, want), f"{rid} on {img}, sample {index}: " \
+                                           f"{(got.int() - want.int()).abs().max()} off"
+
+
+def _ours(rid, spec=None, n=N_DRAWS):
+    spec = spec or GOLDENS["augment"][rid]["spec"]
+    kind = GOLDENS["augment"][rid]["kind"]
+    names = D.op_names(spec)
+    width = 0
+    if kind == "AutoAugment":  # the sub-policies' names, in order
+        subs = spec[spec.index("policy=[") + 8:].split("], [")
+        names = [D.op_names(s) for s in subs]
+    if kind == "AugMix":
+        width = int(spec.split("width=")[1].split(",")[0])
+    return [D.ringfeed_augment_sample(names, _ringfeed._transform_draws(spec, 0, 56, 56, 3, 5, 0, i), kind, width)
+            for i in range(n)]
+
+
+DRAW_CASES = sorted(GOLDENS["draws"])
+
+
+@pytest.mark.parametrize("rid", DRAW_CASES)
+def test_ringfeeds_draws_follow_timms_rules(rid):
+    theirs = GOLDENS["draws"][rid]
+    assert D.differences(_ours(rid), theirs) == []
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", DRAW_CASES)
+def test_the_committed_draws_are_timms_own(rid):
+    from PIL import Image
+    live = D.timm_augment_samples(AA, LIVE[rid], N_DRAWS, 99, Image.new("RGB", (8, 8)))
+    assert D.differences(live, GOLDENS["draws"][rid]) == []
+
+
+# Each rule changed in the spec ringfeed runs: the comparison must see it.
+PERTURBED = {
+    "probability": ("rand_m9_mstd05_inc1_random", "prob=0.5", "prob=0.6"),
+    "magnitude noise": ("rand_m9_mstd05_inc1_random", "magnitude_std=0.5", "magnitude_std=1.0"),
+    "magnitude": ("rand_m9_mstd05_inc1_random", "magnitude=9.0", "magnitude=8.0"),
+    "inc1 ops": ("rand_m9_mstd05_inc1_random", "'ColorIncreasing'", "'Color'"),
+    "filters": ("rand_m9_mstd05_inc1_random", "interpolation=('bilinear', 'bicubic')", "interpolation=('bicubic',)"),
+    "clipping": ("rand_weights_mmax", "magnitude_max=15.0", "magnitude_max=None"),
+    "weights": ("rand_weights_mmax", "choice_weights=(", "choice_weights=(0.01, "),
+    "augmix depth": ("augmix_default_random", "depth=-1", "depth=2"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(PERTURBED))
+def test_the_draw_comparison_fails_when_a_rule_is_changed(rule):
+    rid, old, new = PERTURBED[rule]
+    spec = GOLDENS["augment"][rid]["spec"]
+    assert old in spec
+    changed = spec.replace(old, new)
+    if rule == "weights":  # one weight more: drop the last one
+        head, tail = changed.split("choice_weights=(")
+        weights = tail.split(")")[0].split(", ")
+        changed = head + "choice_weights=(" + ", ".join(weights[:-1]) + ")" + tail.split(")", 1)[1]
+    assert D.differences(_ours(rid, changed), GOLDENS["draws"][rid]) != []
+
+
+def _erasing_spec(rid):
+    return GOLDENS["erasing"][rid]["spec"]
+
+
+def _our_boxes(spec, height=48, width=40, n=N_DRAWS):
+    return [D.ringfeed_erasing_sample(_ringfeed._transform_draws(spec, 0, width, height, 3, 5, 0, i))
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("rid", sorted(GOLDENS["erasing"]))
+def test_erasing_boxes_follow_timms_rules(rid):
+    assert D.erasing_differences(_our_boxes(_erasing_spec(rid)), GOLDENS["erasing"][rid]["boxes"]) == []
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", sorted(GOLDENS["erasing"]))
+def test_erasing_translates_and_the_committed_boxes_are_timms(rid):
+    obj = TR.erasing_recipes(RE)[rid]
+    assert RT.to_spec(obj) == _erasing_spec(rid)
+    live = D.timm_erasing_samples(RE, obj, N_DRAWS, 99, 48, 40)
+    assert D.erasing_differences(live, GOLDENS["erasing"][rid]["boxes"]) == []
+
+
+@pytest.mark.parametrize("old,new", [("max_count=3", "max_count=2"), ("min_area=0.02", "min_area=0.05"),
+                                     ("log_aspect_ratio=(-1.2039728043259361, 1.2039728043259361)",
+                                      "log_aspect_ratio=(-0.6931471805599453, 0.6931471805599453)"),
+                                     ("probability=0.5", "probability=0.6")])
+def test_the_erasing_comparison_fails_when_a_rule_is_changed(old, new):
+    spec = _erasing_spec("const_count3")
+    assert old in spec
+    if old.startswith("probability"):  # erasing or not: the count of empty samples
+        ours = _our_boxes(spec.replace(old, new))
+        theirs = GOLDENS["erasing"]["const_count3"]["boxes"]
+        assert D.erasing_differences(ours, theirs) != []
+        return
+    assert D.erasing_differences(_our_boxes(spec.replace(old, new)), GOLDENS["erasing"]["const_count3"]["boxes"]) != []
+
+
+def test_const_erasing_zeroes_exactly_the_drawn_boxes_and_pixel_mode_draws_normals():
+    base = "Resize((48, 40)); ToTensor(); Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))"
+    data = _read("photos/chelsea.jpg")
+    clean = ringfeed.decode(data, transform=base, exact=True)
+    for mode in ("const", "rand", "pixel"):
+        spec = base + f"; TimmRandomErasing(probability=1.0, min_count=2, max_count=2, mode='{mode}')"
+        values = []
+        for index in range(40):
+            boxes = D.ringfeed_erasing_sample(_ringfeed._transform_draws(spec, 3, 40, 48, 3, 3, 0, index))
+            got = ringfeed.decode(data, transform=spec, exact=True, seed=3, index=index)
+            mask = torch.zeros(48, 40, dtype=torch.bool)
+            for top, left, h, w in boxes:
+                mask[int(top):int(top + h), int(left):int(left + w)] = True
+            assert torch.equal(got[:, ~mask], clean[:, ~mask]), f"{mode}, sample {index}"
+            if mode == "const":
+                assert (got[:, mask] == 0).all()
+            elif mode == "rand":  # one value per channel and sample
+                for top, left, h, w in boxes[-1:]:
+                    patch = got[:, int(top):int(top + h), int(left):int(left + w)]
+                    assert (patch == patch[:, :1, :1]).all()
+            values += got[:, mask].flatten().tolist() if mode == "pixel" else []
+        if mode == "pixel":
+            normal = [0.5 * (1 + math.erf(x / math.sqrt(2))) for x in sorted(values)]
+            d = max(abs(p - (i + 0.5) / len(normal)) for i, p in enumerate(normal))
+            assert d < 1.63 / math.sqrt(len(normal)) + 0.005, d
+
+
+def test_unsupported_timm_settings_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"TimmAugMix\(blended\): timm's blended mode"):
+        _ringfeed._transform_spec("TimmAugMix(ops=[TimmAugmentOp('Rotate')], blended=True)")
+    with pytest.raises(ValueError, match=r"'GaussianBlur' is not an op ringfeed runs"):
+        _ringfeed._transform_spec("TimmAugmentOp('GaussianBlur')")
+    with pytest.raises(ValueError, match=r"TimmRandomErasing expects a float tensor"):
+        RT.output_of("ToImage(); TimmRandomErasing()")
+    with pytest.raises(ValueError, match=r"TimmAugMix: .*square image"):
+        ringfeed.decode(_read("decode/rgb.jpg"), transform="Resize((30, 40)); TimmAugMix(ops=[TimmAugmentOp("
+                                                            "'Rotate', prob=1.0)])", exact=True)
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", ["issue_rand_pixel", "augmix_const3", "jitter_flips_rand", "original_prefetcher"])
+def test_create_transforms_training_recipes_run_natively_in_the_dataloader(rid, tmp_path):
+    import shutil
+    train_tf = TR.train_recipes(timm.data)[rid]
+    spec = RT.to_spec(train_tf)
+    assert "Timm" in spec or rid == "jitter_flips_rand"
+    for k, img in enumerate(["photos/chelsea.jpg", "photos/coffee_portrait.jpg", "decode/rgb.jpg",
+                             "webp/lossy.webp"]):
+        os.makedirs(tmp_path / "data" / f"c{k % 2}", exist_ok=True)
+        shutil.copy(os.path.join(R.DATA, img), tmp_path / "data" / f"c{k % 2}" / os.path.basename(img))
+    from torchvision.datasets import ImageFolder
+    dataset = ImageFolder(str(tmp_path / "data"), transform=train_tf)
+    loader = ringfeed.DataLoader(dataset, batch_size=2, strict=True)
+    kind, channels, h, w, random = RT.output_of(train_tf)
+    batches = list(loader)
+    assert len(batches) == 2 and random
+    images, labels = batches[0]
+    assert images.shape[0] == 2 and images.shape[1:] == (channels, h, w)
+    assert images.dtype == (torch.uint8 if rid == "original_prefetcher" else torch.float32)

@@ -1,0 +1,197 @@
+"""timm's training transforms (timm.data.create_transform(is_training=True))
+and their pieces, shared by test_timm_transforms.py and the golden writer
+(make_transform_goldens.py), and the replay that runs timm's own objects on
+ringfeed's draws: timm's module-level `random` and `np.random` are swapped
+for scripted ones that hand out, call by call and checking which call it
+is, the values ringfeed drew (its _transform_draws record), so timm's own
+code computes the levels and the pixels."""
+import contextlib
+import math
+
+import numpy as np
+
+SEED = 23
+SAMPLES = (0, 1, 2, 3, 5, 8)
+BEFORE = "Resize((56, 56))"
+# the recipes whose draws are compared with timm's (samples committed)
+DRAW_CASES = ("rand_m9_mstd05_inc1_random", "rand_weights_mmax", "original_random", "augmix_default_random")  # square: timm's AugMix only mixes square images
+
+
+def augment_recipes(timm_data):
+    """id -> the timm augmentation object (RandAugment / AutoAugment /
+    AugMixAugment) create_transform builds for a config string."""
+    out = {}
+    for rid, aa, interp in (("rand_m9_mstd05_inc1_bicubic", "rand-m9-mstd0.5-inc1", "bicubic"),
+                            ("rand_m9_mstd05_inc1_random", "rand-m9-mstd0.5-inc1", "random"),
+                            ("rand_m7_n3_plain_bilinear", "rand-m7-n3", "bilinear"),
+                            ("rand_weights_mmax", "rand-m12-mmax15-n2-mstd101-tweights", "bicubic"),
+                            ("original_random", "original", "random"),
+                            ("original_mstd", "original-mstd0.5", "bicubic"),
+                            ("v0_bilinear", "v0", "bilinear"),
+                            ("augmix_m5_w4_d2", "augmix-m5-w4-d2", "bicubic"),
+                            ("augmix_default_random", "augmix", "random")):
+        t = timm_data.create_transform(224, is_training=True, auto_augment=aa, interpolation=interp)
+        out[rid] = t.transforms[2]
+    return out
+
+
+def erasing_recipes(random_erasing):
+    """id -> a timm RandomErasing (as create_transform builds them)."""
+    E = random_erasing.RandomErasing
+    return {
+        "const_count3": E(0.5, mode="const", max_count=3, device="cpu"),
+        "pixel_issue": E(0.25, mode="pixel", max_count=1, num_splits=0, device="cpu"),
+        "rand_count1to4": E(1.0, min_area=0.05, max_area=0.4, min_aspect=0.5, mode="rand", min_count=1,
+                            max_count=4, device="cpu"),
+    }
+
+
+def train_recipes(timm_data):
+    """id -> a whole create_transform(is_training=True) Compose."""
+    c = timm_data.create_transform
+    return {
+        "issue_rand_pixel": c(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", interpolation="bicubic",
+                              re_prob=0.25, re_mode="pixel"),
+        "augmix_const3": c(64, is_training=True, auto_augment="augmix-m5-w4-d2", interpolation="random",
+                           re_prob=0.5, re_mode="const", re_count=3),
+        "jitter_flips_rand": c(96, is_training=True, hflip=0.5, vflip=0.5, color_jitter=0.4, interpolation="bilinear",
+                               re_prob=0.3, re_mode="rand"),
+        "original_prefetcher": c(128, is_training=True, auto_augment="original", use_prefetcher=True),
+    }
+
+
+class _Script:
+    """Hands out scripted values: each `take(kind)` pops the next (kind,
+    value) and checks the kind, so a draw timm makes that ringfeed did not
+    (or in another order) fails loudly."""
+
+    def __init__(self):
+        self.items = []
+
+    def put(self, kind, value):
+        self.items.append((kind, value))
+
+    def take(self, kind):
+        assert self.items, f"timm draws a {kind} ringfeed did not"
+        got, value = self.items.pop(0)
+        assert got == kind, f"timm draws a {kind} where ringfeed drew a {got}"
+        return value
+
+
+class _Random:
+    """Python's random, as timm.data.auto_augment uses it."""
+
+    def __init__(self, script):
+        self.s = script
+
+    def random(self):
+        return self.s.take("random")
+
+    def gauss(self, mu, sigma):
+        return self.s.take("magnitude")
+
+    def uniform(self, a, b):
+        return self.s.take("magnitude")
+
+    def choice(self, seq):
+        return seq[self.s.take("choice")]
+
+
+class _NpRandom:
+    def __init__(self, script):
+        self.s = script
+
+    def choice(self, a, size, replace=True, p=None):
+        return [a[k] for k in self.s.take("np_choice")]
+
+    def randint(self, lo, hi):
+        return self.s.take("randint")
+
+    def dirichlet(self, alpha):
+        return np.array(self.s.take("dirichlet"), dtype=np.float64)
+
+    def beta(self, a, b):
+        return float(self.s.take("beta"))
+
+
+class _Np:
+    def __init__(self, script):
+        self.random = _NpRandom(script)
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def _script_op(script, op, record):
+    """One AugmentOp's record {k, applied, magnitude, arg, filter} as the
+    values timm's AugmentOp.__call__ draws."""
+    _, applied, magnitude, arg, filt = record
+    if op.prob < 1.0:
+        script.put("random", 0.0 if applied else 1.0)  # random.random() > prob skips
+    if not applied:
+        return
+    if op.magnitude_std > 0:
+        script.put("magnitude", magnitude)  # already clipped: timm's clip keeps it
+    if op.name in ("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel") or (
+            op.name.endswith("Increasing") and op.name[:-len("Increasing")] in ("Color", "Contrast", "Brightness",
+                                                                                "Sharpness")):
+        negated = math.copysign(1.0, arg) < 0 if not op.name.endswith("Increasing") else arg < 1.0
+        script.put("random", 1.0 if negated else 0.0)  # _randomly_negate: random.random() > 0.5
+    if filt >= 0 and isinstance(op.kwargs.get("resample"), (tuple, list)):
+        script.put("choice", int(filt))
+
+
+def _chunks(record, start, count):
+    return [record[start + 5 * i:start + 5 * i + 5] for i in range(count)]
+
+
+def script_augment(obj, record):
+    """The script of one call of timm object `obj` (RandAugment,
+    AutoAugment or AugMixAugment) from ringfeed's record of its draws."""
+    script = _Script()
+    name = type(obj).__name__
+    if name == "RandAugment":
+        steps = _chunks(record, 0, obj.num_layers)
+        script.put("np_choice", [int(s[0]) for s in steps])
+        for s in steps:
+            _script_op(script, obj.ops[int(s[0])], s)
+    elif name == "AutoAugment":
+        sub = obj.policy[int(record[0])]
+        script.put("choice", int(record[0]))
+        for s in _chunks(record, 1, len(sub)):
+            _script_op(script, sub[int(s[0])], s)
+    else:  # AugMixAugment
+        m, weights = record[0], record[1:1 + obj.width]
+        script.put("dirichlet", weights)
+        script.put("beta", m)
+        at = 1 + obj.width
+        for _ in range(obj.width):
+            depth = int(record[at])
+            at += 1
+            if obj.depth <= 0:
+                script.put("randint", depth)
+            steps = _chunks(record, at, depth)
+            at += 5 * depth
+            script.put("np_choice", [int(s[0]) for s in steps])
+            for s in steps:
+                _script_op(script, obj.ops[int(s[0])], s)
+    return script
+
+
+@contextlib.contextmanager
+def scripted(module, script):
+    """timm.data.auto_augment with `random` and `np` replaced by `script`'s."""
+    saved = module.random, module.np
+    module.random, module.np = _Random(script), _Np(script)
+    try:
+        yield
+    finally:
+        module.random, module.np = saved
+    assert not script.items, f"ringfeed drew {script.items} that timm did not use"
+
+
+def replay(module, obj, image, record):
+    """timm's `obj`(image) with ringfeed's draws."""
+    script = script_augment(obj, record)
+    with scripted(module, script):
+        return obj(image)
