@@ -51,11 +51,20 @@ def _full(spec):
 @pytest.mark.parametrize("rid", AUGMENTS)
 def test_each_timm_augment_gives_the_goldens_bytes_for_ringfeeds_draws(rid):
     spec = _full(GOLDENS["augment"][rid]["spec"])
-    for img in R.IMAGES:
+    applied = set()
+    for j, img in enumerate(R.IMAGES):
         data = _read(img)
-        for k, index in enumerate(TR.SAMPLES):
+        for k in range(len(TR.SAMPLES)):
+            index = TR.sample_index(j, k)
             got = ringfeed.decode(data, transform=spec, exact=True, seed=TR.SEED, index=index, name=img)
             assert R.digest(got) == GOLDENS["augment"][rid]["digests"][img][k], f"{rid} on {img}, sample {index}"
+            applied.update(op[0] for op in _sample(rid, _ringfeed._transform_draws(spec, 1, 56, 56, 3, TR.SEED, 0,
+                                                                                   index)))
+    names = set(D.op_names(spec))
+    if GOLDENS["augment"][rid]["kind"] == "AutoAugment" or "choice_weights=(" in spec:
+        assert len(applied) >= 0.6 * len(names), applied  # most of a policy's ops or of the weighted ones
+    else:
+        assert applied == names  # every op of a RandAugment or AugMix ran on some image
 
 
 @needs_timm
@@ -71,7 +80,8 @@ def test_each_timm_augment_translates_and_equals_timms_own_object_replayed(rid):
     for img in R.IMAGES[:7]:
         with Image.open(os.path.join(R.DATA, img)) as im:
             before = T.Resize((56, 56))(im.convert("RGB"))
-        for index in TR.SAMPLES:
+        for k in range(len(TR.SAMPLES)):
+            index = TR.sample_index(R.IMAGES.index(img), k)
             record = _ringfeed._transform_draws(full, 1, 56, 56, 3, TR.SEED, 0, index)
             want = torch.from_numpy(np.array(TR.replay(AA, obj, before, record)))
             got = ringfeed.decode(_read(img), transform=full, exact=True, seed=TR.SEED, index=index, name=img)
@@ -79,7 +89,8 @@ def test_each_timm_augment_translates_and_equals_timms_own_object_replayed(rid):
                                            f"{(got.int() - want.int()).abs().max()} off"
 
 
-def _ours(rid, spec=None, n=N_DRAWS):
+def _sample(rid, record, spec=None):
+    """The [name, arg, filter] of each op one record of recipe `rid` applied."""
     spec = spec or GOLDENS["augment"][rid]["spec"]
     kind = GOLDENS["augment"][rid]["kind"]
     names = D.op_names(spec)
@@ -89,8 +100,12 @@ def _ours(rid, spec=None, n=N_DRAWS):
         names = [D.op_names(s) for s in subs]
     if kind == "AugMix":
         width = int(spec.split("width=")[1].split(",")[0])
-    return [D.ringfeed_augment_sample(names, _ringfeed._transform_draws(spec, 0, 56, 56, 3, 5, 0, i), kind, width)
-            for i in range(n)]
+    return D.ringfeed_augment_sample(names, record, kind, width)
+
+
+def _ours(rid, spec=None, n=N_DRAWS):
+    spec = spec or GOLDENS["augment"][rid]["spec"]
+    return [_sample(rid, _ringfeed._transform_draws(spec, 0, 56, 56, 3, 5, 0, i), spec) for i in range(n)]
 
 
 DRAW_CASES = sorted(GOLDENS["draws"])

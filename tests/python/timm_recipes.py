@@ -12,6 +12,13 @@ import numpy as np
 
 SEED = 23
 SAMPLES = (0, 1, 2, 3, 5, 8)
+
+
+def sample_index(image_position, k):
+    """The sample index of the k-th sample of the image at position
+    image_position of transform_recipes.IMAGES: other draws per image, so
+    the images together apply every op of a recipe."""
+    return 100 * image_position + SAMPLES[k]
 BEFORE = "Resize((56, 56))"
 # the recipes whose draws are compared with timm's (samples committed)
 DRAW_CASES = ("rand_m9_mstd05_inc1_random", "rand_weights_mmax", "original_random", "augmix_default_random")  # square: timm's AugMix only mixes square images

@@ -97,12 +97,12 @@ def timm_goldens():
         spec = RT.to_spec(obj)
         full = TR.BEFORE + "; " + spec
         digests = {}
-        for img in R.IMAGES:
+        for j, img in enumerate(R.IMAGES):
             with Image.open(os.path.join(R.DATA, img)) as im:
                 before = T.Resize((56, 56))(im.convert("RGB"))
             digests[img] = [R.digest(torch.from_numpy(np.array(TR.replay(
-                AA, obj, before, _ringfeed._transform_draws(full, 1, 56, 56, 3, TR.SEED, 0, index)))))
-                for index in TR.SAMPLES]
+                AA, obj, before, _ringfeed._transform_draws(full, 1, 56, 56, 3, TR.SEED, 0, TR.sample_index(j, k))))))
+                for k in range(len(TR.SAMPLES))]
         out["augment"][rid] = {"spec": spec, "kind": kinds[type(obj).__name__], "digests": digests}
         if rid in TR.DRAW_CASES:
             n = 1000 if type(obj).__name__ == "AugMixAugment" else 3000  # AugMix: 3 chains of 1..3 ops each
