@@ -248,3 +248,100 @@ def test_create_transforms_training_recipes_run_natively_in_the_dataloader(rid, 
     images, labels = batches[0]
     assert images.shape[0] == 2 and images.shape[1:] == (channels, h, w)
     assert images.dtype == (torch.uint8 if rid == "original_prefetcher" else torch.float32)
+
+
+GEOMETRY = sorted(GOLDENS["geometry"])
+
+
+@pytest.mark.parametrize("rid", GEOMETRY)
+def test_timms_geometry_classes_give_the_goldens_bytes(rid):
+    spec = GOLDENS["geometry"][rid]["spec"]
+    for img in R.IMAGES:
+        got = ringfeed.decode(_read(img), transform=spec, exact=True, name=img)
+        assert R.digest(got) == GOLDENS["geometry"][rid]["digests"][img], f"{rid} on {img}"
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", GEOMETRY)
+def test_timms_geometry_classes_translate_and_equal_timm(rid):
+    import timm.data.transforms as TT
+    import torchvision.transforms as T
+    t = TR.geometry_recipes(timm.data, TT)[rid]
+    spec = RT.to_spec(t)
+    assert spec == GOLDENS["geometry"][rid]["spec"]
+    for img in R.IMAGES:
+        got = ringfeed.decode(_read(img), transform=t, exact=True, name=img)
+        want = R.reference(T.Compose(t) if isinstance(t, list) else t, os.path.join(R.DATA, img))
+        assert got.shape == want.shape and torch.equal(got, want), f"{rid} on {img}"
+
+
+def _geometry_draws(spec, n=N_DRAWS):
+    return [_ringfeed._transform_draws(spec, 0, 451, 300, 3, 5, 0, i) for i in range(n)]
+
+
+def _box_differences(ours, theirs):
+    why = []
+    for label, f in (("top", lambda b: b[0]), ("left", lambda b: b[1]), ("height", lambda b: b[2]),
+                     ("width", lambda b: b[3]), ("area", lambda b: b[2] * b[3])):
+        a, b = [f(x) for x in ours], [f(x) for x in theirs]
+        d = R.ks(a, b)
+        if d > 1.95 * math.sqrt((len(a) + len(b)) / (len(a) * len(b))) * 1.1:
+            why.append(f"{label}: KS {d:.3f}")
+    return why
+
+
+@pytest.mark.parametrize("change", [None, ("scale=(0.08, 1.0)", "scale=(0.12, 1.0)"),
+                                    ("ratio=(0.75, 1.3333333333333333)", "ratio=(0.85, 1.3333333333333333)")])
+def test_random_resized_crop_and_interpolation_draws_timms_boxes(change):
+    spec = GOLDENS["random_geometry"]["rrc"]["spec"]
+    if change:
+        assert change[0] in spec
+        spec = spec.replace(*change)
+    why = _box_differences(_geometry_draws(spec), GOLDENS["random_geometry"]["rrc"]["draws"])
+    assert (why == []) == (change is None), why
+
+
+@pytest.mark.parametrize("change", [None, ("random_scale_prob=0.5", "random_scale_prob=0.3"),
+                                    ("random_scale_area=True", "random_scale_area=False"),
+                                    ("random_aspect_prob=0.5", "random_aspect_prob=0.7")])
+def test_resize_keep_ratio_draws_timms_sizes(change):
+    spec = GOLDENS["random_geometry"]["rkr_random"]["spec"]
+    if change:
+        assert change[0] in spec
+        spec = spec.replace(*change)
+    ours = [d[:2] for d in _geometry_draws(spec)]
+    theirs = GOLDENS["random_geometry"]["rkr_random"]["draws"]
+    why = []
+    for k, label in ((0, "height"), (1, "width")):
+        a, b = [x[k] for x in ours], [x[k] for x in theirs]
+        if R.ks(a, b) > 1.95 * math.sqrt((len(a) + len(b)) / (len(a) * len(b))) * 1.1:
+            why.append(label)
+    assert (why == []) == (change is None), why
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", ["rrc", "rkr_random"])
+def test_the_committed_geometry_draws_are_timms(rid):
+    import random
+    import timm.data.transforms as TT
+    from PIL import Image
+    t = TR.random_geometry(TT)[rid]
+    assert RT.to_spec(t) == GOLDENS["random_geometry"][rid]["spec"]
+    stub = Image.new("RGB", (451, 300))
+    random.seed(7)
+    if rid == "rrc":
+        live = [list(t.get_params(stub, t.scale, t.ratio)) for _ in range(3000)]
+        assert _box_differences(live, GOLDENS["random_geometry"][rid]["draws"]) == []
+    else:
+        live = [t.get_params(stub, t.size, t.longest, t.random_scale_prob, t.random_scale_range,
+                             t.random_scale_area, t.random_aspect_prob, t.random_aspect_range) for _ in range(3000)]
+        for k in (0, 1):
+            a, b = [x[k] for x in live], [x[k] for x in GOLDENS["random_geometry"][rid]["draws"]]
+            assert R.ks(a, b) < 1.95 * math.sqrt(2 / 3000) * 1.1
+
+
+def test_random_interpolation_picks_bilinear_or_bicubic_evenly():
+    spec = ("RandomChoice(transforms=[RandomResizedCrop(size=(224, 224), interpolation='bilinear'), "
+            "RandomResizedCrop(size=(224, 224), interpolation='bicubic')], p=None)")
+    picks = [_ringfeed._transform_draws(spec, 0, 451, 300, 3, 5, 0, i)[0] for i in range(N_DRAWS)]
+    assert abs(sum(picks) - N_DRAWS / 2) < 4 * math.sqrt(N_DRAWS / 4)

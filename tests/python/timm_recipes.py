@@ -42,6 +42,35 @@ def augment_recipes(timm_data):
     return out
 
 
+def geometry_recipes(timm_data, timm_transforms):
+    """id -> a deterministic list of timm's geometry classes (exact bytes)."""
+    TT = timm_transforms
+    return {
+        "eval_border": timm_data.create_transform(64, crop_mode="border", interpolation="bicubic"),
+        "rkr_longest": [TT.ResizeKeepRatio(50, longest=1.0, interpolation="bilinear")],
+        "rkr_blend_hw": [TT.ResizeKeepRatio((40, 70), longest=0.3, interpolation="bicubic")],
+        "ccop_reflect": [TT.ResizeKeepRatio(30), TT.CenterCropOrPad((45, 33), padding_mode="reflect")],
+        "ccop_fill": [TT.ResizeKeepRatio(30), TT.CenterCropOrPad(41, fill=(1, 2, 3))],
+        "ccop_edge_crop": [TT.CenterCropOrPad((21, 301), padding_mode="edge")],
+        "rrc_full_bicubic": [TT.RandomResizedCropAndInterpolation(48, scale=(1.0, 1.0), ratio=(1.0, 1.0),
+                                                                  interpolation="bicubic")],
+        "numpy_out": [TT.CenterCropOrPad(40), TT.ToNumpy()],
+        "maybe_pil_to_tensor": [TT.CenterCropOrPad(40), TT.MaybePILToTensor()],
+    }
+
+
+def random_geometry(timm_transforms):
+    """id -> a random geometry op whose draws are compared with timm's
+    get_params (on a 451 x 300 image)."""
+    TT = timm_transforms
+    return {
+        "rrc": TT.RandomResizedCropAndInterpolation(224, interpolation="bicubic"),
+        "rkr_random": TT.ResizeKeepRatio(224, interpolation="bilinear", random_scale_prob=0.5,
+                                         random_scale_range=(0.8, 1.0), random_scale_area=True,
+                                         random_aspect_prob=0.5, random_aspect_range=(0.9, 1 / 0.9)),
+    }
+
+
 def erasing_recipes(random_erasing):
     """id -> a timm RandomErasing (as create_transform builds them)."""
     E = random_erasing.RandomErasing

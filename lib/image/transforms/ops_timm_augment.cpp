@@ -8,6 +8,7 @@
 #include "timm_augment.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>

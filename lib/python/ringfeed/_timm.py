@@ -113,12 +113,21 @@ def _rrc(t, where):
 
 
 def _center_crop_or_pad(t, where):
-    if t.padding_mode != "constant" or t.fill not in (0, (0, 0, 0)):
-        _refuse(where, "CenterCropOrPad", f"padding_mode={t.padding_mode!r}, fill={t.fill!r}: only the "
-                                          "zero-filled constant padding (torchvision's CenterCrop) is run")
-    # center_crop_or_pad pads (w-iw)//2, (h-ih)//2, (w-iw+1)//2, (h-ih+1)//2 with 0, then crops at
-    # int(round((ih - h) / 2.0)): torchvision's F.center_crop step for step.
-    return f"CenterCrop(size={tuple(int(s) for s in t.size)!r})"
+    fill = tuple(t.fill) if isinstance(t.fill, (tuple, list)) else (t.fill,)
+    if t.padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+        _refuse(where, "CenterCropOrPad", f"padding_mode {t.padding_mode!r}")
+    size = tuple(int(s) for s in t.size)
+    return f"TimmCenterCropOrPad(size={size!r}, fill={_tuple(fill)}, padding_mode='{t.padding_mode}')"
+
+
+def _resize_keep_ratio(t, where):
+    filters = t.interpolation if isinstance(t.interpolation, (tuple, list)) else (t.interpolation,)
+    interp = "(" + ", ".join(f"'{_interp_name(f)}'" for f in filters) + ("," if len(filters) == 1 else "") + ")"
+    size = tuple(int(s) for s in t.size)
+    return (f"TimmResizeKeepRatio(size={size!r}, longest={_num(t.longest)}, interpolation={interp}, "
+            f"random_scale_prob={_num(t.random_scale_prob)}, random_scale_range={_tuple(t.random_scale_range)}, "
+            f"random_scale_area={bool(t.random_scale_area)}, random_aspect_prob={_num(t.random_aspect_prob)}, "
+            f"random_aspect_range={_tuple(t.random_aspect_range)})")
 
 
 _TRANSLATORS = {
@@ -128,10 +137,10 @@ _TRANSLATORS = {
     "RandomErasing": _random_erasing,
     "RandomResizedCropAndInterpolation": _rrc,
     "CenterCropOrPad": _center_crop_or_pad,
+    "ResizeKeepRatio": _resize_keep_ratio,
 }
 _SIMPLE = {"MaybeToTensor": "ToTensor()", "MaybePILToTensor": "PILToTensor()", "ToNumpy": "PILToTensor()"}
 _REFUSED = {
-    "ResizeKeepRatio": "its random scale/aspect draws and size rounding are not translated yet",
     "RandomCropOrPad": "its signed random placement is not translated yet",
     "RandomPad": "not translated yet",
     "TrimBorder": "not translated yet",

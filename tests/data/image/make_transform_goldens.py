@@ -107,6 +107,25 @@ def timm_goldens():
         if rid in TR.DRAW_CASES:
             n = 1000 if type(obj).__name__ == "AugMixAugment" else 3000  # AugMix: 3 chains of 1..3 ops each
             out["draws"][rid] = D.timm_augment_samples(AA, obj, n, 1, Image.new("RGB", (8, 8)))
+    import timm.data.transforms as TT
+    out["geometry"] = {}
+    for rid, t in TR.geometry_recipes(timm.data, TT).items():
+        ref = t if not isinstance(t, list) else T.Compose(t)
+        out["geometry"][rid] = {"spec": RT.to_spec(t), "digests": {
+            img: R.digest(R.reference(ref, os.path.join(R.DATA, img))) for img in R.IMAGES}}
+    import random
+    from PIL import Image as PILImage
+    stub = PILImage.new("RGB", (451, 300))
+    out["random_geometry"] = {}
+    for rid, t in TR.random_geometry(TT).items():
+        random.seed(1)
+        if rid == "rrc":
+            sizes = [list(t.get_params(stub, t.scale, t.ratio)) for _ in range(3000)]
+        else:
+            sizes = [t.get_params(stub, t.size, t.longest, t.random_scale_prob, t.random_scale_range,
+                                  t.random_scale_area, t.random_aspect_prob, t.random_aspect_range)
+                     for _ in range(3000)]
+        out["random_geometry"][rid] = {"spec": RT.to_spec(t), "draws": sizes}
     for rid, obj in TR.erasing_recipes(RE).items():
         out["erasing"][rid] = {"spec": RT.to_spec(obj), "boxes": D.timm_erasing_samples(RE, obj, 3000, 1, 48, 40)}
     return out
