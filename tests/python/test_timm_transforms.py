@@ -345,3 +345,38 @@ def test_random_interpolation_picks_bilinear_or_bicubic_evenly():
             "RandomResizedCrop(size=(224, 224), interpolation='bicubic')], p=None)")
     picks = [_ringfeed._transform_draws(spec, 0, 451, 300, 3, 5, 0, i)[0] for i in range(N_DRAWS)]
     assert abs(sum(picks) - N_DRAWS / 2) < 4 * math.sqrt(N_DRAWS / 4)
+
+
+def _folder(tmp_path, images):
+    import shutil
+    for k, img in enumerate(images):
+        os.makedirs(tmp_path / "data" / f"c{k % 2}", exist_ok=True)
+        shutil.copy(os.path.join(R.DATA, img), tmp_path / "data" / f"c{k % 2}" / f"{k}_{os.path.basename(img)}")
+    return str(tmp_path / "data")
+
+
+@needs_timm
+@pytest.mark.parametrize("config", ["train_pinned", "train_pinned_prefetcher", "eval_border"])
+def test_pinned_timm_recipes_in_the_dataloader_equal_torchs_batches(config, tmp_path):
+    """Where timm's draws can be pinned (a full-image crop, no flip, no
+    jitter), ringfeed.DataLoader's batches are torch's DataLoader's."""
+    from torchvision.datasets import ImageFolder
+    c = timm.data.create_transform
+    tf = {"train_pinned": c(64, is_training=True, scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
+                            color_jitter=None, interpolation="bicubic"),
+          "train_pinned_prefetcher": c(64, is_training=True, scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
+                                       color_jitter=None, interpolation="bilinear", use_prefetcher=True),
+          "eval_border": c(72, crop_mode="border", interpolation="bicubic")}[config]
+    root = _folder(tmp_path, ["photos/chelsea.jpg", "photos/coffee_portrait.jpg", "decode/rgb.jpg",
+                              "webp/lossy.webp", "decode/gray.jpg", "tiff/rgb_tiled.tif"])
+    dataset = ImageFolder(root, transform=tf)
+    ours = ringfeed.DataLoader(dataset, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(3),
+                               exact=True, strict=True)
+    theirs = torch.utils.data.DataLoader(dataset, batch_size=4, shuffle=True,
+                                         generator=torch.Generator().manual_seed(3))
+    assert ours.backend == "ringfeed"
+    got, want = list(ours), list(theirs)
+    assert len(got) == len(want) == 2
+    for (gi, gl), (wi, wl) in zip(got, want):
+        assert gi.dtype == wi.dtype and gi.shape == wi.shape and torch.equal(gl, wl)
+        assert (gi.double() - wi.double()).abs().max() <= (0 if gi.dtype == torch.uint8 else 1e-6)
