@@ -12,8 +12,9 @@ torchvision's semantics on PIL images (Pillow 9.4's arithmetic).
 
 Wherever ringfeed takes a transform it also takes torchvision's own objects
 (a Compose, a list, or one transform): `to_spec` translates them op by op
-from their attributes. An op ringfeed cannot run raises ValueError naming
-it, its position and what is supported; nothing is approximated.
+from their attributes; timm's (timm.data.create_transform's) likewise, as
+the Timm-named ops (_timm.py). An op ringfeed cannot run raises ValueError
+naming it, its position and what is supported; nothing is approximated.
 """
 import ast
 import enum
