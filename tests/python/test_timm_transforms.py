@@ -380,3 +380,50 @@ def test_pinned_timm_recipes_in_the_dataloader_equal_torchs_batches(config, tmp_
     for (gi, gl), (wi, wl) in zip(got, want):
         assert gi.dtype == wi.dtype and gi.shape == wi.shape and torch.equal(gl, wl)
         assert (gi.double() - wi.double()).abs().max() <= (0 if gi.dtype == torch.uint8 else 1e-6)
+
+
+class _ErasingRandom:
+    """Python's random for timm's RandomErasing with a one-value area and
+    aspect range: random() erases, uniform(a, a) is a, and randint hands
+    out ringfeed's count, tops and lefts."""
+
+    def __init__(self, ints):
+        self.ints = list(ints)
+
+    def random(self):
+        return 0.0
+
+    def uniform(self, a, b):
+        assert a == b
+        return a
+
+    def randint(self, a, b):
+        v = self.ints.pop(0)
+        assert a <= v <= b
+        return v
+
+
+@needs_timm
+@pytest.mark.parametrize("counts", [(1, 1), (1, 3), (2, 4)])
+def test_const_erasing_equals_timms_for_ringfeeds_boxes(counts):
+    import torchvision.transforms as T
+    from PIL import Image
+    obj = RE.RandomErasing(1.0, min_area=0.07, max_area=0.07, min_aspect=1.0, max_aspect=1.0, mode="const",
+                           min_count=counts[0], max_count=counts[1], device="cpu")
+    base = [T.Resize((40, 52)), T.ToTensor(), T.Normalize((0.4, 0.5, 0.6), (0.2, 0.25, 0.3))]
+    spec = RT.to_spec(base + [obj])
+    for img in R.IMAGES[:5]:
+        with Image.open(os.path.join(R.DATA, img)) as im:
+            clean = T.Compose(base)(im.convert("RGB"))
+        for index in range(8):
+            record = _ringfeed._transform_draws(spec, 3, 52, 40, 3, TR.SEED, 0, index)
+            boxes = D.ringfeed_erasing_sample(record)
+            ints = ([len(boxes)] if counts[0] != counts[1] else []) + [v for b in boxes for v in b[:2]]
+            saved = RE.random
+            RE.random = _ErasingRandom([int(v) for v in ints])
+            try:
+                want = obj(clean.clone())
+            finally:
+                RE.random = saved
+            got = ringfeed.decode(_read(img), transform=spec, exact=True, seed=TR.SEED, index=index, name=img)
+            assert torch.equal(got, want), f"{img}, sample {index}"
