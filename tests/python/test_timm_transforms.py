@@ -427,3 +427,24 @@ def test_const_erasing_equals_timms_for_ringfeeds_boxes(counts):
                 RE.random = saved
             got = ringfeed.decode(_read(img), transform=spec, exact=True, seed=TR.SEED, index=index, name=img)
             assert torch.equal(got, want), f"{img}, sample {index}"
+
+
+@pytest.mark.parametrize("rid", sorted(GOLDENS["mix"]))
+@pytest.mark.parametrize("alpha", [None, "alpha=0.5"])
+def test_augmix_mixing_weights_follow_timms_dirichlet_and_beta(rid, alpha):
+    spec = GOLDENS["augment"][rid]["spec"]
+    if alpha:
+        assert "alpha=1.0" in spec
+        spec = spec.replace("alpha=1.0", alpha)
+    width = int(spec.split("width=")[1].split(",")[0])
+    ours = [_ringfeed._transform_draws(spec, 0, 56, 56, 3, 5, 0, i)[:1 + width] for i in range(N_DRAWS)]
+    why = D.mix_differences(ours, GOLDENS["mix"][rid])
+    assert (why == []) == (alpha is None), why
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", sorted(GOLDENS["mix"]))
+def test_the_committed_mixing_weights_are_timms(rid):
+    from PIL import Image
+    live = D.timm_mix_samples(AA, LIVE[rid], 3000, 8, Image.new("RGB", (4, 4)))
+    assert D.mix_differences(live, GOLDENS["mix"][rid]) == []

@@ -86,6 +86,61 @@ def timm_augment_samples(module, obj, n, seed, image):
     return samples
 
 
+def timm_mix_samples(module, obj, n, seed, image):
+    """n calls of timm's AugMixAugment recording its np.float32 mixing
+    weights and m: [m, w0, w1, ...] (the ops' draws are timm's own too; the
+    ops are swapped for identities, so the mixing runs on `image` fast)."""
+    import numpy as np
+    np.random.seed(seed)
+    out = []
+    real = np.random
+
+    class Recorder:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def dirichlet(self, alpha):
+            v = real.dirichlet(alpha)
+            out.append([None] + [float(np.float32(x)) for x in v])
+            return v
+
+        def beta(self, a, b):
+            v = real.beta(a, b)
+            out[-1][0] = float(np.float32(v))
+            return v
+
+    class Np:
+        random = Recorder()
+
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+    saved_np, saved = module.np, [op.aug_fn for op in obj.ops]
+    module.np = Np()
+    for op in obj.ops:
+        op.aug_fn = lambda img, *a, **k: img
+    try:
+        for _ in range(n):
+            obj(image)
+    finally:
+        module.np = saved_np
+        for op, fn in zip(obj.ops, saved):
+            op.aug_fn = fn
+    return out
+
+
+def mix_differences(ours, theirs):
+    """KS of m and of the first mixing weight."""
+    why = []
+    for k, label in ((0, "m"), (1, "first weight")):
+        a, b = [x[k] for x in ours], [x[k] for x in theirs]
+        d = ks(a, b)
+        crit = 1.95 * math.sqrt((len(a) + len(b)) / (len(a) * len(b))) * 1.1
+        if d > crit:
+            why.append(f"{label}: KS {d:.3f} > {crit:.3f}")
+    return why
+
+
 def _chi2(a, b):
     """Two-sample chi-square statistic of two count dicts, and its degrees
     of freedom."""
