@@ -101,12 +101,12 @@ def timm_mix_samples(module, obj, n, seed, image):
 
         def dirichlet(self, alpha):
             v = real.dirichlet(alpha)
-            out.append([None] + [float(np.float32(x)) for x in v])
+            out.append([None] + [float(f"{np.float32(x):.7g}") for x in v])
             return v
 
         def beta(self, a, b):
             v = real.beta(a, b)
-            out[-1][0] = float(np.float32(v))
+            out[-1][0] = float(f"{np.float32(v):.7g}")
             return v
 
     class Np:

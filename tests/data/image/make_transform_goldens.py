@@ -126,7 +126,7 @@ def timm_goldens():
                                   t.random_scale_area, t.random_aspect_prob, t.random_aspect_range)
                      for _ in range(3000)]
         out["random_geometry"][rid] = {"spec": RT.to_spec(t), "draws": sizes}
-    out["mix"] = {rid: D.timm_mix_samples(AA, obj, 3000, 1, Image.new("RGB", (4, 4)))
+    out["mix"] = {rid: D.timm_mix_samples(AA, obj, 2000, 1, Image.new("RGB", (4, 4)))
                   for rid, obj in TR.augment_recipes(timm.data).items() if type(obj).__name__ == "AugMixAugment"}
     for rid, obj in TR.erasing_recipes(RE).items():
         out["erasing"][rid] = {"spec": RT.to_spec(obj), "boxes": D.timm_erasing_samples(RE, obj, 3000, 1, 48, 40)}
