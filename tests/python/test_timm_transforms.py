@@ -448,3 +448,24 @@ def test_the_committed_mixing_weights_are_timms(rid):
     from PIL import Image
     live = D.timm_mix_samples(AA, LIVE[rid], 3000, 8, Image.new("RGB", (4, 4)))
     assert D.mix_differences(live, GOLDENS["mix"][rid]) == []
+
+
+@pytest.mark.parametrize("name", sorted(GOLDENS["ops"]))
+def test_each_timm_op_alone_gives_the_goldens_bytes(name):
+    """Each op of timm's NAME_TO_OP (less the 3-Augment ones), always
+    applied, on every test format resized to 43 x 57: timm's bytes for
+    ringfeed's draws (magnitude noise, sign, random filter)."""
+    spec = TR.OP_BEFORE + "; " + GOLDENS["ops"][name]["spec"]
+    for j, img in enumerate(R.IMAGES):
+        data = _read(img)
+        got = torch.stack([ringfeed.decode(data, transform=spec, exact=True, seed=TR.SEED, index=10 * j + i, name=img)
+                           for i in range(TR.OP_SAMPLES)])
+        assert R.digest(got) == GOLDENS["ops"][name]["digests"][img], f"{name} on {img}"
+
+
+@needs_timm
+def test_every_timm_op_translates_to_the_goldens_spec():
+    ops = TR.op_recipes(AA)
+    assert sorted(ops) == sorted(GOLDENS["ops"])
+    for name, ra in ops.items():
+        assert RT.to_spec(ra) == GOLDENS["ops"][name]["spec"]

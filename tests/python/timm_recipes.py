@@ -24,6 +24,19 @@ BEFORE = "Resize((56, 56))"
 DRAW_CASES = ("rand_m9_mstd05_inc1_random", "rand_weights_mmax", "original_random", "augmix_default_random")  # square: timm's AugMix only mixes square images
 
 
+OP_BEFORE = "Resize((57, 43))"  # not square: the affine ops' x and y differ
+OP_SAMPLES = 4
+
+
+def op_recipes(auto_augment):
+    """name -> a RandAugment of that one AugmentOp, always applied, with
+    magnitude noise and the random bilinear/bicubic filter: each of timm's
+    ops ringfeed runs, alone."""
+    hparams = dict(translate_const=100, img_mean=(124, 116, 104), magnitude_std=0.5)
+    return {name: auto_augment.RandAugment([auto_augment.AugmentOp(name, prob=1.0, magnitude=7, hparams=hparams)], 1)
+            for name in auto_augment.NAME_TO_OP if name not in ("GaussianBlur", "GaussianBlurRand", "Desaturate")}
+
+
 def augment_recipes(timm_data):
     """id -> the timm augmentation object (RandAugment / AutoAugment /
     AugMixAugment) create_transform builds for a config string."""

@@ -126,6 +126,18 @@ def timm_goldens():
                                   t.random_scale_area, t.random_aspect_prob, t.random_aspect_range)
                      for _ in range(3000)]
         out["random_geometry"][rid] = {"spec": RT.to_spec(t), "draws": sizes}
+    out["ops"] = {}
+    for name, ra in TR.op_recipes(AA).items():
+        spec = RT.to_spec(ra)
+        full = TR.OP_BEFORE + "; " + spec
+        digests = {}
+        for j, img in enumerate(R.IMAGES):
+            with Image.open(os.path.join(R.DATA, img)) as im:
+                before = T.Resize((57, 43))(im.convert("RGB"))
+            digests[img] = R.digest(torch.stack([torch.from_numpy(np.array(TR.replay(
+                AA, ra, before, _ringfeed._transform_draws(full, 1, 43, 57, 3, TR.SEED, 0, 10 * j + i))))
+                for i in range(TR.OP_SAMPLES)]))
+        out["ops"][name] = {"spec": spec, "digests": digests}
     out["mix"] = {rid: D.timm_mix_samples(AA, obj, 2000, 1, Image.new("RGB", (4, 4)))
                   for rid, obj in TR.augment_recipes(timm.data).items() if type(obj).__name__ == "AugMixAugment"}
     for rid, obj in TR.erasing_recipes(RE).items():
