@@ -1,5 +1,6 @@
 // timm's ops (TimmAugmentOp, TimmRandAugment, TimmAutoAugment, TimmAugMix,
-// TimmRandomErasing, TimmResizeKeepRatio, TimmCenterCropOrPad): each spec
+// TimmRandomErasing, TimmResizeKeepRatio, TimmCenterCropOrPad,
+// TimmRandomCropOrPad): each spec
 // parses back to itself, the level functions give timm's arguments at
 // fixed magnitudes, probabilities and clipping hold, and erased boxes stay
 // inside the image. Pixel parity with timm's own objects is in
@@ -52,7 +53,8 @@ TEST_CASE("timm ops: every spec parses back to itself", "[timm][spec]") {
                     "min_count=2, max_count=5, mode='pixel')"),
         std::string("TimmResizeKeepRatio(size=(40, 70), longest=0.5, interpolation=('bilinear', 'bicubic'), "
                     "random_scale_prob=0.5, random_aspect_prob=0.25)"),
-        std::string("TimmCenterCropOrPad(size=(21, 30), fill=(1, 2, 3), padding_mode='reflect')")}) {
+        std::string("TimmCenterCropOrPad(size=(21, 30), fill=(1, 2, 3), padding_mode='reflect')"),
+        std::string("TimmRandomCropOrPad(size=(21, 30), fill=(1, 2, 3), padding_mode='edge')")}) {
     INFO(spec);
     const std::string once = img::transform_list::parse(spec).spec();
     CHECK(img::transform_list::parse(once).spec() == once);

@@ -469,3 +469,38 @@ def test_every_timm_op_translates_to_the_goldens_spec():
     assert sorted(ops) == sorted(GOLDENS["ops"])
     for name, ra in ops.items():
         assert RT.to_spec(ra) == GOLDENS["ops"][name]["spec"]
+
+
+@pytest.mark.parametrize("rid", sorted(GOLDENS["crop_or_pad"]))
+def test_random_crop_or_pad_gives_the_goldens_bytes_and_timms_offsets(rid):
+    case = GOLDENS["crop_or_pad"][rid]
+    h, w = TR.CROP_OR_PAD_BEFORE
+    for img in R.IMAGES:
+        got = torch.stack([ringfeed.decode(_read(img), transform=case["spec"], exact=True, seed=TR.SEED, index=i,
+                                           name=img) for i in range(5)])
+        assert R.digest(got) == case["digests"][img], f"{rid} on {img}"
+    ours = [_ringfeed._transform_draws(case["spec"], 1, w, h, 3, 5, 0, i) for i in range(N_DRAWS)]
+    for k in (0, 1):
+        a, b = [x[k] for x in ours], [x[k] for x in case["draws"]]
+        assert R.ks(a, b) < 1.95 * math.sqrt((len(a) + len(b)) / (len(a) * len(b))) * 1.1, (rid, k)
+
+
+@needs_timm
+@pytest.mark.parametrize("rid", sorted(GOLDENS["crop_or_pad"]))
+def test_random_crop_or_pad_translates_and_equals_timm_replayed(rid):
+    import numpy as np
+    import timm.data.transforms as TT
+    import torchvision.transforms as T
+    from PIL import Image
+    t = TR.crop_or_pad_recipes(TT)[rid]
+    h, w = TR.CROP_OR_PAD_BEFORE
+    spec = RT.to_spec([T.Resize((h, w)), t])
+    assert spec == GOLDENS["crop_or_pad"][rid]["spec"]
+    for img in R.IMAGES[:6]:
+        with Image.open(os.path.join(R.DATA, img)) as im:
+            before = T.Resize((h, w))(im.convert("RGB"))
+        for i in range(8):
+            record = _ringfeed._transform_draws(spec, 1, w, h, 3, 9, 0, i)
+            want = torch.from_numpy(np.array(TR.replay_crop_or_pad(TT, t, before, record)))
+            got = ringfeed.decode(_read(img), transform=spec, exact=True, seed=9, index=i, name=img)
+            assert got.shape == want.shape and torch.equal(got, want), f"{rid} on {img}, sample {i}"

@@ -84,6 +84,39 @@ def random_geometry(timm_transforms):
     }
 
 
+CROP_OR_PAD_BEFORE = (50, 45)  # (height, width) before each RandomCropOrPad
+
+
+def crop_or_pad_recipes(timm_transforms):
+    """id -> a RandomCropOrPad: smaller, larger and mixed targets."""
+    C = timm_transforms.RandomCropOrPad
+    return {"reflect_mixed": C((40, 57), padding_mode="reflect"),
+            "fill_taller": C((64, 20), fill=(5, 6, 7)),
+            "edge_wider": C((25, 90), padding_mode="edge")}
+
+
+class RandintScript:
+    """Python's random for timm.data.transforms: randint hands out ringfeed's
+    |top| and |left| (get_params' randint(0, |delta|))."""
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def randint(self, a, b):
+        v = self.values.pop(0)
+        assert a <= v <= b, (a, v, b)
+        return v
+
+
+def replay_crop_or_pad(timm_transforms, t, image, record):
+    saved = timm_transforms.random
+    timm_transforms.random = RandintScript([abs(int(v)) for v in record])
+    try:
+        return t(image)
+    finally:
+        timm_transforms.random = saved
+
+
 def erasing_recipes(random_erasing):
     """id -> a timm RandomErasing (as create_transform builds them)."""
     E = random_erasing.RandomErasing

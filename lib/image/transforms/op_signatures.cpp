@@ -51,6 +51,7 @@ constexpr op_param TimmAugMix_params[] = {{"ops", {}, "[TimmAugmentOp('Rotate', 
 constexpr op_param TimmRandomErasing_params[] = {{"probability", "0.5"}, {"min_area", "0.02"}, {"max_area", "0.3333333333333333"}, {"log_aspect_ratio", "(-1.2039728043259361, 1.2039728043259361)"}, {"min_count", "1"}, {"max_count", "None"}, {"mode", "'const'"}, {"num_splits", "0"}};
 constexpr op_param TimmResizeKeepRatio_params[] = {{"size", {}, "224"}, {"longest", "0.0"}, {"interpolation", "'bilinear'"}, {"random_scale_prob", "0.0"}, {"random_scale_range", "(0.85, 1.05)"}, {"random_scale_area", "False"}, {"random_aspect_prob", "0.0"}, {"random_aspect_range", "(0.9, 1.11)"}};
 constexpr op_param TimmCenterCropOrPad_params[] = {{"size", {}, "224"}, {"fill", "0"}, {"padding_mode", "'constant'"}};
+constexpr op_param TimmRandomCropOrPad_params[] = {{"size", {}, "224"}, {"fill", "0"}, {"padding_mode", "'constant'"}};
 // clang-format on
 
 constexpr op_signature signatures[] = {
@@ -96,6 +97,7 @@ constexpr op_signature signatures[] = {
     {"TimmRandomErasing", TimmRandomErasing_params},
     {"TimmResizeKeepRatio", TimmResizeKeepRatio_params},
     {"TimmCenterCropOrPad", TimmCenterCropOrPad_params},
+    {"TimmRandomCropOrPad", TimmRandomCropOrPad_params},
 };
 
 }  // namespace

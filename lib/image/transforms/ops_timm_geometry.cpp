@@ -3,8 +3,9 @@
 // image to the target, blended between its shorter and longer side by
 // `longest`, optionally scaled and stretched at random, each side rounded
 // half to even; then F.resize to that exact size with the filter or a
-// random choice of filters) and CenterCropOrPad (TimmCenterCropOrPad: F.pad
-// to at least the size, then F.center_crop's crop). The kernels are the
+// random choice of filters), CenterCropOrPad (TimmCenterCropOrPad: F.pad
+// to at least the size, then F.center_crop's crop) and RandomCropOrPad
+// (TimmRandomCropOrPad: a signed random offset per side). The kernels are the
 // torchvision ops' (Pillow's resample, pad and crop).
 #include <algorithm>
 #include <cctype>
@@ -215,12 +216,78 @@ op_ptr make_center_crop_or_pad(const spec_call& c) {
   return std::make_shared<center_crop_or_pad_op>(size_arg(a), std::move(fill), static_cast<padding_mode>(mode));
 }
 
+// --- RandomCropOrPad -------------------------------------------------------------------
+
+// RandomCropOrPad: get_params draws top = copysign(randint(0, |image − size|),
+// image − size) per side (a crop offset inside a larger image, a pad before
+// a smaller one), then crop_or_pad pads what lies outside and crops.
+class random_crop_or_pad_op final : public transform_op {
+ public:
+  random_crop_or_pad_op(size2 size, std::vector<double> fill, padding_mode mode)
+      : m_size(size), m_fill(std::move(fill)), m_mode(mode) {}
+  std::string_view name() const noexcept override { return "TimmRandomCropOrPad"; }
+  std::string spec() const override {
+    constexpr std::string_view modes[] = {"constant", "edge", "reflect", "symmetric"};
+    return "TimmRandomCropOrPad(size=(" + std::to_string(m_size.height) + ", " + std::to_string(m_size.width) +
+           "), fill=" + spec_tuple(m_fill) + ", padding_mode='" + std::string(modes[static_cast<int>(m_mode)]) +
+           "')";
+  }
+  frame_shape infer(const frame_shape& in) const override {
+    require_kind(name(), in, {frame_kind::image});
+    frame_shape out = in;
+    out.size = m_size;
+    return out;
+  }
+  bool deterministic() const noexcept override { return false; }
+  static int signed_offset(sample_rng& rng, int delta) {
+    const int k = static_cast<int>(rng.uniform_int(0, std::abs(delta) + 1));  // random.randint(0, |delta|)
+    return delta < 0 ? -k : k;
+  }
+  std::array<int, 2> draw(sample_rng& rng, size2 in) const {
+    const int top = signed_offset(rng, in.height - m_size.height);
+    const int left = signed_offset(rng, in.width - m_size.width);
+    return {top, left};
+  }
+  std::vector<double> draw_for_test(sample_rng& rng, size2 in, int) const override {
+    const auto d = draw(rng, in);
+    return {double(d[0]), double(d[1])};
+  }
+  void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
+    auto [top, left] = draw(rng, f.size());
+    const int right = left + m_size.width, bottom = top + m_size.height;
+    if (left < 0 || top < 0 || right > f.width || bottom > f.height) {  // crop_or_pad's padding_ltrb
+      pad(f.pixels.view(), std::max(-left + std::min(0, right), 0), std::max(-top + std::min(0, bottom), 0),
+          std::max(right - std::max(f.width, left), 0), std::max(bottom - std::max(f.height, top), 0), m_mode,
+          resolve_fill(name(), m_fill, f.channels), s.spare);
+      std::swap(f.pixels, s.spare);
+      f.set_image(f.kind);
+    }
+    crop(f.pixels.view(), {std::max(top, 0), std::max(left, 0), m_size.height, m_size.width}, s.spare);
+    std::swap(f.pixels, s.spare);
+    f.set_image(f.kind);
+  }
+
+ private:
+  size2 m_size;
+  std::vector<double> m_fill;
+  padding_mode m_mode;
+};
+
+op_ptr make_random_crop_or_pad(const spec_call& c) {
+  const spec_args a(c);
+  std::vector<double> fill = a.numbers("fill", {0});
+  if (fill.empty()) a.fail("fill", "expected a number or a sequence of numbers");
+  const int mode = a.choice("padding_mode", {"constant", "edge", "reflect", "symmetric"}, 0);
+  return std::make_shared<random_crop_or_pad_op>(size_arg(a), std::move(fill), static_cast<padding_mode>(mode));
+}
+
 }  // namespace
 
 std::span<const op_entry> timm_geometry_op_entries() {
   static const op_entry entries[] = {
       {"TimmResizeKeepRatio", make_resize_keep_ratio},
       {"TimmCenterCropOrPad", make_center_crop_or_pad},
+      {"TimmRandomCropOrPad", make_random_crop_or_pad},
   };
   return entries;
 }

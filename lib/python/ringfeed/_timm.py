@@ -112,12 +112,13 @@ def _rrc(t, where):
     return f"RandomResizedCrop({common}, interpolation='{_interp_name(t.interpolation)}')"
 
 
-def _center_crop_or_pad(t, where):
+def _crop_or_pad(t, where):
+    name = type(t).__name__
     fill = tuple(t.fill) if isinstance(t.fill, (tuple, list)) else (t.fill,)
     if t.padding_mode not in ("constant", "edge", "reflect", "symmetric"):
-        _refuse(where, "CenterCropOrPad", f"padding_mode {t.padding_mode!r}")
+        _refuse(where, name, f"padding_mode {t.padding_mode!r}")
     size = tuple(int(s) for s in t.size)
-    return f"TimmCenterCropOrPad(size={size!r}, fill={_tuple(fill)}, padding_mode='{t.padding_mode}')"
+    return f"Timm{name}(size={size!r}, fill={_tuple(fill)}, padding_mode='{t.padding_mode}')"
 
 
 def _resize_keep_ratio(t, where):
@@ -136,12 +137,12 @@ _TRANSLATORS = {
     "AugMixAugment": _augmix,
     "RandomErasing": _random_erasing,
     "RandomResizedCropAndInterpolation": _rrc,
-    "CenterCropOrPad": _center_crop_or_pad,
+    "CenterCropOrPad": _crop_or_pad,
+    "RandomCropOrPad": _crop_or_pad,
     "ResizeKeepRatio": _resize_keep_ratio,
 }
 _SIMPLE = {"MaybeToTensor": "ToTensor()", "MaybePILToTensor": "PILToTensor()", "ToNumpy": "PILToTensor()"}
 _REFUSED = {
-    "RandomCropOrPad": "its signed random placement is not translated yet",
     "RandomPad": "not translated yet",
     "TrimBorder": "not translated yet",
     "ToTensor": "timm's ToTensor (pil_to_tensor(img).to(dtype), no scaling) is not translated yet",

@@ -107,13 +107,27 @@ def timm_goldens():
         if rid in TR.DRAW_CASES:
             n = 1000 if type(obj).__name__ == "AugMixAugment" else 3000  # AugMix: 3 chains of 1..3 ops each
             out["draws"][rid] = D.timm_augment_samples(AA, obj, n, 1, Image.new("RGB", (8, 8)))
+    import random
     import timm.data.transforms as TT
     out["geometry"] = {}
     for rid, t in TR.geometry_recipes(timm.data, TT).items():
         ref = t if not isinstance(t, list) else T.Compose(t)
         out["geometry"][rid] = {"spec": RT.to_spec(t), "digests": {
             img: R.digest(R.reference(ref, os.path.join(R.DATA, img))) for img in R.IMAGES}}
-    import random
+    out["crop_or_pad"] = {}
+    h, w = TR.CROP_OR_PAD_BEFORE
+    for rid, t in TR.crop_or_pad_recipes(TT).items():
+        spec = RT.to_spec([T.Resize((h, w)), t])
+        digests = {}
+        for img in R.IMAGES:
+            with Image.open(os.path.join(R.DATA, img)) as im:
+                before = T.Resize((h, w))(im.convert("RGB"))
+            digests[img] = R.digest(torch.stack([torch.from_numpy(np.array(TR.replay_crop_or_pad(
+                TT, t, before, _ringfeed._transform_draws(spec, 1, w, h, 3, TR.SEED, 0, i)))) for i in range(5)]))
+        stub = Image.new("RGB", (w, h))
+        random.seed(1)
+        out["crop_or_pad"][rid] = {"spec": spec, "digests": digests,
+                                   "draws": [list(t.get_params(stub, t.size)) for _ in range(2000)]}
     from PIL import Image as PILImage
     stub = PILImage.new("RGB", (451, 300))
     out["random_geometry"] = {}
