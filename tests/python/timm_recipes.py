@@ -57,6 +57,7 @@ def augment_recipes(timm_data):
 
 def geometry_recipes(timm_data, timm_transforms):
     """id -> a deterministic list of timm's geometry classes (exact bytes)."""
+    import torch
     TT = timm_transforms
     return {
         "eval_border": timm_data.create_transform(64, crop_mode="border", interpolation="bicubic"),
@@ -69,6 +70,8 @@ def geometry_recipes(timm_data, timm_transforms):
                                                                   interpolation="bicubic")],
         "numpy_out": [TT.CenterCropOrPad(40), TT.ToNumpy()],
         "maybe_pil_to_tensor": [TT.CenterCropOrPad(40), TT.MaybePILToTensor()],
+        "to_tensor_unscaled": [TT.CenterCropOrPad(40), TT.ToTensor()],  # timm's: no / 255
+        "to_tensor_uint8": [TT.CenterCropOrPad(40), TT.ToTensor(torch.uint8)],
     }
 
 

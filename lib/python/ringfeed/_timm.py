@@ -95,6 +95,16 @@ def _random_erasing(t, where):
             f"num_splits={int(t.num_splits)})")
 
 
+def _to_tensor(t, where):
+    # timm's ToTensor: F.pil_to_tensor(img).to(dtype), no scaling
+    dtype = str(t.dtype).replace("torch.", "")
+    if dtype == "uint8":
+        return "PILToTensor()"
+    if dtype not in ("float32", "float"):
+        _refuse(where, "ToTensor", f"dtype {t.dtype}: ringfeed's tensors inside a list are uint8 or float32")
+    return "Compose(transforms=[PILToTensor(), ToDtype(dtype=float32, scale=False)])"
+
+
 def _interp_name(mode):
     return str(getattr(mode, "value", mode))
 
@@ -140,12 +150,12 @@ _TRANSLATORS = {
     "CenterCropOrPad": _crop_or_pad,
     "RandomCropOrPad": _crop_or_pad,
     "ResizeKeepRatio": _resize_keep_ratio,
+    "ToTensor": _to_tensor,
 }
 _SIMPLE = {"MaybeToTensor": "ToTensor()", "MaybePILToTensor": "PILToTensor()", "ToNumpy": "PILToTensor()"}
 _REFUSED = {
     "RandomPad": "not translated yet",
     "TrimBorder": "not translated yet",
-    "ToTensor": "timm's ToTensor (pil_to_tensor(img).to(dtype), no scaling) is not translated yet",
     "RandomResizedCropToSequence": "NaFlex sequence outputs are not images ringfeed returns",
 }
 
