@@ -31,7 +31,8 @@ after epoch is. Reported: medians over the rounds, and ringfeed /
 DataLoader.
 Goal (the issue): every recipe >= 3x the DataLoader on the same cores.
 Run with the torch 2.x venv's python (bootstrap.sh) to add the v2 and
-timm recipes (v2_val_256, timm_create_eval_95).
+timm recipes (v2_val_256, timm_create_eval_95, timm_create_train_rand,
+timm_create_train_augmix).
 
 The first three recipes are the PyTorch tuning guides' snippets for CIFAR-10
 and MNIST, run above on ImageNet-size JPEGs (the CIFAR ones with a
@@ -108,6 +109,11 @@ def recipes():
     try:
         import timm.data
         out["timm_create_eval_95"] = timm.data.create_transform(224, crop_pct=0.95, interpolation="bicubic")
+        out["timm_create_train_rand"] = timm.data.create_transform(
+            224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", interpolation="bicubic", re_prob=0.25,
+            re_mode="pixel")
+        out["timm_create_train_augmix"] = timm.data.create_transform(
+            224, is_training=True, auto_augment="augmix-m5-w4-d2", interpolation="random", re_prob=0.25, re_count=3)
     except ImportError:
         pass
     return out
@@ -202,7 +208,8 @@ def head(t):
     import torchvision.transforms as T
     ops = []
     for op in t.transforms:
-        if not isinstance(op, (T.Resize, T.CenterCrop, T.RandomResizedCrop, T.RandomHorizontalFlip)):
+        if not isinstance(op, (T.Resize, T.CenterCrop, T.RandomResizedCrop, T.RandomHorizontalFlip)) and \
+                type(op).__name__ != "RandomResizedCropAndInterpolation":  # timm's
             break
         ops.append(op)
     return T.Compose(ops)

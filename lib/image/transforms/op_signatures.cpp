@@ -43,6 +43,15 @@ constexpr op_param ToDtype_params[] = {{"dtype", {}, "float32"}, {"scale", "Fals
 constexpr op_param RandomApply_params[] = {{"transforms", {}, "[RandomHorizontalFlip()]"}, {"p", "0.5"}};
 constexpr op_param RandomChoice_params[] = {{"transforms", {}, "[RandomHorizontalFlip(), RandomVerticalFlip()]"}, {"p", "None"}};
 constexpr op_param RandomOrder_params[] = {{"transforms", {}, "[RandomHorizontalFlip(), RandomVerticalFlip()]"}};
+// timm's (timm.data.auto_augment's AugmentOp and policies, timm.data.random_erasing): Timm-named, never torchvision's
+constexpr op_param TimmAugmentOp_params[] = {{"name", {}, "'Rotate'"}, {"prob", "0.5"}, {"magnitude", "10"}, {"magnitude_std", "0"}, {"magnitude_max", "None"}, {"fill", "(128, 128, 128)"}, {"interpolation", "('bilinear', 'bicubic')"}, {"translate_const", "250"}, {"translate_pct", "0.45"}};
+constexpr op_param TimmRandAugment_params[] = {{"ops", {}, "[TimmAugmentOp('Rotate')]"}, {"num_layers", "2"}, {"choice_weights", "None"}};
+constexpr op_param TimmAutoAugment_params[] = {{"policy", {}, "[[TimmAugmentOp('Rotate')]]"}};
+constexpr op_param TimmAugMix_params[] = {{"ops", {}, "[TimmAugmentOp('Rotate', prob=1.0)]"}, {"alpha", "1.0"}, {"width", "3"}, {"depth", "-1"}, {"blended", "False"}};
+constexpr op_param TimmRandomErasing_params[] = {{"probability", "0.5"}, {"min_area", "0.02"}, {"max_area", "0.3333333333333333"}, {"log_aspect_ratio", "(-1.2039728043259361, 1.2039728043259361)"}, {"min_count", "1"}, {"max_count", "None"}, {"mode", "'const'"}, {"num_splits", "0"}};
+constexpr op_param TimmResizeKeepRatio_params[] = {{"size", {}, "224"}, {"longest", "0.0"}, {"interpolation", "'bilinear'"}, {"random_scale_prob", "0.0"}, {"random_scale_range", "(0.85, 1.05)"}, {"random_scale_area", "False"}, {"random_aspect_prob", "0.0"}, {"random_aspect_range", "(0.9, 1.11)"}};
+constexpr op_param TimmCenterCropOrPad_params[] = {{"size", {}, "224"}, {"fill", "0"}, {"padding_mode", "'constant'"}};
+constexpr op_param TimmRandomCropOrPad_params[] = {{"size", {}, "224"}, {"fill", "0"}, {"padding_mode", "'constant'"}};
 // clang-format on
 
 constexpr op_signature signatures[] = {
@@ -81,6 +90,14 @@ constexpr op_signature signatures[] = {
     {"RandomApply", RandomApply_params},
     {"RandomChoice", RandomChoice_params},
     {"RandomOrder", RandomOrder_params},
+    {"TimmAugmentOp", TimmAugmentOp_params},
+    {"TimmRandAugment", TimmRandAugment_params},
+    {"TimmAutoAugment", TimmAutoAugment_params},
+    {"TimmAugMix", TimmAugMix_params},
+    {"TimmRandomErasing", TimmRandomErasing_params},
+    {"TimmResizeKeepRatio", TimmResizeKeepRatio_params},
+    {"TimmCenterCropOrPad", TimmCenterCropOrPad_params},
+    {"TimmRandomCropOrPad", TimmRandomCropOrPad_params},
 };
 
 }  // namespace

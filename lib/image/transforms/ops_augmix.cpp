@@ -13,6 +13,7 @@
 // samples are normalised Marsaglia–Tsang gammas in double, cast to float32
 // and clamped as torch's _s_dirichlet_cpu does.
 #include "ops_detail.hpp"
+#include "timm_augment.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -62,8 +63,10 @@ double magnitude_of(mix_op o, int bin, size2 size, linspace_rule rule) {
   }
 }
 
+}  // namespace
+
 // A standard normal draw (Box–Muller).
-double normal(sample_rng& rng) {
+double standard_normal(sample_rng& rng) {
   const double u1 = 1.0 - rng.uniform();  // (0, 1]
   const double u2 = rng.uniform();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
@@ -72,7 +75,7 @@ double normal(sample_rng& rng) {
 // Gamma(alpha, 1): Marsaglia and Tsang, "A simple method for generating
 // gamma variables" (ACM TOMS 2000), boosted for alpha < 1, as ATen's
 // sample_gamma.
-double gamma(sample_rng& rng, double alpha) {
+double gamma_draw(sample_rng& rng, double alpha) {
   double scale = 1.0;
   if (alpha < 1.0) {
     scale = std::pow(1.0 - rng.uniform(), 1.0 / alpha);
@@ -83,7 +86,7 @@ double gamma(sample_rng& rng, double alpha) {
   for (;;) {
     double x = 0, v = 0;
     do {
-      x = normal(rng);
+      x = standard_normal(rng);
       v = 1.0 + c * x;
     } while (v <= 0.0);
     v = v * v * v;
@@ -94,12 +97,14 @@ double gamma(sample_rng& rng, double alpha) {
   }
 }
 
+namespace {
+
 // torch._sample_dirichlet of `n` equal concentrations: float32, each in
 // [FLT_MIN, the float below 1].
 std::vector<float> dirichlet(sample_rng& rng, double alpha, int n) {
   std::vector<double> g(static_cast<std::size_t>(n));
   double sum = 0;
-  for (double& v : g) sum += v = std::max(std::numeric_limits<double>::min(), gamma(rng, alpha));
+  for (double& v : g) sum += v = std::max(std::numeric_limits<double>::min(), gamma_draw(rng, alpha));
   std::vector<float> out;
   for (double v : g)
     out.push_back(std::clamp(static_cast<float>(v / sum), std::numeric_limits<float>::min(),

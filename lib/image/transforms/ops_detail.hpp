@@ -84,6 +84,12 @@ struct op_entry {
 [[nodiscard]] std::span<const op_entry> augmix_op_entries();
 [[nodiscard]] std::span<const op_entry> container_op_entries();
 [[nodiscard]] std::span<const op_entry> v2_op_entries();
+/// timm's (ops_timm_augment.cpp, ops_timm_policies.cpp, ops_timm_erasing.cpp,
+/// ops_timm_geometry.cpp).
+[[nodiscard]] std::span<const op_entry> timm_augment_op_entries();
+[[nodiscard]] std::span<const op_entry> timm_policy_op_entries();
+[[nodiscard]] std::span<const op_entry> timm_erasing_op_entries();
+[[nodiscard]] std::span<const op_entry> timm_geometry_op_entries();
 
 /// What compile() needs to know of a geometric op to fuse it with the
 /// decoder.

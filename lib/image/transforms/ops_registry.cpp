@@ -172,9 +172,11 @@ std::vector<op_ptr> spec_args::transforms(std::string_view param) const {
 }
 
 namespace {
-std::array<std::span<const op_entry>, 8> op_tables() {
-  return {shape_op_entries(),   tensor_op_entries(), geometry_op_entries(),  color_op_entries(),
-          augment_op_entries(), augmix_op_entries(), container_op_entries(), v2_op_entries()};
+std::array<std::span<const op_entry>, 12> op_tables() {
+  return {shape_op_entries(),      tensor_op_entries(),      geometry_op_entries(),   color_op_entries(),
+          augment_op_entries(),    augmix_op_entries(),      container_op_entries(),  v2_op_entries(),
+          timm_augment_op_entries(), timm_policy_op_entries(), timm_erasing_op_entries(),
+          timm_geometry_op_entries()};
 }
 }  // namespace
 

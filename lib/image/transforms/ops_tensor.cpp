@@ -3,6 +3,7 @@
 // arithmetic (v / 255, (v − mean) / std) so results are bit-identical.
 #include "ops_detail.hpp"
 #include "image/transforms/planes.hpp"
+#include "timm_augment.hpp"
 
 #include <array>
 #include <cmath>
@@ -304,14 +305,20 @@ bool is_normalize_op(const transform_op& op, std::vector<double>& mean, std::vec
   return true;
 }
 
-bool runs_on_output(const transform_op& op) { return dynamic_cast<const random_erasing_op*>(&op) != nullptr; }
+bool runs_on_output(const transform_op& op) {
+  return dynamic_cast<const random_erasing_op*>(&op) != nullptr || run_timm_erasing_on_output(op, {}, {}, nullptr);
+}
 
 void run_on_output(const transform_op& op, std::span<std::byte> dst, const output_shape& shape, const sample_key& key,
                    std::uint32_t stream) {
   const auto* erasing = dynamic_cast<const random_erasing_op*>(&op);
-  if (erasing == nullptr || !shape.spec.normalized())
+  if ((erasing == nullptr && !runs_on_output(op)) || !shape.spec.normalized())
     throw std::invalid_argument(std::string(op.name()) + " cannot run on a " + to_string(shape.spec) + " output");
   sample_rng rng(key, stream);
+  if (erasing == nullptr) {
+    (void)run_timm_erasing_on_output(op, dst, shape, &rng);
+    return;
+  }
   erasing->erase_output(dst, shape, rng);
 }
 

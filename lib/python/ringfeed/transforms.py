@@ -12,8 +12,9 @@ torchvision's semantics on PIL images (Pillow 9.4's arithmetic).
 
 Wherever ringfeed takes a transform it also takes torchvision's own objects
 (a Compose, a list, or one transform): `to_spec` translates them op by op
-from their attributes. An op ringfeed cannot run raises ValueError naming
-it, its position and what is supported; nothing is approximated.
+from their attributes; timm's (timm.data.create_transform's) likewise, as
+the Timm-named ops (_timm.py). An op ringfeed cannot run raises ValueError
+naming it, its position and what is supported; nothing is approximated.
 """
 import ast
 import enum
@@ -21,7 +22,7 @@ import math
 import numbers
 import sys
 
-from . import _ringfeed
+from . import _ringfeed, _timm
 
 
 class InterpolationMode(enum.Enum):
@@ -138,10 +139,10 @@ def _is_transform_object(t):
     return module.startswith("torchvision.transforms") or module.startswith(__name__)
 
 
-# Other libraries' classes that are one of ringfeed's ops, by module and
-# name: timm's MaybeToTensor is F.to_tensor on a PIL image (a tensor passes
-# through, which ringfeed's ToTensor refuses by name instead).
-_FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
+# Other libraries' classes: timm's (timm.data.create_transform's) are
+# translated by _timm.timm_spec from their attributes; MaybeToTensor is
+# F.to_tensor on a PIL image (a tensor passes through, which ringfeed's
+# ToTensor refuses by name instead).
 
 # v2 classes whose arithmetic on PIL images is not v1's: v2 rewrote
 # _get_inverse_affine_matrix (other double rounding: pixels of odd-sized
@@ -155,7 +156,7 @@ def _is_v2(t):
 
 
 def _op_spec(t, where):
-    foreign = _FOREIGN.get((type(t).__module__, type(t).__name__))
+    foreign = _timm.timm_spec(t, where)
     if foreign is not None:
         return foreign
     if isinstance(t, (list, tuple)):  # a list inside a container runs as a Compose
@@ -178,9 +179,13 @@ def _op_spec(t, where):
         if name == "RandomCrop" and param == "padding" and value is not None and _is_v2(t):
             left, right, top, bottom = value  # v2 keeps torch's order: back to torchvision's
             value = (left, top, right, bottom)
-        if param == "transforms" and name in _CONTAINERS:
-            items = [_op_spec(c, f"{where}.transforms[{k}]") for k, c in enumerate(value)]
-            args.append("transforms=[" + ", ".join(items) + "]")
+        if (param == "transforms" and name in _CONTAINERS) or (param in ("ops", "policy") and
+                                                               name.startswith("Timm")):
+            # a list of ops (lists of ops: a TimmAutoAugment policy), each translated
+            items = [_op_spec(c, f"{where}.{param}[{k}]") if not isinstance(c, (list, tuple)) else
+                     "[" + ", ".join(_op_spec(x, f"{where}.{param}[{k}]") for x in c) + "]"
+                     for k, c in enumerate(value)]
+            args.append(f"{param}=[" + ", ".join(items) + "]")
         else:
             args.append(f"{param}={_value(value, f'{where} ({name}).{param}')}")
     return f"{name}({', '.join(args)})"

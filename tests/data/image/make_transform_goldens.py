@@ -16,6 +16,8 @@ import torchvision.transforms as T  # noqa: E402
 
 import transform_recipes as R  # noqa: E402
 
+TIMM_GOLDENS = os.path.join(R.DATA, "transforms", "timm_goldens.json")
+
 
 def torchvision_v2():
     try:
@@ -110,6 +112,98 @@ def tensor_goldens():
     return out
 
 
+def timm_goldens():
+    """timm's augmentations replayed on ringfeed's draws (digests per image
+    and sample), and samples of timm's own draws (test_timm_transforms.py):
+    needs timm and the ringfeed module (the torch 2.x venv)."""
+    import numpy as np
+    from PIL import Image
+    import timm
+    import timm.data
+    import timm.data.auto_augment as AA
+    import timm.data.random_erasing as RE
+    import ringfeed.transforms as RT
+    from ringfeed import _ringfeed
+    import timm_draws as D
+    import timm_recipes as TR
+    RT.follow_installed_torch()
+    out = {"_made_with": f"timm {timm.__version__}, Pillow {Image.__version__}, torch {torch.__version__}",
+           "augment": {}, "draws": {}, "erasing": {}}
+    kinds = {"RandAugment": "RandAugment", "AutoAugment": "AutoAugment", "AugMixAugment": "AugMix"}
+    for rid, obj in TR.augment_recipes(timm.data).items():
+        spec = RT.to_spec(obj)
+        full = TR.BEFORE + "; " + spec
+        digests = {}
+        for j, img in enumerate(R.IMAGES):
+            with Image.open(os.path.join(R.DATA, img)) as im:
+                before = T.Resize((56, 56))(im.convert("RGB"))
+            digests[img] = [R.digest(torch.from_numpy(np.array(TR.replay(
+                AA, obj, before, _ringfeed._transform_draws(full, 1, 56, 56, 3, TR.SEED, 0, TR.sample_index(j, k))))))
+                for k in range(len(TR.SAMPLES))]
+        out["augment"][rid] = {"spec": spec, "kind": kinds[type(obj).__name__], "digests": digests}
+        if rid in TR.DRAW_CASES:
+            n = 1000 if type(obj).__name__ == "AugMixAugment" else 3000  # AugMix: 3 chains of 1..3 ops each
+            out["draws"][rid] = D.timm_augment_samples(AA, obj, n, 1, Image.new("RGB", (8, 8)))
+    import random
+    import timm.data.transforms as TT
+    out["geometry"] = {}
+    for rid, t in TR.geometry_recipes(timm.data, TT).items():
+        ref = t if not isinstance(t, list) else T.Compose(t)
+        out["geometry"][rid] = {"spec": RT.to_spec(t), "digests": {
+            img: R.digest(R.reference(ref, os.path.join(R.DATA, img))) for img in R.IMAGES}}
+    out["crop_or_pad"] = {}
+    h, w = TR.CROP_OR_PAD_BEFORE
+    for rid, t in TR.crop_or_pad_recipes(TT).items():
+        spec = RT.to_spec([T.Resize((h, w)), t])
+        digests = {}
+        for img in R.IMAGES:
+            with Image.open(os.path.join(R.DATA, img)) as im:
+                before = T.Resize((h, w))(im.convert("RGB"))
+            digests[img] = R.digest(torch.stack([torch.from_numpy(np.array(TR.replay_crop_or_pad(
+                TT, t, before, _ringfeed._transform_draws(spec, 1, w, h, 3, TR.SEED, 0, i)))) for i in range(5)]))
+        stub = Image.new("RGB", (w, h))
+        random.seed(1)
+        out["crop_or_pad"][rid] = {"spec": spec, "digests": digests,
+                                   "draws": [list(t.get_params(stub, t.size)) for _ in range(2000)]}
+    from PIL import Image as PILImage
+    stub = PILImage.new("RGB", (451, 300))
+    out["random_geometry"] = {}
+    for rid, t in TR.random_geometry(TT).items():
+        random.seed(1)
+        if rid == "rrc":
+            sizes = [list(t.get_params(stub, t.scale, t.ratio)) for _ in range(3000)]
+        else:
+            sizes = [t.get_params(stub, t.size, t.longest, t.random_scale_prob, t.random_scale_range,
+                                  t.random_scale_area, t.random_aspect_prob, t.random_aspect_range)
+                     for _ in range(3000)]
+        out["random_geometry"][rid] = {"spec": RT.to_spec(t), "draws": sizes}
+    out["ops"] = {}
+    for name, ra in TR.op_recipes(AA).items():
+        spec = RT.to_spec(ra)
+        full = TR.OP_BEFORE + "; " + spec
+        digests = {}
+        for j, img in enumerate(R.IMAGES):
+            with Image.open(os.path.join(R.DATA, img)) as im:
+                before = T.Resize((57, 43))(im.convert("RGB"))
+            digests[img] = R.digest(torch.stack([torch.from_numpy(np.array(TR.replay(
+                AA, ra, before, _ringfeed._transform_draws(full, 1, 43, 57, 3, TR.SEED, 0, 10 * j + i))))
+                for i in range(TR.OP_SAMPLES)]))
+        out["ops"][name] = {"spec": spec, "digests": digests}
+    out["mix"] = {rid: D.timm_mix_samples(AA, obj, 2000, 1, Image.new("RGB", (4, 4)))
+                  for rid, obj in TR.augment_recipes(timm.data).items() if type(obj).__name__ == "AugMixAugment"}
+    for rid, obj in TR.erasing_recipes(RE).items():
+        out["erasing"][rid] = {"spec": RT.to_spec(obj), "boxes": D.timm_erasing_samples(RE, obj, 3000, 1, 48, 40)}
+    return out
+
+
+def write_timm_goldens():
+    """timm_goldens.json, its draw samples one per line (compact)."""
+    out = timm_goldens()
+    with open(TIMM_GOLDENS, "w") as f:
+        f.write(json.dumps(out, sort_keys=True, separators=(",", ":")).replace("]],[[", "]],\n[["))
+        f.write("\n")
+
+
 def one_row_images():
     """transforms/row_10x1.{png,jpg}: a 10x1 image, whose RandomResizedCrop
     fallback at ratio 1/4 is 0 pixels wide (test_transforms.py)."""
@@ -132,6 +226,12 @@ def main():
         print(f"{R.V2_GOLDENS}: v2 and nested recipes x {len(R.IMAGES)} images")
         write(R.TENSOR_GOLDENS, tensor_goldens())
         print(f"{R.TENSOR_GOLDENS}: geometry after ToImage, uint8 x {len(R.IMAGES)} images, float32 values")
+    try:
+        import timm  # noqa: F401
+        write_timm_goldens()
+        print(f"{TIMM_GOLDENS}: timm's augmentations, draws and erasing boxes")
+    except ImportError:
+        print("timm is not installed: timm_goldens.json kept")
     # AugMix's tensor arithmetic differs between torch versions: one set of
     # goldens per torch it was made with (torch_reference.hpp), this one's
     # replaced, the others kept.
