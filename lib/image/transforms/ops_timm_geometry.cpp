@@ -164,23 +164,28 @@ op_ptr make_resize_keep_ratio(const spec_call& c) {
 
 // --- CenterCropOrPad -------------------------------------------------------------------
 
+// The spec and the frame after CenterCropOrPad and RandomCropOrPad: a
+// `size` image, padded where the image is smaller.
+std::string crop_or_pad_spec(std::string_view name, size2 size, const std::vector<double>& fill, padding_mode mode) {
+  constexpr std::string_view modes[] = {"constant", "edge", "reflect", "symmetric"};
+  return std::string(name) + "(size=(" + std::to_string(size.height) + ", " + std::to_string(size.width) +
+         "), fill=" + spec_tuple(fill) + ", padding_mode='" + std::string(modes[static_cast<int>(mode)]) + "')";
+}
+
+frame_shape crop_or_pad_infer(std::string_view name, const frame_shape& in, size2 size) {
+  require_kind(name, in, {frame_kind::image});
+  frame_shape out = in;
+  out.size = size;
+  return out;
+}
+
 class center_crop_or_pad_op final : public transform_op {
  public:
   center_crop_or_pad_op(size2 size, std::vector<double> fill, padding_mode mode)
       : m_size(size), m_fill(std::move(fill)), m_mode(mode) {}
   std::string_view name() const noexcept override { return "TimmCenterCropOrPad"; }
-  std::string spec() const override {
-    constexpr std::string_view modes[] = {"constant", "edge", "reflect", "symmetric"};
-    return "TimmCenterCropOrPad(size=(" + std::to_string(m_size.height) + ", " + std::to_string(m_size.width) +
-           "), fill=" + spec_tuple(m_fill) + ", padding_mode='" + std::string(modes[static_cast<int>(m_mode)]) +
-           "')";
-  }
-  frame_shape infer(const frame_shape& in) const override {
-    require_kind(name(), in, {frame_kind::image});
-    frame_shape out = in;
-    out.size = m_size;
-    return out;
-  }
+  std::string spec() const override { return crop_or_pad_spec(name(), m_size, m_fill, m_mode); }
+  frame_shape infer(const frame_shape& in) const override { return crop_or_pad_infer(name(), in, m_size); }
   std::vector<double> draw_for_test(sample_rng&, size2, int) const override { return {}; }
   void run(frame& f, sample_rng&, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const int cw = m_size.width, ch = m_size.height;
@@ -226,18 +231,8 @@ class random_crop_or_pad_op final : public transform_op {
   random_crop_or_pad_op(size2 size, std::vector<double> fill, padding_mode mode)
       : m_size(size), m_fill(std::move(fill)), m_mode(mode) {}
   std::string_view name() const noexcept override { return "TimmRandomCropOrPad"; }
-  std::string spec() const override {
-    constexpr std::string_view modes[] = {"constant", "edge", "reflect", "symmetric"};
-    return "TimmRandomCropOrPad(size=(" + std::to_string(m_size.height) + ", " + std::to_string(m_size.width) +
-           "), fill=" + spec_tuple(m_fill) + ", padding_mode='" + std::string(modes[static_cast<int>(m_mode)]) +
-           "')";
-  }
-  frame_shape infer(const frame_shape& in) const override {
-    require_kind(name(), in, {frame_kind::image});
-    frame_shape out = in;
-    out.size = m_size;
-    return out;
-  }
+  std::string spec() const override { return crop_or_pad_spec(name(), m_size, m_fill, m_mode); }
+  frame_shape infer(const frame_shape& in) const override { return crop_or_pad_infer(name(), in, m_size); }
   bool deterministic() const noexcept override { return false; }
   static int signed_offset(sample_rng& rng, int delta) {
     const int k = static_cast<int>(rng.uniform_int(0, std::abs(delta) + 1));  // random.randint(0, |delta|)

@@ -32,6 +32,15 @@ std::vector<augment_ptr> augment_ops(const spec_args& a, const spec_value& list,
   return out;
 }
 
+// The `ops` argument: a list of one TimmAugmentOp or more.
+std::vector<augment_ptr> required_ops(const spec_args& a) {
+  const spec_value* ops = a.get("ops");
+  if (ops == nullptr) a.fail("ops", "missing");
+  auto list = augment_ops(a, *ops, "ops");
+  if (list.empty()) a.fail("ops", "an empty list");
+  return list;
+}
+
 std::string ops_spec(const std::vector<augment_ptr>& ops) {
   std::string s = "[";
   for (std::size_t i = 0; i < ops.size(); ++i) s += (i ? ", " : "") + ops[i]->spec();
@@ -116,10 +125,7 @@ class rand_augment_op final : public transform_op {
 
 op_ptr make_rand_augment(const spec_call& c) {
   const spec_args a(c);
-  const spec_value* ops = a.get("ops");
-  if (ops == nullptr) a.fail("ops", "missing");
-  auto list = augment_ops(a, *ops, "ops");
-  if (list.empty()) a.fail("ops", "an empty list");
+  auto list = required_ops(a);
   const int layers = a.integer("num_layers", 2);
   if (layers < 0 || layers > 64) a.fail("num_layers", "must be in [0, 64]");
   std::vector<double> weights = a.numbers("choice_weights", {});
@@ -283,10 +289,7 @@ class augmix_op final : public transform_op {
 
 op_ptr make_augmix(const spec_call& c) {
   const spec_args a(c);
-  const spec_value* ops = a.get("ops");
-  if (ops == nullptr) a.fail("ops", "missing");
-  auto list = augment_ops(a, *ops, "ops");
-  if (list.empty()) a.fail("ops", "an empty list");
+  auto list = required_ops(a);
   const double alpha = a.number("alpha", 1.0);
   const int width = a.integer("width", 3);
   const int depth = a.integer("depth", -1);
