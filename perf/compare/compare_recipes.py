@@ -31,8 +31,8 @@ after epoch is. Reported: medians over the rounds, and ringfeed /
 DataLoader.
 Goal (the issue): every recipe >= 3x the DataLoader on the same cores.
 Run with the torch 2.x venv's python (bootstrap.sh) to add the v2 and
-timm recipes (v2_val_256, timm_create_eval_95, timm_create_train_rand,
-timm_create_train_augmix).
+timm recipes (v2_val_256, v2_train_toimage, timm_create_eval_95,
+timm_create_train_rand, timm_create_train_augmix).
 
 The first three recipes are the PyTorch tuning guides' snippets for CIFAR-10
 and MNIST, run above on ImageNet-size JPEGs (the CIFAR ones with a
@@ -106,6 +106,12 @@ def recipes():
     if v2 is not None and hasattr(v2, "ToImage"):
         out["v2_val_256"] = v2.Compose([v2.Resize(256), v2.CenterCrop(224), v2.PILToTensor(),
                                         v2.ToDtype(torch.float32, scale=True), v2.Normalize(*imagenet)])
+        # the issue's train snippet: ToImage first, so every op after it
+        # runs on a uint8 tensor with torch's arithmetic
+        out["v2_train_toimage"] = v2.Compose([
+            v2.ToImage(), v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip(),
+            v2.TrivialAugmentWide(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(*imagenet),
+            v2.RandomErasing(0.1)])
     try:
         import timm.data
         out["timm_create_eval_95"] = timm.data.create_transform(224, crop_pct=0.95, interpolation="bicubic")
