@@ -178,6 +178,26 @@ TEST_CASE("a transform list the kernel cannot convert is uploaded as the host ma
   REQUIRE(got == f.want);
 }
 
+TEST_CASE("v2's ToDtype lists are converted on the device with v2's arithmetic", "[device_sim][loader]") {
+  // [ToImage] ToDtype(float32, scale=True) Normalize is v2's conversion
+  // (v · float32(1 / 255), not v / 255): after an image it goes to the
+  // device with the table that follows it, and the batches are the host
+  // path's (before: resolve refused the list for a device at all).
+  for (const char* spec : {"Resize(30); CenterCrop(24); ToImage(); ToDtype(float32, scale=True); "
+                           "Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))",
+                           "RandomResizedCrop(24); PILToTensor(); ToDtype(float32, scale=True)"}) {
+    INFO(spec);
+    const img::pipeline pipe = img::transform_list::parse(spec).compile(img::pipeline_mode::fast);
+    sim_fixture f("v2 ToDtype", 0, 2, 1, &pipe);
+    f.dev().set_timing({2ms, 2ms});
+    ringfeed::loader_options o = options(f.root, 0);
+    o.pipeline = pipe;
+    ringfeed::loader loader(o);
+    REQUIRE(loader.uses_device());
+    REQUIRE(device_epochs(f.dev(), loader, nullptr, 2) == f.want);
+  }
+}
+
 TEST_CASE("stopping a run mid-epoch loses no device buffer", "[device_sim][loader]") {
   // break after a few batches, then iterate again (set_epoch), holding two
   // batches at a time: with buffers lost, the second next() never returns.

@@ -260,9 +260,11 @@ pipeline& pipeline::normalize(const normalize_params& params) {
 pipeline& pipeline::set_output(output_spec spec) {
   spec.check();
   const frame_shape last = last_frame();
-  // v2's ToDtype(float32, scale=True), fused (transform_list::compile):
-  // the output write makes the float tensor of the image or uint8 tensor.
-  const bool to_float = m_normalize && m_normalize->reciprocal;
+  // v2's ToDtype(float32, scale=True) of a uint8 tensor, fused
+  // (transform_list::compile): the output write makes the float tensor.
+  // After an image (ToImage fused away) the output may also be its bytes,
+  // for the device to convert with the same table (device_convertible).
+  const bool to_float = m_normalize && m_normalize->reciprocal && last.kind == frame_kind::tensor_u8;
   if ((last.kind == frame_kind::tensor_f32 || !m_output_ops.empty() || to_float) && !spec.normalized()) {
     const std::string why =
         m_output_ops.empty() ? "" : " (" + std::string(m_output_ops.back()->name()) + " runs on the float output)";
