@@ -17,6 +17,7 @@ DATA = os.path.join(HERE, "..", "data", "image")
 GOLDENS = os.path.join(DATA, "transforms", "goldens.json")
 AUGMIX_GOLDENS = os.path.join(DATA, "transforms", "augmix_goldens.json")
 V2_GOLDENS = os.path.join(DATA, "transforms", "v2_goldens.json")
+AUGMENT_V2_GOLDENS = os.path.join(DATA, "transforms", "augment_v2_goldens.json")
 
 # One or more of every format the decoders read, grayscale and alpha
 # included, tiny to photo-sized, square and not.

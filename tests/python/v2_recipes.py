@@ -80,3 +80,63 @@ def v2_op_recipes(v2, torch):
                                                v2.ToDtype(torch.float32, scale=True),
                                                v2.Normalize((0.4, 0.5, 0.6), (0.2, 0.25, 0.3))])
     return out
+
+
+# --- v2's affine matrix and augment policies (test_augment_v2.py) -------------------
+
+# ringfeed's augment op ids (draw_for_test: id, magnitude per step), in
+# ops_augment.cpp's order.
+AUG_NAMES = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+             "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
+AUG_SIZES = [(29, 37), (24, 31)]  # (h, w) each image is resized to first: odd sides
+AUG_SAMPLES = 16  # samples per (size, image), seed 11, epoch 0
+
+
+def aug_indices(size, img, images):
+    """The sample indices for `img` (of `images`) at `size` (of AUG_SIZES):
+    other ones for each, so the draws cover every op."""
+    base = (AUG_SIZES.index(size) * len(images) + images.index(img)) * AUG_SAMPLES
+    return range(base, base + AUG_SAMPLES)
+
+
+def v2_augment_recipes(v2):
+    """v2's classes with v2's own arithmetic on PIL images: the affine
+    matrix (RandomAffine, the policies' shears and translations) and the
+    policies' Solarize magnitudes."""
+    I, P = v2.InterpolationMode, v2.AutoAugmentPolicy
+    return {
+        "aa_imagenet": v2.AutoAugment(P.IMAGENET),
+        "aa_cifar10_fill": v2.AutoAugment(P.CIFAR10, fill=[10, 20, 30]),
+        "aa_svhn_bilinear": v2.AutoAugment(P.SVHN, interpolation=I.BILINEAR),
+        "ra": v2.RandAugment(),
+        "ra_3_5_10_fill": v2.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=10, fill=128),
+        "ta_wide": v2.TrivialAugmentWide(),
+        "ta_wide_bilinear": v2.TrivialAugmentWide(interpolation=I.BILINEAR, fill=[0, 255, 0]),
+        "affine": v2.RandomAffine(30, translate=(0.2, 0.3), scale=(0.7, 1.3), shear=(-10, 10, -5, 5)),
+        "affine_bilinear": v2.RandomAffine(20, translate=(0.1, 0.1), shear=(-5, 5),
+                                           interpolation=I.BILINEAR),
+        "affine_bicubic_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, interpolation=I.BICUBIC,
+                                                 fill=(1, 2, 3), center=(5, 7)),
+    }
+
+
+def v2_augment_reference(t, path, size, draws_of):
+    """torchvision's output of v2 op `t` on the image at `path` resized to
+    size (h, w), with t's draws pinned to ringfeed's: `draws_of(w, h, c)`
+    (_ringfeed._transform_draws). Returns (HWC uint8 tensor, the ops)."""
+    import numpy as np
+    import torch
+    from PIL import Image
+    with Image.open(path) as im:
+        img = im.convert("RGB").resize((size[1], size[0]), Image.BILINEAR)
+    d = list(draws_of(img.width, img.height, 3))
+    if type(t).__name__ == "RandomAffine":
+        angle, tx, ty, scale, sx, sy = d
+        ops = [("affine", (angle, tx, ty, scale, sx, sy))]
+        img = t.transform(img, dict(angle=angle, translate=(int(tx), int(ty)), scale=scale, shear=(sx, sy)))
+    else:
+        ops = [(AUG_NAMES[int(d[k])], d[k + 1]) for k in range(0, len(d), 2)]
+        for name, magnitude in ops:
+            img = t._apply_image_or_video_transform(img, name, magnitude, interpolation=t.interpolation,
+                                                    fill=t._fill)
+    return torch.from_numpy(np.array(img)), ops

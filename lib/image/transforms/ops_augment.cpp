@@ -2,7 +2,12 @@
 // TrivialAugmentWide as list ops: torchvision 0.14's autoaugment.py — its
 // policy tables, its float32 magnitude bins (torch.linspace), its draws —
 // over the same Pillow-exact ops (geometry.hpp, color.hpp) its _apply_op
-// calls on PIL images.
+// calls on PIL images. Their torchvision.transforms.v2 twins (spec names
+// "v2.AutoAugment", ...; transforms.py picks them by the object's module)
+// have the same tables and draws on PIL images but v2's arithmetic where
+// it differs: v2's inverse affine matrix for the shears and translations,
+// and Solarize's magnitude as a fraction, float32 linspace(1, 0), times
+// 255.0 (v1: linspace(255, 0)).
 #include "ops_detail.hpp"
 
 #include <cmath>
@@ -32,7 +37,7 @@ constexpr std::string_view aug_names[] = {"Identity",   "ShearX",    "ShearY",  
 // The magnitude of bin `k` of `bins` for op `a` on a width × height image
 // (the _augmentation_space tables); `wide` selects TrivialAugmentWide's.
 // Returns NaN for the ops without magnitudes.
-double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule rule) {
+double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule rule, bool v2) {
   const auto linspace_at = [rule](double start, double end, int steps, int i) {
     return image::linspace_at(rule, start, end, steps, i);
   };
@@ -47,7 +52,7 @@ double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule
     case aug::contrast:
     case aug::sharpness: return linspace_at(0.0, wide ? 0.99 : 0.9, bins, k);
     case aug::posterize: return posterize_bits_at(8, wide ? 6.0 : 4.0, bins, k);
-    case aug::solarize: return linspace_at(255.0, 0.0, bins, k);
+    case aug::solarize: return v2 ? linspace_at(1.0, 0.0, bins, k) : linspace_at(255.0, 0.0, bins, k);
     default: return std::nan("");
   }
 }
@@ -57,8 +62,9 @@ bool signed_op(aug a) {
          a == aug::rotate || a == aug::brightness || a == aug::color || a == aug::contrast || a == aug::sharpness;
 }
 
-// _apply_op on a PIL image.
-void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vector<double>& fill, op_scratch& s) {
+// _apply_op on a PIL image (v2: _apply_image_or_video_transform).
+void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vector<double>& fill, bool v2,
+               op_scratch& s) {
   if (a == aug::identity) return;
   require_image("_apply_op", f);
   const image_view src = f.pixels.view();
@@ -66,18 +72,19 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
   const fill_color fc = resolve_fill(aug_names[static_cast<int>(a)], fill, f.channels);
   const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
   const std::array<double, 2> centre{f.width * 0.5, f.height * 0.5};
+  const auto matrix_of = v2 ? inverse_affine_matrix_v2 : inverse_affine_matrix;
   switch (a) {
     case aug::shear_x:
-      affine(src, inverse_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {deg, 0.0}), f.size(), interp, fc, dst);
+      affine(src, matrix_of({0, 0}, 0.0, {0, 0}, 1.0, {deg, 0.0}), f.size(), interp, fc, dst);
       break;
     case aug::shear_y:
-      affine(src, inverse_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {0.0, deg}), f.size(), interp, fc, dst);
+      affine(src, matrix_of({0, 0}, 0.0, {0, 0}, 1.0, {0.0, deg}), f.size(), interp, fc, dst);
       break;
     case aug::translate_x:
-      affine(src, inverse_affine_matrix(centre, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), f.size(), interp, fc, dst);
+      affine(src, matrix_of(centre, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), f.size(), interp, fc, dst);
       break;
     case aug::translate_y:
-      affine(src, inverse_affine_matrix(centre, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), f.size(), interp, fc, dst);
+      affine(src, matrix_of(centre, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), f.size(), interp, fc, dst);
       break;
     case aug::rotate: rotate(src, m, interp, false, std::nullopt, fc, dst); break;
     case aug::brightness: adjust_brightness(src, 1.0 + m, dst); break;
@@ -85,7 +92,7 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
     case aug::contrast: adjust_contrast(src, 1.0 + m, dst); break;
     case aug::sharpness: adjust_sharpness(src, 1.0 + m, dst); break;
     case aug::posterize: posterize(src, static_cast<int>(m), dst); break;
-    case aug::solarize: solarize(src, m, dst); break;
+    case aug::solarize: solarize(src, v2 ? 255.0 * m : m, dst); break;  // v2: bound (255.0) * magnitude
     case aug::autocontrast: autocontrast(src, dst); break;
     case aug::equalize: equalize(src, dst); break;
     case aug::invert: invert(src, dst); break;
@@ -175,6 +182,7 @@ class augment_op final : public transform_op {
     std::vector<double> fill{0};
     bool fill_none = true;
     linspace_rule linspace = current_torch_reference().linspace;  // the magnitude bins
+    bool v2 = false;  // torchvision.transforms.v2's class: its matrix and Solarize magnitudes
   };
   explicit augment_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override {
@@ -182,7 +190,8 @@ class augment_op final : public transform_op {
            : m_o.kind == family::rand_augment ? "RandAugment"
                                               : "TrivialAugmentWide";
   }
-  std::string spec() const override {
+  std::string spec() const override { return (m_o.v2 ? "v2." : "") + spec_v1(); }
+  std::string spec_v1() const {
     const std::string interp = std::string(interpolation_names[static_cast<int>(m_o.interp)]);
     const std::string fill = m_o.fill_none ? "None" : spec_tuple(m_o.fill);
     switch (m_o.kind) {
@@ -218,7 +227,7 @@ class augment_op final : public transform_op {
       for (int i = 0; i < 2; ++i) {
         const policy_step& st = table[id][static_cast<std::size_t>(i)];
         if (!(static_cast<float>(probs[i]) <= static_cast<float>(st.p))) continue;  // float32 tensor <= p
-        double m = st.bin >= 0 ? magnitude_of(st.op, st.bin, 10, size, false, m_o.linspace) : 0.0;
+        double m = st.bin >= 0 ? magnitude_of(st.op, st.bin, 10, size, false, m_o.linspace, m_o.v2) : 0.0;
         if (signed_op(st.op) && negative[i]) m = -m;
         steps.push_back({st.op, m});
       }
@@ -228,11 +237,11 @@ class augment_op final : public transform_op {
     for (int i = 0; i < count; ++i) {
       const aug op = rand_ops[rng.uniform_int(0, static_cast<std::int64_t>(std::size(rand_ops)))];
       double m = 0;
-      const bool has_bins = !std::isnan(magnitude_of(op, 0, m_o.bins, size, false, m_o.linspace));
+      const bool has_bins = !std::isnan(magnitude_of(op, 0, m_o.bins, size, false, m_o.linspace, m_o.v2));
       if (has_bins) {
         const int k = m_o.kind == family::rand_augment ? m_o.magnitude
                                                         : static_cast<int>(rng.uniform_int(0, m_o.bins));
-        m = magnitude_of(op, k, m_o.bins, size, m_o.kind == family::trivial_wide, m_o.linspace);
+        m = magnitude_of(op, k, m_o.bins, size, m_o.kind == family::trivial_wide, m_o.linspace, m_o.v2);
       }
       if (signed_op(op) && rng.uniform_int(0, 2) == 1) m = -m;
       steps.push_back({op, m});
@@ -248,7 +257,7 @@ class augment_op final : public transform_op {
     return out;
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
-    for (const step_draw& st : draw(rng, f.size())) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, s);
+    for (const step_draw& st : draw(rng, f.size())) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, m_o.v2, s);
   }
 
  private:
@@ -267,6 +276,7 @@ void common_args(const spec_args& a, augment_op::options& o) {
 op_ptr make_auto_augment(const spec_call& c) {
   const spec_args a(c);
   augment_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.kind = family::auto_augment;
   o.policy = a.choice("policy", policy_names, 0);
   common_args(a, o);
@@ -276,6 +286,7 @@ op_ptr make_auto_augment(const spec_call& c) {
 op_ptr make_rand_augment(const spec_call& c) {
   const spec_args a(c);
   augment_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.kind = family::rand_augment;
   o.num_ops = a.integer("num_ops", 2);
   o.magnitude = a.integer("magnitude", 9);
@@ -292,6 +303,7 @@ op_ptr make_rand_augment(const spec_call& c) {
 op_ptr make_trivial_augment(const spec_call& c) {
   const spec_args a(c);
   augment_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.kind = family::trivial_wide;
   o.bins = a.integer("num_magnitude_bins", 31);
   if (o.bins < 2 || o.bins > 1 << 16) a.fail("num_magnitude_bins", "must be at least 2");
@@ -301,11 +313,12 @@ op_ptr make_trivial_augment(const spec_call& c) {
 
 }  // namespace
 
-std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide, linspace_rule rule) {
+std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide, linspace_rule rule,
+                                       bool v2) {
   std::vector<double> out;
   for (int i = 0; i < static_cast<int>(std::size(aug_names)); ++i)
     if (aug_names[i] == op)
-      for (int k = 0; k < bins; ++k) out.push_back(magnitude_of(static_cast<aug>(i), k, bins, size, wide, rule));
+      for (int k = 0; k < bins; ++k) out.push_back(magnitude_of(static_cast<aug>(i), k, bins, size, wide, rule, v2));
   return out;
 }
 
@@ -314,6 +327,9 @@ std::span<const op_entry> augment_op_entries() {
       {"AutoAugment", make_auto_augment},
       {"RandAugment", make_rand_augment},
       {"TrivialAugmentWide", make_trivial_augment},
+      {"v2.AutoAugment", make_auto_augment},
+      {"v2.RandAugment", make_rand_augment},
+      {"v2.TrivialAugmentWide", make_trivial_augment},
   };
   return entries;
 }

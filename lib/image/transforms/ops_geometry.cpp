@@ -284,12 +284,13 @@ class random_affine_op final : public transform_op {
     interpolation interp = interpolation::nearest;
     std::vector<double> fill{0};
     std::optional<std::array<double, 2>> center;
+    bool v2 = false;  // torchvision.transforms.v2.RandomAffine: v2's inverse matrix
   };
   explicit random_affine_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override { return "RandomAffine"; }
   std::string spec() const override {
     const auto opt = [](const std::optional<std::array<double, 2>>& v) { return v ? spec_tuple(*v) : std::string("None"); };
-    return "RandomAffine(" + spec_tuple(m_o.degrees) + ", translate=" + opt(m_o.translate) + ", scale=" +
+    return std::string(m_o.v2 ? "v2." : "") + "RandomAffine(" + spec_tuple(m_o.degrees) + ", translate=" + opt(m_o.translate) + ", scale=" +
            opt(m_o.scale) + ", shear=" + (m_o.shear.empty() ? std::string("None") : spec_tuple(m_o.shear)) +
            ", interpolation=" + interp_word(m_o.interp) + ", fill=" + fill_spec(m_o.fill) +
            ", center=" + center_spec(m_o.center) + ")";
@@ -330,7 +331,8 @@ class random_affine_op final : public transform_op {
     const params p = draw(rng, f.size());
     const std::array<double, 2> center =
         m_o.center.value_or(std::array<double, 2>{f.width * 0.5, f.height * 0.5});
-    const auto m = inverse_affine_matrix(center, p.angle, p.translate, p.scale, p.shear);
+    const auto m = m_o.v2 ? inverse_affine_matrix_v2(center, p.angle, p.translate, p.scale, p.shear)
+                          : inverse_affine_matrix(center, p.angle, p.translate, p.scale, p.shear);
     affine(f.pixels.view(), m, f.size(), m_o.interp, resolve_fill("RandomAffine", m_o.fill, f.channels), s.spare);
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
@@ -364,6 +366,7 @@ op_ptr make_random_affine(const spec_call& c) {
   o.interp = warp_interp(a);
   o.fill = fill_arg(a, "fill");
   o.center = center_arg(a);
+  o.v2 = c.name.starts_with("v2.");
   return std::make_shared<random_affine_op>(std::move(o));
 }
 
@@ -375,6 +378,7 @@ std::span<const op_entry> geometry_op_entries() {
       {"RandomCrop", make_random_crop},
       {"RandomRotation", make_random_rotation},
       {"RandomAffine", make_random_affine},
+      {"v2.RandomAffine", make_random_affine},
   };
   return entries;
 }
