@@ -1,10 +1,11 @@
 """torchvision.transforms.v2's RandomAffine, AutoAugment, RandAugment and
-TrivialAugmentWide on PIL images (issue 42): v2 rewrote the inverse affine
+TrivialAugmentWide (issue 42): on PIL images v2 rewrote the inverse affine
 matrix's double arithmetic (a pixel of an odd-sized image moves by one) and
-scales Solarize's magnitude from a fraction. Each v2 object translates to
-its "v2.<name>" op, whose pixels equal torchvision 0.29's for the draws
-ringfeed made: live where v2 is installed, and from the committed goldens
-(made under torchvision 0.29, with that torch's magnitude bins) anywhere."""
+scales Solarize's magnitude from a fraction; after ToImage the policies run
+v2's tensor kernels. Each v2 object translates to its "v2.<name>" op, whose
+pixels equal torchvision 0.29's for the draws ringfeed made: live where v2
+is installed, and from the committed goldens (made under torchvision 0.29,
+with that torch's magnitude bins and grid arithmetic) anywhere."""
 import json
 import os
 
@@ -62,6 +63,12 @@ def test_each_v2_augment_recipe_gives_its_goldens_bytes(rid, torch_reference_res
         for img in R.IMAGES:
             got = torch.stack(_ours(spec, img, _indices(size, img)))
             assert R.digest(got) == GOLDENS[rid]["digests"][f"{size[0]}x{size[1]}"][img], f"{rid} {size} on {img}"
+    for size in V.AUG_TENSOR_SIZES if rid in V.AUG_TENSOR else ():
+        spec = V.tensor_spec(GOLDENS[rid]["spec"], size)
+        for img in R.IMAGES:
+            got = torch.stack(_ours(spec, img, _indices(size, img)))
+            assert R.digest(got) == GOLDENS[rid]["tensor_digests"][f"{size[0]}x{size[1]}"][img], \
+                f"{rid} on a tensor {size} on {img}"
 
 
 @needs_v2
@@ -125,12 +132,37 @@ def test_v2_augmix_is_refused_naming_why():
 
 
 @needs_v2
-@pytest.mark.parametrize("name", ["TrivialAugmentWide", "RandAugment", "AutoAugment", "RandomAffine"])
-def test_v2_augment_after_to_image_is_refused_not_approximated(name):
-    op = getattr(v2, name)(10) if name == "RandomAffine" else getattr(v2, name)()
-    with pytest.raises(ValueError, match=rf"{name} expects a PIL image, but the transform before it gives a uint8 "
-                                         rf"tensor"):
-        RT.output_of([v2.ToImage(), op])
+@pytest.mark.parametrize("rid", V.AUG_TENSOR)
+def test_v2_augment_on_a_uint8_tensor_equals_torchvisions_for_ringfeeds_draws(rid):
+    # after ToImage: v2's tensor kernels (grid_sample, _blend, ...), every op
+    t = LIVE[rid]
+    seen = set()
+    for size in V.AUG_TENSOR_SIZES:
+        spec = V.tensor_spec(RT.to_spec([t]), size)
+        assert RT.output_of(spec)[0] == "uint8"
+        for img in R.IMAGES:
+            for index, got in zip(_indices(size, img), _ours(spec, img, _indices(size, img))):
+                want, ops = V.v2_augment_reference(t, os.path.join(R.DATA, img), size,
+                                                   lambda w, h, c, i=index: _ringfeed._transform_draws(
+                                                       spec, 2, w, h, c, 11, 0, i), tensor=True)
+                assert got.shape == want.shape and torch.equal(got, want), f"{rid} {size} {img} #{index}: {ops}"
+                seen.update(name for name, _ in ops)
+    if rid.startswith(("ra", "ta")):
+        assert seen == set(V.AUG_NAMES) - {"Invert"}, seen
+
+
+@needs_v2
+def test_what_v2_runs_on_a_uint8_tensor_that_ringfeed_does_not_is_refused():
+    with pytest.raises(ValueError, match=r"RandomAffine expects a PIL image, but the transform before it gives a "
+                                         r"uint8 tensor"):
+        RT.output_of([v2.ToImage(), v2.RandomAffine(10)])
+    with pytest.raises(ValueError, match=r"TrivialAugmentWide on a uint8 tensor with a fill is not run by ringfeed"):
+        RT.output_of([v2.ToImage(), v2.TrivialAugmentWide(fill=5)])
+    with pytest.raises(ValueError, match=r"RandAugment on a uint8 tensor takes nearest or bilinear"):
+        RT.output_of([v2.ToImage(), v2.RandAugment(interpolation=v2.InterpolationMode.BICUBIC)])
+    # v1's policies stay on PIL images (v1 on a tensor is torch 1.13's arithmetic)
+    with pytest.raises(ValueError, match=r"TrivialAugmentWide expects a PIL image"):
+        RT.output_of("ToImage(); TrivialAugmentWide()")
 
 
 @needs_v2

@@ -93,9 +93,10 @@ AUG_SAMPLES = 16  # samples per (size, image), seed 11, epoch 0
 
 
 def aug_indices(size, img, images):
-    """The sample indices for `img` (of `images`) at `size` (of AUG_SIZES):
-    other ones for each, so the draws cover every op."""
-    base = (AUG_SIZES.index(size) * len(images) + images.index(img)) * AUG_SAMPLES
+    """The sample indices for `img` (of `images`) at `size` (of AUG_SIZES or
+    AUG_TENSOR_SIZES): other ones for each, so the draws cover every op."""
+    sizes = AUG_SIZES + [s for s in AUG_TENSOR_SIZES if s not in AUG_SIZES]
+    base = (sizes.index(size) * len(images) + images.index(img)) * AUG_SAMPLES
     return range(base, base + AUG_SAMPLES)
 
 
@@ -112,6 +113,7 @@ def v2_augment_recipes(v2):
         "ra_3_5_10_fill": v2.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=10, fill=128),
         "ta_wide": v2.TrivialAugmentWide(),
         "ta_wide_bilinear": v2.TrivialAugmentWide(interpolation=I.BILINEAR, fill=[0, 255, 0]),
+        "ta_bilinear": v2.TrivialAugmentWide(interpolation=I.BILINEAR),
         "affine": v2.RandomAffine(30, translate=(0.2, 0.3), scale=(0.7, 1.3), shear=(-10, 10, -5, 5)),
         "affine_bilinear": v2.RandomAffine(20, translate=(0.1, 0.1), shear=(-5, 5),
                                            interpolation=I.BILINEAR),
@@ -120,16 +122,31 @@ def v2_augment_recipes(v2):
     }
 
 
-def v2_augment_reference(t, path, size, draws_of):
+# the recipes v2 runs on a uint8 tensor too (after ToImage): fill=None,
+# nearest or bilinear
+AUG_TENSOR = ["aa_imagenet", "aa_svhn_bilinear", "ra", "ta_bilinear", "ta_wide"]
+AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
+
+
+def tensor_spec(op_spec, size):
+    """The list the tensor recipes run in: the op (position 2) after ToImage."""
+    return f"Resize(({size[0]}, {size[1]})); ToImage(); {op_spec}"
+
+
+def v2_augment_reference(t, path, size, draws_of, tensor=False):
     """torchvision's output of v2 op `t` on the image at `path` resized to
     size (h, w), with t's draws pinned to ringfeed's: `draws_of(w, h, c)`
-    (_ringfeed._transform_draws). Returns (HWC uint8 tensor, the ops)."""
+    (_ringfeed._transform_draws). tensor: after v2.ToImage(). Returns (HWC
+    uint8 tensor, or CHW with tensor, the ops)."""
     import numpy as np
     import torch
     from PIL import Image
     with Image.open(path) as im:
         img = im.convert("RGB").resize((size[1], size[0]), Image.BILINEAR)
     d = list(draws_of(img.width, img.height, 3))
+    if tensor:
+        from torchvision.transforms import v2
+        img = v2.ToImage()(img)
     if type(t).__name__ == "RandomAffine":
         angle, tx, ty, scale, sx, sy = d
         ops = [("affine", (angle, tx, ty, scale, sx, sy))]
@@ -139,4 +156,4 @@ def v2_augment_reference(t, path, size, draws_of):
         for name, magnitude in ops:
             img = t._apply_image_or_video_transform(img, name, magnitude, interpolation=t.interpolation,
                                                     fill=t._fill)
-    return torch.from_numpy(np.array(img)), ops
+    return (img.as_subclass(torch.Tensor) if tensor else torch.from_numpy(np.array(img))), ops

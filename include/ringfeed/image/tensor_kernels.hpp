@@ -56,6 +56,27 @@ void adjust_sharpness(image_view src, double factor, image_buffer& dst);
 /// is a reciprocal and a product); a flat channel is kept.
 void autocontrast(image_view src, image_buffer& dst);
 
+/// torchvision.transforms.v2's kernels on uint8 tensors where they differ
+/// from v1's above (tensor_kernels_v2.cpp), as torch 2.x's vectorized CPU
+/// kernels compute them: `add_(other, alpha=a)` is one fused multiply-add.
+/// v2's other ops on uint8 tensors give v1's bytes (affine and rotate with
+/// fill=None, brightness, contrast, posterize, solarize, equalize).
+
+/// v2's adjust_saturation_image: gray = floor(0.2989·r ⊕ 0.587·g ⊕ 0.114·b)
+/// (float, each ⊕ an fma), then v2's _blend: img·f ⊕ gray·(1 − f), clamped
+/// and truncated. L images are returned as they are.
+void adjust_saturation_v2(image_view src, double factor, image_buffer& dst);
+
+/// v2's adjust_sharpness_image: inside a 1-pixel border x ⊕ (blur − x)·(1 − f)
+/// (blur: the rounded 3×3 [1 1 1; 1 5 1; 1 1 1] / 13 of adjust_sharpness),
+/// clamped and truncated. Images 2 pixels or less wide or high as they are.
+void adjust_sharpness_v2(image_view src, double factor, image_buffer& dst);
+
+/// v2's autocontrast_image: per channel (x − min) / inv_scale, inv_scale =
+/// float32(max − min) · float32(1 / 255) (a true division, not v1's
+/// reciprocal), clamped and truncated; a flat channel is kept.
+void autocontrast_v2(image_view src, image_buffer& dst);
+
 /// torch.sum of `n` contiguous float32 values as torch 1.13 computes it on
 /// one thread (SumKernel.cpp's cascade: 8-lane vectors, 4 rows of ILP,
 /// 4 levels). With more threads torch splits inputs of 32768 elements or

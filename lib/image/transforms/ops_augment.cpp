@@ -7,7 +7,8 @@
 // have the same tables and draws on PIL images but v2's arithmetic where
 // it differs: v2's inverse affine matrix for the shears and translations,
 // and Solarize's magnitude as a fraction, float32 linspace(1, 0), times
-// 255.0 (v1: linspace(255, 0)).
+// 255.0 (v1: linspace(255, 0)). After ToImage (a uint8 tensor frame) the v2
+// ops run v2's tensor kernels (apply_aug_tensor); v1's stay PIL-only.
 #include "ops_detail.hpp"
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 
 #include <ringfeed/image/color.hpp>
+#include <ringfeed/image/tensor_kernels.hpp>
 
 namespace ringfeed::image {
 
@@ -94,6 +96,55 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
     case aug::posterize: posterize(src, static_cast<int>(m), dst); break;
     case aug::solarize: solarize(src, v2 ? 255.0 * m : m, dst); break;  // v2: bound (255.0) * magnitude
     case aug::autocontrast: autocontrast(src, dst); break;
+    case aug::equalize: equalize(src, dst); break;
+    case aug::invert: invert(src, dst); break;
+    case aug::identity: return;
+  }
+  std::swap(f.pixels, s.spare);
+  f.set_image(f.kind);
+}
+
+// v2's _apply_image_or_video_transform on a uint8 tensor (after ToImage),
+// fill=None: torchvision's tensor kernels (tensor_kernels.hpp) — v2's own
+// where they differ from v1's — with v2's inverse affine matrix in torch's
+// centred coordinates (center=[0, 0] for the shears is the top-left corner
+// there), and rotate_image's fast paths (rot90 and copies: the same
+// transposes as Pillow's, geometry.hpp's rotate).
+void apply_aug_tensor(frame& f, aug a, double m, bool bilinear, bool fused_grid, op_scratch& s) {
+  if (a == aug::identity) return;
+  const image_view src = f.pixels.view();
+  image_buffer& dst = s.spare;
+  const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
+  const std::array<double, 2> corner{-f.width * 0.5, -f.height * 0.5};
+  const auto grid = [&](const std::array<double, 6>& matrix) {
+    tensor::affine(src, matrix, bilinear, {}, dst, fused_grid);
+  };
+  switch (a) {
+    case aug::shear_x: grid(inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0})); break;
+    case aug::shear_y: grid(inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {0.0, deg})); break;
+    case aug::translate_x: grid(inverse_affine_matrix_v2({0, 0}, 0.0, {std::trunc(m), 0}, 1.0, {0, 0})); break;
+    case aug::translate_y: grid(inverse_affine_matrix_v2({0, 0}, 0.0, {0, std::trunc(m)}, 1.0, {0, 0})); break;
+    case aug::rotate: {
+      double angle = std::fmod(m, 360.0);  // angle % 360, Python's
+      if (angle < 0) angle += 360.0;
+      if (angle == 0.0 || angle == 180.0 || (f.width == f.height && (angle == 90.0 || angle == 270.0)))
+        rotate(src, angle, interpolation::nearest, false, std::nullopt, fill_color{}, dst);  // a transpose
+      else
+        grid(inverse_affine_matrix_v2({0, 0}, -angle, {0, 0}, 1.0, {0, 0}));
+      break;
+    }
+    case aug::brightness: tensor::adjust_brightness(src, 1.0 + m, dst); break;
+    case aug::color: tensor::adjust_saturation_v2(src, 1.0 + m, dst); break;
+    case aug::contrast: tensor::adjust_contrast(src, 1.0 + m, dst); break;
+    case aug::sharpness: tensor::adjust_sharpness_v2(src, 1.0 + m, dst); break;
+    case aug::posterize: posterize(src, static_cast<int>(m), dst); break;
+    case aug::solarize: {
+      // image >= 255 * magnitude: the uint8 tensor compared with a Python
+      // float promotes both to float32, so the threshold is rounded to one
+      solarize(src, static_cast<float>(255.0 * m), dst);
+      break;
+    }
+    case aug::autocontrast: tensor::autocontrast_v2(src, dst); break;
     case aug::equalize: equalize(src, dst); break;
     case aug::invert: invert(src, dst); break;
     case aug::identity: return;
@@ -183,6 +234,7 @@ class augment_op final : public transform_op {
     bool fill_none = true;
     linspace_rule linspace = current_torch_reference().linspace;  // the magnitude bins
     bool v2 = false;  // torchvision.transforms.v2's class: its matrix and Solarize magnitudes
+    bool fused_grid = current_torch_reference().fused_bmm;  // the tensor path's affine grid
   };
   explicit augment_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override {
@@ -209,7 +261,18 @@ class augment_op final : public transform_op {
     return {};
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind(name(), in, {frame_kind::image});
+    if (!m_o.v2 || in.kind != frame_kind::tensor_u8) {
+      require_kind(name(), in, {frame_kind::image});
+      return in;
+    }
+    // v2 on a uint8 tensor: its grid_sample path, which takes nearest and
+    // bilinear; a fill blends a mask in, which ringfeed does not run yet
+    if (m_o.interp != interpolation::nearest && m_o.interp != interpolation::bilinear)
+      throw std::invalid_argument(std::string(name()) + " on a uint8 tensor takes nearest or bilinear "
+                                  "interpolation (torchvision refuses the others there)");
+    if (!m_o.fill_none)
+      throw std::invalid_argument(std::string(name()) + " on a uint8 tensor with a fill is not run by ringfeed "
+                                  "(v2's masked grid_sample blend); fill=None is, or put it before ToImage()");
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -257,7 +320,13 @@ class augment_op final : public transform_op {
     return out;
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
-    for (const step_draw& st : draw(rng, f.size())) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, m_o.v2, s);
+    const std::vector<step_draw> steps = draw(rng, f.size());
+    if (f.kind == frame_kind::tensor_u8) {
+      for (const step_draw& st : steps)
+        apply_aug_tensor(f, st.op, st.magnitude, m_o.interp == interpolation::bilinear, m_o.fused_grid, s);
+      return;
+    }
+    for (const step_draw& st : steps) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, m_o.v2, s);
   }
 
  private:

@@ -98,6 +98,18 @@ def augment_v2_goldens():
                     lambda w_, h_, c, i=index: _ringfeed._transform_draws(spec, 1, w_, h_, c, 11, 0, i))[0]
                     for index in V.aug_indices((h, w), img, R.IMAGES)]))
                 for img in R.IMAGES}
+        if rid not in V.AUG_TENSOR:
+            continue
+        out[rid]["tensor_digests"] = {}
+        for h, w in V.AUG_TENSOR_SIZES:  # after ToImage: v2's tensor kernels
+            spec = V.tensor_spec(op_spec, (h, w))
+            out[rid]["tensor_digests"][f"{h}x{w}"] = {
+                img: R.digest(torch.stack([V.v2_augment_reference(
+                    t, os.path.join(R.DATA, img), (h, w),
+                    lambda w_, h_, c, i=index: _ringfeed._transform_draws(spec, 2, w_, h_, c, 11, 0, i),
+                    tensor=True)[0]
+                    for index in V.aug_indices((h, w), img, R.IMAGES)]))
+                for img in R.IMAGES}
     return out
 
 
