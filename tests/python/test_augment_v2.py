@@ -166,15 +166,24 @@ def test_what_v2_runs_on_a_uint8_tensor_that_ringfeed_does_not_is_refused():
 
 
 @needs_v2
-def test_the_dataloader_runs_v2_trivial_augment_batch_for_batch_as_torch(train_dir):
+@pytest.mark.parametrize("where", ["pil", "tensor"])
+def test_the_dataloader_runs_v2_trivial_augment_batch_for_batch_as_torch(train_dir, where):
     # strict: no fallback. torch's side: the same generator's order (torch's
     # sampler), each sample through v2's ops with TrivialAugmentWide's draws
-    # pinned to the ones ringfeed made for that (seed, epoch, position)
+    # pinned to the ones ringfeed made for that (seed, epoch, position).
+    # "tensor": the issue's train snippet's tail (ToImage, TrivialAugmentWide,
+    # ToDtype, Normalize) after a Resize standing in for its crop
     import torchvision.datasets as datasets
     import warnings
     size, seed = (29, 37), 5
     ta = v2.TrivialAugmentWide(interpolation=v2.InterpolationMode.BILINEAR)
-    dataset = datasets.ImageFolder(train_dir, transform=v2.Compose([v2.Resize(size), ta, v2.PILToTensor()]))
+    if where == "pil":
+        ops, position, tail = [v2.Resize(size), ta, v2.PILToTensor()], 1, None
+    else:
+        tail = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize((0.485, 0.456, 0.406),
+                                                                              (0.229, 0.224, 0.225))])
+        ops, position = [v2.Resize(size), v2.ToImage(), ta] + list(tail.transforms), 2
+    dataset = datasets.ImageFolder(train_dir, transform=v2.Compose(ops))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ours = ringfeed.DataLoader(dataset, batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(3),
@@ -185,16 +194,18 @@ def test_the_dataloader_runs_v2_trivial_augment_batch_for_batch_as_torch(train_d
                                                               generator=torch.Generator().manual_seed(3))
              for i in batch]
     spec = RT.to_spec(dataset.transform)
-    assert spec.split("; ")[1].startswith("v2.TrivialAugmentWide(")
+    assert spec.split("; ")[position].startswith("v2.TrivialAugmentWide(")
     want, seen = [], set()
-    for position, index in enumerate(order):
+    for p, index in enumerate(order):
         path, label = dataset.samples[index]
-        img, ops = V.v2_augment_reference(
-            ta, path, size, lambda w, h, c, p=position: _ringfeed._transform_draws(spec, 1, w, h, c, seed, 0, p))
-        want.append((img.permute(2, 0, 1), label))
-        seen.update(name for name, _ in ops)
+        img, ops_drawn = V.v2_augment_reference(
+            ta, path, size, lambda w, h, c, p=p: _ringfeed._transform_draws(spec, position, w, h, c, seed, 0, p),
+            tensor=where == "tensor")
+        want.append((img.permute(2, 0, 1) if where == "pil" else tail(img), label))
+        seen.update(name for name, _ in ops_drawn)
     assert len(got) == (len(want) + 7) // 8 and len(seen) >= 8, seen
     for k, (images, labels) in enumerate(got):
         chunk = want[8 * k:8 * k + 8]
         assert labels.tolist() == [label for _, label in chunk], f"batch {k}"
-        assert torch.equal(images, torch.stack([img for img, _ in chunk])), f"batch {k}"
+        expected = torch.stack([img for img, _ in chunk])
+        assert images.dtype == expected.dtype and torch.equal(images, expected), f"batch {k}"
