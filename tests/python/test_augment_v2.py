@@ -135,6 +135,7 @@ def test_v2_augmix_is_refused_naming_why():
 @pytest.mark.parametrize("rid", V.AUG_TENSOR)
 def test_v2_augment_on_a_uint8_tensor_equals_torchvisions_for_ringfeeds_draws(rid):
     # after ToImage: v2's tensor kernels (grid_sample, _blend, ...), every op
+    # of the policies; RandomAffine's affine_image
     t = LIVE[rid]
     seen = set()
     for size in V.AUG_TENSOR_SIZES:
@@ -153,9 +154,14 @@ def test_v2_augment_on_a_uint8_tensor_equals_torchvisions_for_ringfeeds_draws(ri
 
 @needs_v2
 def test_what_v2_runs_on_a_uint8_tensor_that_ringfeed_does_not_is_refused():
-    with pytest.raises(ValueError, match=r"RandomAffine expects a PIL image, but the transform before it gives a "
-                                         r"uint8 tensor"):
-        RT.output_of([v2.ToImage(), v2.RandomAffine(10)])
+    with pytest.raises(ValueError, match=r"RandomAffine on a uint8 tensor with bilinear interpolation and a "
+                                         r"non-zero fill is not run by ringfeed"):
+        RT.output_of([v2.ToImage(), v2.RandomAffine(10, interpolation=v2.InterpolationMode.BILINEAR, fill=3)])
+    with pytest.raises(ValueError, match=r"RandomAffine on a uint8 tensor takes nearest or bilinear"):
+        RT.output_of([v2.ToImage(), v2.RandomAffine(10, interpolation=v2.InterpolationMode.BICUBIC)])
+    # v1's RandomAffine stays on PIL images (v1 on a tensor is v1's matrix)
+    with pytest.raises(ValueError, match=r"RandomAffine expects a PIL image"):
+        RT.output_of("ToImage(); RandomAffine(10)")
     with pytest.raises(ValueError, match=r"TrivialAugmentWide on a uint8 tensor with a fill is not run by ringfeed"):
         RT.output_of([v2.ToImage(), v2.TrivialAugmentWide(fill=5)])
     with pytest.raises(ValueError, match=r"RandAugment on a uint8 tensor takes nearest or bilinear"):

@@ -119,12 +119,15 @@ def v2_augment_recipes(v2):
                                            interpolation=I.BILINEAR),
         "affine_bicubic_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, interpolation=I.BICUBIC,
                                                  fill=(1, 2, 3), center=(5, 7)),
+        "affine_fill_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, fill=(1, 2, 3), center=(5, 7)),
     }
 
 
-# the recipes v2 runs on a uint8 tensor too (after ToImage): fill=None,
-# nearest or bilinear
-AUG_TENSOR = ["aa_imagenet", "aa_svhn_bilinear", "ra", "ta_bilinear", "ta_wide"]
+# the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
+# bilinear; the policies with fill=None, RandomAffine with a zero fill or
+# nearest
+AUG_TENSOR = ["aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center", "ra",
+              "ta_bilinear", "ta_wide"]
 AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
 
 

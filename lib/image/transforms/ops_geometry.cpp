@@ -3,8 +3,11 @@
 // geometry.hpp's Pillow-exact pixels).
 #include "ops_detail.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include <ringfeed/image/tensor_kernels.hpp>
 
 namespace ringfeed::image {
 
@@ -285,6 +288,7 @@ class random_affine_op final : public transform_op {
     std::vector<double> fill{0};
     std::optional<std::array<double, 2>> center;
     bool v2 = false;  // torchvision.transforms.v2.RandomAffine: v2's inverse matrix
+    bool fused_grid = current_torch_reference().fused_bmm;  // on a uint8 tensor: the grid's bmm
   };
   explicit random_affine_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override { return "RandomAffine"; }
@@ -296,7 +300,21 @@ class random_affine_op final : public transform_op {
            ", center=" + center_spec(m_o.center) + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind("RandomAffine", in, {frame_kind::image});
+    if (!m_o.v2 || in.kind != frame_kind::tensor_u8) {
+      require_kind("RandomAffine", in, {frame_kind::image});
+      return in;
+    }
+    // v2's affine_image on a uint8 tensor: grid_sample takes nearest and
+    // bilinear; a fill is v2's masked blend, which gives v1's bytes
+    // (tensor::affine) for nearest and for a zero fill, not otherwise
+    if (m_o.interp != interpolation::nearest && m_o.interp != interpolation::bilinear)
+      throw std::invalid_argument("RandomAffine on a uint8 tensor takes nearest or bilinear interpolation "
+                                  "(torchvision refuses the others there)");
+    const bool zero_fill = std::all_of(m_o.fill.begin(), m_o.fill.end(), [](double v) { return v == 0.0; });
+    if (m_o.interp == interpolation::bilinear && !zero_fill)
+      throw std::invalid_argument("RandomAffine on a uint8 tensor with bilinear interpolation and a non-zero fill "
+                                  "is not run by ringfeed (v2's (img - fill) * mask + fill blend); fill=0 is, or "
+                                  "put it before ToImage()");
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -329,6 +347,15 @@ class random_affine_op final : public transform_op {
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const params p = draw(rng, f.size());
+    if (f.kind == frame_kind::tensor_u8) {  // v2's affine_image: the centre in torch's centred frame
+      std::array<double, 2> center{0.0, 0.0};
+      if (m_o.center) center = {(*m_o.center)[0] - f.width * 0.5, (*m_o.center)[1] - f.height * 0.5};
+      tensor::affine(f.pixels.view(), inverse_affine_matrix_v2(center, p.angle, p.translate, p.scale, p.shear),
+                     m_o.interp == interpolation::bilinear, m_o.fill, s.spare, m_o.fused_grid);
+      std::swap(f.pixels, s.spare);
+      f.set_image(f.kind);
+      return;
+    }
     const std::array<double, 2> center =
         m_o.center.value_or(std::array<double, 2>{f.width * 0.5, f.height * 0.5});
     const auto m = m_o.v2 ? inverse_affine_matrix_v2(center, p.angle, p.translate, p.scale, p.shear)
