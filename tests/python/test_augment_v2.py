@@ -162,8 +162,9 @@ def test_what_v2_runs_on_a_uint8_tensor_that_ringfeed_does_not_is_refused():
     # v1's RandomAffine stays on PIL images (v1 on a tensor is v1's matrix)
     with pytest.raises(ValueError, match=r"RandomAffine expects a PIL image"):
         RT.output_of("ToImage(); RandomAffine(10)")
-    with pytest.raises(ValueError, match=r"TrivialAugmentWide on a uint8 tensor with a fill is not run by ringfeed"):
-        RT.output_of([v2.ToImage(), v2.TrivialAugmentWide(fill=5)])
+    with pytest.raises(ValueError, match=r"TrivialAugmentWide on a uint8 tensor with bilinear interpolation and a "
+                                         r"fill is not run by ringfeed"):
+        RT.output_of([v2.ToImage(), LIVE["ta_wide_bilinear"]])
     with pytest.raises(ValueError, match=r"RandAugment on a uint8 tensor takes nearest or bilinear"):
         RT.output_of([v2.ToImage(), v2.RandAugment(interpolation=v2.InterpolationMode.BICUBIC)])
     # v1's policies stay on PIL images (v1 on a tensor is torch 1.13's arithmetic)

@@ -124,10 +124,9 @@ def v2_augment_recipes(v2):
 
 
 # the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
-# bilinear; the policies with fill=None, RandomAffine with a zero fill or
-# nearest
-AUG_TENSOR = ["aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center", "ra",
-              "ta_bilinear", "ta_wide"]
+# bilinear, a fill with nearest (or a zero one for RandomAffine)
+AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center",
+              "ra", "ra_3_5_10_fill", "ta_bilinear", "ta_wide"]
 AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
 
 

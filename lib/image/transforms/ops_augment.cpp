@@ -105,19 +105,20 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
 }
 
 // v2's _apply_image_or_video_transform on a uint8 tensor (after ToImage),
-// fill=None: torchvision's tensor kernels (tensor_kernels.hpp) — v2's own
+// fill None or with nearest (`fill` empty: None): torchvision's tensor kernels (tensor_kernels.hpp) — v2's own
 // where they differ from v1's — with v2's inverse affine matrix in torch's
 // centred coordinates (center=[0, 0] for the shears is the top-left corner
 // there), and rotate_image's fast paths (rot90 and copies: the same
 // transposes as Pillow's, geometry.hpp's rotate).
-void apply_aug_tensor(frame& f, aug a, double m, bool bilinear, bool fused_grid, op_scratch& s) {
+void apply_aug_tensor(frame& f, aug a, double m, bool bilinear, std::span<const double> fill, bool fused_grid,
+                      op_scratch& s) {
   if (a == aug::identity) return;
   const image_view src = f.pixels.view();
   image_buffer& dst = s.spare;
   const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
   const std::array<double, 2> corner{-f.width * 0.5, -f.height * 0.5};
   const auto grid = [&](const std::array<double, 6>& matrix) {
-    tensor::affine(src, matrix, bilinear, {}, dst, fused_grid);
+    tensor::affine(src, matrix, bilinear, fill, dst, fused_grid);
   };
   switch (a) {
     case aug::shear_x: grid(inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0})); break;
@@ -266,13 +267,15 @@ class augment_op final : public transform_op {
       return in;
     }
     // v2 on a uint8 tensor: its grid_sample path, which takes nearest and
-    // bilinear; a fill blends a mask in, which ringfeed does not run yet
+    // bilinear; a fill is a mask, a where for nearest (v1's bytes:
+    // tensor::affine) but v2's own blend for bilinear, not run yet
     if (m_o.interp != interpolation::nearest && m_o.interp != interpolation::bilinear)
       throw std::invalid_argument(std::string(name()) + " on a uint8 tensor takes nearest or bilinear "
                                   "interpolation (torchvision refuses the others there)");
-    if (!m_o.fill_none)
-      throw std::invalid_argument(std::string(name()) + " on a uint8 tensor with a fill is not run by ringfeed "
-                                  "(v2's masked grid_sample blend); fill=None is, or put it before ToImage()");
+    if (!m_o.fill_none && m_o.interp == interpolation::bilinear)
+      throw std::invalid_argument(std::string(name()) + " on a uint8 tensor with bilinear interpolation and a fill "
+                                  "is not run by ringfeed (v2's (img - fill) * mask + fill blend); fill=None is, "
+                                  "or nearest, or put it before ToImage()");
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -323,7 +326,9 @@ class augment_op final : public transform_op {
     const std::vector<step_draw> steps = draw(rng, f.size());
     if (f.kind == frame_kind::tensor_u8) {
       for (const step_draw& st : steps)
-        apply_aug_tensor(f, st.op, st.magnitude, m_o.interp == interpolation::bilinear, m_o.fused_grid, s);
+        apply_aug_tensor(f, st.op, st.magnitude, m_o.interp == interpolation::bilinear,
+                         m_o.fill_none ? std::span<const double>() : std::span<const double>(m_o.fill), m_o.fused_grid,
+                         s);
       return;
     }
     for (const step_draw& st : steps) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, m_o.v2, s);
