@@ -1,8 +1,8 @@
-"""torchvision.transforms.v2's RandomAffine, AutoAugment, RandAugment and
-TrivialAugmentWide (issue 42): on PIL images v2 rewrote the inverse affine
-matrix's double arithmetic (a pixel of an odd-sized image moves by one) and
-scales Solarize's magnitude from a fraction; after ToImage the policies run
-v2's tensor kernels. Each v2 object translates to its "v2.<name>" op, whose
+"""torchvision.transforms.v2's RandomAffine, AutoAugment, RandAugment,
+TrivialAugmentWide and AugMix (issue 42): on PIL images v2 rewrote the
+inverse affine matrix's double arithmetic (a pixel of an odd-sized image
+moves by one) and scales Solarize's magnitude from a fraction; after
+ToImage (and in AugMix's chains, always) they run v2's tensor kernels. Each v2 object translates to its "v2.<name>" op, whose
 pixels equal torchvision 0.29's for the draws ringfeed made: live where v2
 is installed, and from the committed goldens (made under torchvision 0.29,
 with that torch's magnitude bins and grid arithmetic) anywhere."""
@@ -125,10 +125,11 @@ def test_the_v2_spec_names_round_trip_and_are_no_ringfeed_classes():
 
 
 @needs_v2
-def test_v2_augmix_is_refused_naming_why():
-    with pytest.raises(ValueError, match=r"transform 0 \(torchvision.transforms.v2.AugMix\) mixes its chains with "
-                                         r"v2's tensor kernels.*torchvision.transforms.AugMix \(v1\) runs natively"):
-        RT.to_spec([v2.AugMix()])
+def test_v2_augmix_with_a_bilinear_fill_is_refused_naming_why():
+    with pytest.raises(ValueError, match=r"transform 0 \(AugMix\).*v2.AugMix with bilinear interpolation and a fill "
+                                         r"is not run by ringfeed"):
+        RT.to_spec([v2.AugMix(fill=3)])
+    assert RT.to_spec([v2.AugMix(fill=3, interpolation=v2.InterpolationMode.NEAREST)]).startswith("v2.AugMix(")
 
 
 @needs_v2

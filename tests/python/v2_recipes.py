@@ -120,13 +120,18 @@ def v2_augment_recipes(v2):
         "affine_bicubic_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, interpolation=I.BICUBIC,
                                                  fill=(1, 2, 3), center=(5, 7)),
         "affine_fill_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, fill=(1, 2, 3), center=(5, 7)),
+        "augmix": v2.AugMix(),
+        "augmix_sev10_w2_d2": v2.AugMix(severity=10, mixture_width=2, chain_depth=2),
+        "augmix_basic_nearest_fill": v2.AugMix(all_ops=False, interpolation=I.NEAREST, fill=[10, 200, 30]),
+        "augmix_alpha_half_w4": v2.AugMix(severity=7, alpha=0.5, mixture_width=4),
     }
 
 
 # the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
 # bilinear, a fill with nearest (or a zero one for RandomAffine)
 AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center",
-              "ra", "ra_3_5_10_fill", "ta_bilinear", "ta_wide"]
+              "augmix", "augmix_basic_nearest_fill", "augmix_sev10_w2_d2", "ra", "ra_3_5_10_fill", "ta_bilinear",
+              "ta_wide"]
 AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
 
 
@@ -149,7 +154,9 @@ def v2_augment_reference(t, path, size, draws_of, tensor=False):
     if tensor:
         from torchvision.transforms import v2
         img = v2.ToImage()(img)
-    if type(t).__name__ == "RandomAffine":
+    if type(t).__name__ == "AugMix":
+        img, ops = _augmix_pinned(t, img, d)
+    elif type(t).__name__ == "RandomAffine":
         angle, tx, ty, scale, sx, sy = d
         ops = [("affine", (angle, tx, ty, scale, sx, sy))]
         img = t.transform(img, dict(angle=angle, translate=(int(tx), int(ty)), scale=scale, shear=(sx, sy)))
@@ -159,3 +166,35 @@ def v2_augment_reference(t, path, size, draws_of, tensor=False):
             img = t._apply_image_or_video_transform(img, name, magnitude, interpolation=t.interpolation,
                                                     fill=t._fill)
     return (img.as_subclass(torch.Tensor) if tensor else torch.from_numpy(np.array(img))), ops
+
+
+def _augmix_pinned(t, img, draws):
+    """v2 AugMix `t` on img with its draws pinned to ringfeed's (draw_for_test:
+    [m0, m1, chain weights, every int drawn in order]): the Dirichlet weights
+    through _sample_dirichlet, torch.randint's values in order, and each sign
+    (torch.rand(()) <= 0.5: negative) from ringfeed's sign draw (1: negative)."""
+    import torch
+    width = t.mixture_width
+    weights = [torch.tensor([draws[0:2]]), torch.tensor([draws[2:2 + width]])]
+    ints = iter(draws[2 + width:])
+    names = []
+    apply = t._apply_image_or_video_transform
+
+    def record(image, transform_id, *args, **kwargs):
+        names.append(transform_id)
+        return apply(image, transform_id, *args, **kwargs)
+
+    t._sample_dirichlet = lambda params: weights.pop(0)
+    t._apply_image_or_video_transform = record
+    real_randint, real_rand, threads = torch.randint, torch.rand, torch.get_num_threads()
+    torch.randint = lambda *args, **kwargs: torch.tensor(int(next(ints)))
+    torch.rand = lambda *args, **kwargs: torch.tensor(0.0 if int(next(ints)) == 1 else 1.0)
+    torch.set_num_threads(1)  # Contrast's mean: torch's sum order depends on its thread count past 32768 pixels
+    try:
+        img = t(img)
+    finally:
+        torch.randint, torch.rand = real_randint, real_rand
+        torch.set_num_threads(threads)
+        del t._sample_dirichlet, t._apply_image_or_video_transform
+    assert next(ints, None) is None, "ringfeed drew more than torchvision used"
+    return img, [(name, None) for name in names]

@@ -60,12 +60,16 @@ void autocontrast(image_view src, image_buffer& dst);
 /// from v1's above (tensor_kernels_v2.cpp), as torch 2.x's vectorized CPU
 /// kernels compute them: `add_(other, alpha=a)` is one fused multiply-add.
 /// v2's other ops on uint8 tensors give v1's bytes (affine and rotate with
-/// fill=None, brightness, contrast, posterize, solarize, equalize).
+/// fill=None or nearest, brightness, posterize, solarize, equalize).
 
 /// v2's adjust_saturation_image: gray = floor(0.2989·r ⊕ 0.587·g ⊕ 0.114·b)
 /// (float, each ⊕ an fma), then v2's _blend: img·f ⊕ gray·(1 − f), clamped
 /// and truncated. L images are returned as they are.
 void adjust_saturation_v2(image_view src, double factor, image_buffer& dst);
+
+/// v2's adjust_contrast_image: _blend(img, mean, f), the mean (torch_sum's)
+/// of the floored float gray of adjust_saturation_v2 (of img for L).
+void adjust_contrast_v2(image_view src, double factor, image_buffer& dst);
 
 /// v2's adjust_sharpness_image: inside a 1-pixel border x ⊕ (blur − x)·(1 − f)
 /// (blur: the rounded 3×3 [1 1 1; 1 5 1; 1 1 1] / 13 of adjust_sharpness),

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ringfeed::image::tensor {
 
@@ -25,6 +26,14 @@ void require_channels(const char* op, image_view src) {
 // .clamp_(0, 255).to(torch.uint8): truncation.
 std::uint8_t to_u8(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f)); }
 
+// _rgb_to_grayscale_image(preserve_dtype=False) then floor_:
+// r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114).
+float gray_v2(const std::uint8_t* px) {
+  const float l0 = static_cast<float>(px[0]) * 0.2989f;
+  const float l1 = std::fma(static_cast<float>(px[1]), 0.587f, l0);
+  return std::floor(std::fma(static_cast<float>(px[2]), 0.114f, l1));
+}
+
 }  // namespace
 
 void adjust_saturation_v2(image_view src, double factor, image_buffer& dst) {
@@ -37,12 +46,30 @@ void adjust_saturation_v2(image_view src, double factor, image_buffer& dst) {
     const std::uint8_t* in = src.row(y);
     std::uint8_t* out = dst.view().row(y);
     for (int x = 0; x < src.width; ++x, in += 3, out += 3) {
-      // r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114), then floor_
-      const float l0 = static_cast<float>(in[0]) * 0.2989f;
-      const float l1 = std::fma(static_cast<float>(in[1]), 0.587f, l0);
-      const float gray = std::floor(std::fma(static_cast<float>(in[2]), 0.114f, l1));
+      const float gray = gray_v2(in);
       for (int c = 0; c < 3; ++c) out[c] = to_u8(std::fma(gray, r2, static_cast<float>(in[c]) * r));
     }
+  }
+}
+
+void adjust_contrast_v2(image_view src, double factor, image_buffer& dst) {
+  require_channels("adjust_contrast", src);
+  const int ch = src.channels;
+  std::vector<float> gray(static_cast<std::size_t>(src.width) * static_cast<std::size_t>(src.height));
+  std::size_t k = 0;
+  for (int y = 0; y < src.height; ++y) {
+    const std::uint8_t* in = src.row(y);
+    for (int x = 0; x < src.width; ++x, ++k, in += ch) gray[k] = ch == 3 ? gray_v2(in) : static_cast<float>(in[0]);
+  }
+  const auto n = static_cast<std::int64_t>(gray.size());
+  const float mean = torch_sum(gray.data(), n) / static_cast<float>(n);  // torch.mean: integers, exact below 2^24
+  const float r = static_cast<float>(factor);
+  const float r2 = static_cast<float>(1.0 - factor);
+  dst.reset(src.width, src.height, ch);
+  for (int y = 0; y < src.height; ++y) {
+    const std::uint8_t* in = src.row(y);
+    std::uint8_t* out = dst.view().row(y);
+    for (int i = 0; i < src.width * ch; ++i) out[i] = to_u8(std::fma(mean, r2, static_cast<float>(in[i]) * r));
   }
 }
 

@@ -84,6 +84,7 @@ constexpr op_signature signatures[] = {
     {"v2.AutoAugment", AutoAugment_params},
     {"v2.RandAugment", RandAugment_params},
     {"v2.TrivialAugmentWide", TrivialAugmentWide_params},
+    {"v2.AugMix", AugMix_params},
     {"Compose", Compose_params},
     {"RandomApply", RandomApply_params},
     {"RandomChoice", RandomChoice_params},

@@ -136,7 +136,7 @@ void apply_aug_tensor(frame& f, aug a, double m, bool bilinear, std::span<const 
     }
     case aug::brightness: tensor::adjust_brightness(src, 1.0 + m, dst); break;
     case aug::color: tensor::adjust_saturation_v2(src, 1.0 + m, dst); break;
-    case aug::contrast: tensor::adjust_contrast(src, 1.0 + m, dst); break;
+    case aug::contrast: tensor::adjust_contrast_v2(src, 1.0 + m, dst); break;
     case aug::sharpness: tensor::adjust_sharpness_v2(src, 1.0 + m, dst); break;
     case aug::posterize: posterize(src, static_cast<int>(m), dst); break;
     case aug::solarize: {

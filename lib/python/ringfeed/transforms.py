@@ -151,10 +151,11 @@ _FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
 # policies' shears and translations use, and the policies scale Solarize's
 # threshold from float32 linspace(1, 0) (v1: linspace(255, 0)). Their
 # objects are written as "v2.<name>(...)", the ops with v2's arithmetic.
-_V2_OWN_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide")
+# AugMix's chains run v2's tensor kernels (saturation, sharpness,
+# autocontrast differ from v1's).
+_V2_OWN_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
 # v2 classes refused, with the reason: not approximated by v1's op.
-_V2_REFUSED = {"AugMix": "mixes its chains with v2's tensor kernels (torchvision.transforms.v2.functional on a "
-                         "uint8 tensor), which ringfeed does not run yet"}
+_V2_REFUSED = {}
 
 
 def _op_spec(t, where):
