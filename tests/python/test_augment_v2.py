@@ -160,6 +160,8 @@ def test_what_v2_runs_on_a_uint8_tensor_that_ringfeed_does_not_is_refused():
         RT.output_of([v2.ToImage(), v2.RandomAffine(10, interpolation=v2.InterpolationMode.BILINEAR, fill=3)])
     with pytest.raises(ValueError, match=r"RandomAffine on a uint8 tensor takes nearest or bilinear"):
         RT.output_of([v2.ToImage(), v2.RandomAffine(10, interpolation=v2.InterpolationMode.BICUBIC)])
+    with pytest.raises(ValueError, match=r"RandomRotation on a uint8 tensor with expand=True is not run by ringfeed"):
+        RT.output_of([v2.ToImage(), v2.RandomRotation(10, expand=True)])
     # v1's RandomAffine stays on PIL images (v1 on a tensor is v1's matrix)
     with pytest.raises(ValueError, match=r"RandomAffine expects a PIL image"):
         RT.output_of("ToImage(); RandomAffine(10)")

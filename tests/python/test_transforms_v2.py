@@ -75,11 +75,14 @@ def test_v2s_scaling_is_a_multiply_not_v1s_divide():
 
 
 @needs_v2
-@pytest.mark.parametrize("name", ["RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"])
+@pytest.mark.parametrize("name", ["RandomAffine", "RandomRotation", "AutoAugment", "RandAugment", "TrivialAugmentWide",
+                                  "AugMix"])
 def test_v2s_affine_ops_are_v2s_ops_not_v1s(name):
-    # v2 rewrote the inverse affine matrix's double arithmetic: v2's objects
-    # are v2's ops (test_augment_v2.py checks their pixels); v1's stay v1's
-    make = (lambda m: getattr(m, name)((10, 10))) if name == "RandomAffine" else (lambda m: getattr(m, name)())
+    # v2 rewrote the inverse affine matrix's double arithmetic and its
+    # tensor kernels: v2's objects are v2's ops (test_augment_v2.py checks
+    # their pixels); v1's stay v1's
+    make = (lambda m: getattr(m, name)((10, 10))) if name in ("RandomAffine", "RandomRotation") else \
+        (lambda m: getattr(m, name)())
     assert RT.to_spec([make(v2)]).startswith(f"v2.{name}(")
     assert RT.to_spec([make(T)]).startswith(f"{name}(")
 

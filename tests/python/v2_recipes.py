@@ -120,6 +120,9 @@ def v2_augment_recipes(v2):
         "affine_bicubic_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, interpolation=I.BICUBIC,
                                                  fill=(1, 2, 3), center=(5, 7)),
         "affine_fill_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, fill=(1, 2, 3), center=(5, 7)),
+        "rotation": v2.RandomRotation(40),
+        "rotation_bilinear_center": v2.RandomRotation((-60, 30), interpolation=I.BILINEAR, center=(5, 7)),
+        "rotation_quarter_fill": v2.RandomRotation((90, 90), fill=(1, 2, 3)),
         "augmix": v2.AugMix(),
         "augmix_sev10_w2_d2": v2.AugMix(severity=10, mixture_width=2, chain_depth=2),
         "augmix_basic_nearest_fill": v2.AugMix(all_ops=False, interpolation=I.NEAREST, fill=[10, 200, 30]),
@@ -130,8 +133,8 @@ def v2_augment_recipes(v2):
 # the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
 # bilinear, a fill with nearest (or a zero one for RandomAffine)
 AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center",
-              "augmix", "augmix_basic_nearest_fill", "augmix_sev10_w2_d2", "ra", "ra_3_5_10_fill", "ta_bilinear",
-              "ta_wide"]
+              "augmix", "augmix_basic_nearest_fill", "augmix_sev10_w2_d2", "ra", "ra_3_5_10_fill", "rotation",
+              "rotation_bilinear_center", "rotation_quarter_fill", "ta_bilinear", "ta_wide"]
 AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
 
 
@@ -156,6 +159,9 @@ def v2_augment_reference(t, path, size, draws_of, tensor=False):
         img = v2.ToImage()(img)
     if type(t).__name__ == "AugMix":
         img, ops = _augmix_pinned(t, img, d)
+    elif type(t).__name__ == "RandomRotation":
+        ops = [("rotation", d[0])]
+        img = t.transform(img, dict(angle=d[0]))
     elif type(t).__name__ == "RandomAffine":
         angle, tx, ty, scale, sx, sy = d
         ops = [("affine", (angle, tx, ty, scale, sx, sy))]

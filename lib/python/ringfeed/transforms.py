@@ -151,9 +151,10 @@ _FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
 # policies' shears and translations use, and the policies scale Solarize's
 # threshold from float32 linspace(1, 0) (v1: linspace(255, 0)). Their
 # objects are written as "v2.<name>(...)", the ops with v2's arithmetic.
-# AugMix's chains run v2's tensor kernels (saturation, sharpness,
-# autocontrast differ from v1's).
-_V2_OWN_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
+# AugMix's chains run v2's tensor kernels (saturation, contrast, sharpness,
+# autocontrast differ from v1's); RandomRotation computes as v1's on a PIL
+# image but as v2's rotate_image after ToImage.
+_V2_OWN_ARITHMETIC = ("RandomAffine", "RandomRotation", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
 # v2 classes refused, with the reason: not approximated by v1's op.
 _V2_REFUSED = {}
 
