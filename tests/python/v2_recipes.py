@@ -133,8 +133,9 @@ def v2_augment_recipes(v2):
 # the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
 # bilinear, a fill with nearest (or a zero one for RandomAffine)
 AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center",
-              "augmix", "augmix_basic_nearest_fill", "augmix_sev10_w2_d2", "ra", "ra_3_5_10_fill", "rotation",
-              "rotation_bilinear_center", "rotation_quarter_fill", "ta_bilinear", "ta_wide"]
+              "augmix", "augmix_alpha_half_w4", "augmix_basic_nearest_fill", "augmix_sev10_w2_d2", "ra",
+              "ra_3_5_10_fill", "rotation", "rotation_bilinear_center", "rotation_quarter_fill", "ta_bilinear",
+              "ta_wide"]
 AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
 
 
