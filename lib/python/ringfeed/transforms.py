@@ -155,8 +155,6 @@ _FOREIGN = {("timm.data.transforms", "MaybeToTensor"): "ToTensor()"}
 # autocontrast differ from v1's); RandomRotation computes as v1's on a PIL
 # image but as v2's rotate_image after ToImage.
 _V2_OWN_ARITHMETIC = ("RandomAffine", "RandomRotation", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
-# v2 classes refused, with the reason: not approximated by v1's op.
-_V2_REFUSED = {}
 
 
 def _op_spec(t, where):
@@ -168,12 +166,8 @@ def _op_spec(t, where):
         return "Compose(transforms=[" + ", ".join(items) + "])"
     name = type(t).__name__
     spec_name = name
-    if (type(t).__module__ or "").startswith("torchvision.transforms.v2"):
-        if name in _V2_REFUSED:
-            raise ValueError(f"{where} (torchvision.transforms.v2.{name}) {_V2_REFUSED[name]}; "
-                             f"torchvision.transforms.{name} (v1) runs natively")
-        if name in _V2_OWN_ARITHMETIC:
-            spec_name = "v2." + name
+    if name in _V2_OWN_ARITHMETIC and (type(t).__module__ or "").startswith("torchvision.transforms.v2"):
+        spec_name = "v2." + name
     if name not in _SIGNATURES or not _is_transform_object(t):
         supported = _ringfeed._transform_ops()
         raise ValueError(f"{where} ({type(t).__module__}.{name}) is not a transform ringfeed can run; "
