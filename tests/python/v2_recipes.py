@@ -120,22 +120,25 @@ def v2_augment_recipes(v2):
         "affine_bicubic_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, interpolation=I.BICUBIC,
                                                  fill=(1, 2, 3), center=(5, 7)),
         "affine_fill_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, fill=(1, 2, 3), center=(5, 7)),
+        "affine_bilinear_fill": v2.RandomAffine(25, translate=(0.1, 0.2), interpolation=I.BILINEAR, fill=(200, 7, 90)),
         "rotation": v2.RandomRotation(40),
         "rotation_bilinear_center": v2.RandomRotation((-60, 30), interpolation=I.BILINEAR, center=(5, 7)),
         "rotation_quarter_fill": v2.RandomRotation((90, 90), fill=(1, 2, 3)),
+        "rotation_bilinear_fill": v2.RandomRotation(50, interpolation=I.BILINEAR, fill=131),
         "augmix": v2.AugMix(),
         "augmix_sev10_w2_d2": v2.AugMix(severity=10, mixture_width=2, chain_depth=2),
         "augmix_basic_nearest_fill": v2.AugMix(all_ops=False, interpolation=I.NEAREST, fill=[10, 200, 30]),
         "augmix_alpha_half_w4": v2.AugMix(severity=7, alpha=0.5, mixture_width=4),
+        "augmix_fill": v2.AugMix(fill=[10, 200, 30]),
     }
 
 
 # the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
-# bilinear, a fill with nearest (or a zero one for RandomAffine)
-AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_fill_center",
-              "augmix", "augmix_alpha_half_w4", "augmix_basic_nearest_fill", "augmix_sev10_w2_d2", "ra",
-              "ra_3_5_10_fill", "rotation", "rotation_bilinear_center", "rotation_quarter_fill", "ta_bilinear",
-              "ta_wide"]
+# bilinear interpolation
+AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_bilinear_fill",
+              "affine_fill_center", "augmix", "augmix_alpha_half_w4", "augmix_basic_nearest_fill", "augmix_fill",
+              "augmix_sev10_w2_d2", "ra", "ra_3_5_10_fill", "rotation", "rotation_bilinear_center",
+              "rotation_bilinear_fill", "rotation_quarter_fill", "ta_bilinear", "ta_wide", "ta_wide_bilinear"]
 AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
 
 

@@ -32,8 +32,11 @@ namespace ringfeed::image::tensor {
 /// (else std::invalid_argument). `fused_grid`: the grid's bmm as torch 2.x
 /// computes it on AVX2/AVX512 (x·a, then two fused multiply-adds); else
 /// as torch 1.13's reference BLAS (each product and sum rounded).
+/// `v2_blend`: bilinear with a fill blends as torchvision.transforms.v2's
+/// _apply_grid_transform, ((img − fill) · mask) + fill, each step rounded
+/// (nearest is a where in both).
 void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
-            image_buffer& dst, bool fused_grid = false);
+            image_buffer& dst, bool fused_grid = false, bool v2_blend = false);
 
 /// _blend(img, zeros, factor).
 void adjust_brightness(image_view src, double factor, image_buffer& dst);

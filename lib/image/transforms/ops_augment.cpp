@@ -104,8 +104,8 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
   f.set_image(f.kind);
 }
 
-// v2's _apply_image_or_video_transform on a uint8 tensor (after ToImage),
-// fill None or with nearest (`fill` empty: None): torchvision's tensor kernels (tensor_kernels.hpp) — v2's own
+// v2's _apply_image_or_video_transform on a uint8 tensor (after ToImage;
+// `fill` empty: None): torchvision's tensor kernels (tensor_kernels.hpp) — v2's own
 // where they differ from v1's — with v2's inverse affine matrix in torch's
 // centred coordinates (center=[0, 0] for the shears is the top-left corner
 // there), and rotate_image's fast paths (rot90 and copies: the same
@@ -118,7 +118,7 @@ void apply_aug_tensor(frame& f, aug a, double m, bool bilinear, std::span<const 
   const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
   const std::array<double, 2> corner{-f.width * 0.5, -f.height * 0.5};
   const auto grid = [&](const std::array<double, 6>& matrix) {
-    tensor::affine(src, matrix, bilinear, fill, dst, fused_grid);
+    tensor::affine(src, matrix, bilinear, fill, dst, fused_grid, /*v2_blend=*/true);
   };
   switch (a) {
     case aug::shear_x: grid(inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0})); break;
@@ -267,15 +267,10 @@ class augment_op final : public transform_op {
       return in;
     }
     // v2 on a uint8 tensor: its grid_sample path, which takes nearest and
-    // bilinear; a fill is a mask, a where for nearest (v1's bytes:
-    // tensor::affine) but v2's own blend for bilinear, not run yet
+    // bilinear
     if (m_o.interp != interpolation::nearest && m_o.interp != interpolation::bilinear)
       throw std::invalid_argument(std::string(name()) + " on a uint8 tensor takes nearest or bilinear "
                                   "interpolation (torchvision refuses the others there)");
-    if (!m_o.fill_none && m_o.interp == interpolation::bilinear)
-      throw std::invalid_argument(std::string(name()) + " on a uint8 tensor with bilinear interpolation and a fill "
-                                  "is not run by ringfeed (v2's (img - fill) * mask + fill blend); fill=None is, "
-                                  "or nearest, or put it before ToImage()");
     return in;
   }
   bool deterministic() const noexcept override { return false; }

@@ -135,18 +135,18 @@ bool apply_v2(image_view src, const mix_step& st, bool bilinear, std::span<const
   const std::array<double, 2> corner{-src.width * 0.5, -src.height * 0.5};
   switch (st.op) {
     case mix_op::shear_x:
-      tensor::affine(src, inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0}), bilinear, fill, dst, fused_grid);
+      tensor::affine(src, inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0}), bilinear, fill, dst, fused_grid, true);
       return true;
     case mix_op::shear_y:
-      tensor::affine(src, inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {0.0, deg}), bilinear, fill, dst, fused_grid);
+      tensor::affine(src, inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {0.0, deg}), bilinear, fill, dst, fused_grid, true);
       return true;
     case mix_op::translate_x:
       tensor::affine(src, inverse_affine_matrix_v2({0, 0}, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), bilinear, fill, dst,
-                     fused_grid);
+                     fused_grid, true);
       return true;
     case mix_op::translate_y:
       tensor::affine(src, inverse_affine_matrix_v2({0, 0}, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), bilinear, fill, dst,
-                     fused_grid);
+                     fused_grid, true);
       return true;
     case mix_op::rotate: {
       double angle = std::fmod(m, 360.0);  // angle % 360, Python's
@@ -155,7 +155,7 @@ bool apply_v2(image_view src, const mix_step& st, bool bilinear, std::span<const
         rotate(src, angle, interpolation::nearest, false, std::nullopt, fill_color{}, dst);  // rot90: a transpose
       else
         tensor::affine(src, inverse_affine_matrix_v2({0, 0}, -angle, {0, 0}, 1.0, {0, 0}), bilinear, fill, dst,
-                       fused_grid);
+                       fused_grid, true);
       return true;
     }
     case mix_op::solarize: solarize(src, static_cast<float>(255.0 * m), dst); return true;  // uint8 >= float32
@@ -336,9 +336,6 @@ op_ptr make_augmix(const spec_call& c) {
     if (o.fill.empty()) a.fail("fill", "expected a number or a sequence of numbers");
     for (double v : o.fill)
       if (!(v >= 0.0 && v <= 255.0)) a.fail("fill", "values must lie in [0, 255] (uint8 pixels)");
-    if (o.v2 && o.bilinear)
-      a.fail("fill", "v2.AugMix with bilinear interpolation and a fill is not run by ringfeed (v2's "
-                     "(img - fill) * mask + fill blend); fill=None is, or nearest");
   }
   return std::make_shared<augmix_op>(std::move(o));
 }

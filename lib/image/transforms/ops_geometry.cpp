@@ -3,7 +3,6 @@
 // geometry.hpp's Pillow-exact pixels).
 #include "ops_detail.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -235,17 +234,11 @@ std::string center_spec(const std::optional<std::array<double, 2>>& c) {
 }
 
 // On a uint8 tensor (v2's rotate_image / affine_image after ToImage):
-// grid_sample takes nearest and bilinear, and its fill blend gives
-// tensor::affine's (v1's) bytes for nearest and for a zero fill only.
-void require_v2_tensor_warp(std::string_view op, interpolation interp, const std::vector<double>& fill) {
+// grid_sample takes nearest and bilinear.
+void require_v2_tensor_warp(std::string_view op, interpolation interp) {
   if (interp != interpolation::nearest && interp != interpolation::bilinear)
     throw std::invalid_argument(std::string(op) + " on a uint8 tensor takes nearest or bilinear interpolation "
                                 "(torchvision refuses the others there)");
-  const bool zero_fill = std::all_of(fill.begin(), fill.end(), [](double v) { return v == 0.0; });
-  if (interp == interpolation::bilinear && !zero_fill)
-    throw std::invalid_argument(std::string(op) + " on a uint8 tensor with bilinear interpolation and a non-zero "
-                                "fill is not run by ringfeed (v2's (img - fill) * mask + fill blend); fill=0 is, or "
-                                "put it before ToImage()");
 }
 
 class random_rotation_op final : public transform_op {
@@ -262,7 +255,7 @@ class random_rotation_op final : public transform_op {
   }
   frame_shape infer(const frame_shape& in) const override {
     if (m_v2 && in.kind == frame_kind::tensor_u8) {
-      require_v2_tensor_warp("RandomRotation", m_interp, m_fill);
+      require_v2_tensor_warp("RandomRotation", m_interp);
       if (m_expand)
         throw std::invalid_argument("RandomRotation on a uint8 tensor with expand=True is not run by ringfeed "
                                     "(v2's _compute_affine_output_size); expand=False is, or put it before ToImage()");
@@ -313,7 +306,7 @@ class random_rotation_op final : public transform_op {
     std::array<double, 2> center{0.0, 0.0};
     if (m_center) center = {(*m_center)[0] - src.width * 0.5, (*m_center)[1] - src.height * 0.5};
     tensor::affine(src, inverse_affine_matrix_v2(center, -angle, {0, 0}, 1.0, {0, 0}),
-                   m_interp == interpolation::bilinear, m_fill, dst, m_fused_grid);
+                   m_interp == interpolation::bilinear, m_fill, dst, m_fused_grid, /*v2_blend=*/true);
   }
 };
 
@@ -351,7 +344,7 @@ class random_affine_op final : public transform_op {
       require_kind("RandomAffine", in, {frame_kind::image});
       return in;
     }
-    require_v2_tensor_warp("RandomAffine", m_o.interp, m_o.fill);  // v2's affine_image
+    require_v2_tensor_warp("RandomAffine", m_o.interp);  // v2's affine_image
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -388,7 +381,7 @@ class random_affine_op final : public transform_op {
       std::array<double, 2> center{0.0, 0.0};
       if (m_o.center) center = {(*m_o.center)[0] - f.width * 0.5, (*m_o.center)[1] - f.height * 0.5};
       tensor::affine(f.pixels.view(), inverse_affine_matrix_v2(center, p.angle, p.translate, p.scale, p.shear),
-                     m_o.interp == interpolation::bilinear, m_o.fill, s.spare, m_o.fused_grid);
+                     m_o.interp == interpolation::bilinear, m_o.fill, s.spare, m_o.fused_grid, /*v2_blend=*/true);
       std::swap(f.pixels, s.spare);
       f.set_image(f.kind);
       return;
