@@ -62,8 +62,9 @@ void autocontrast(image_view src, image_buffer& dst);
 /// torchvision.transforms.v2's kernels on uint8 tensors where they differ
 /// from v1's above (tensor_kernels_v2.cpp), as torch 2.x's vectorized CPU
 /// kernels compute them: `add_(other, alpha=a)` is one fused multiply-add.
-/// v2's other ops on uint8 tensors give v1's bytes (affine and rotate with
-/// fill=None or nearest, brightness, posterize, solarize, equalize).
+/// v2's other ops on uint8 tensors are v1's kernels: affine() (fed v2's
+/// inverse matrix, and v2_blend for a bilinear fill), brightness,
+/// posterize, solarize (at v2's float32 threshold) and equalize.
 
 /// v2's adjust_saturation_image: gray = floor(0.2989·r ⊕ 0.587·g ⊕ 0.114·b)
 /// (float, each ⊕ an fma), then v2's _blend: img·f ⊕ gray·(1 − f), clamped
