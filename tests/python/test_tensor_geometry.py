@@ -185,3 +185,23 @@ def test_the_issues_train_snippet_runs_natively_with_torchs_batches(train_dir):
     for k, ((gx, gy), (wx, wy)) in enumerate(zip(got, want)):
         assert torch.equal(gy, wy), f"batch {k} labels"
         assert_same(gx, wx, f"batch {k}")
+
+
+@needs_v2
+def test_the_issues_whole_train_snippet_runs_natively(train_dir):
+    # the snippet as the issue writes it, TrivialAugmentWide after ToImage
+    # included: native (strict=True: no fallback), every batch whole; its
+    # ops' bytes are checked above, in test_augment_v2.py and in the goldens
+    import torchvision.datasets as datasets
+    transform = v2.Compose([v2.ToImage(), v2.RandomResizedCrop(24, antialias=True), v2.RandomHorizontalFlip(),
+                            v2.TrivialAugmentWide(), v2.ToDtype(torch.float32, scale=True),
+                            v2.Normalize(MEAN, STD), v2.RandomErasing(0.1)])
+    dataset = datasets.ImageFolder(train_dir, transform=transform)
+    loader = ringfeed.DataLoader(dataset, batch_size=16, shuffle=True, strict=True)
+    assert loader.backend == "ringfeed" and loader.fallback_reason is None
+    n = 0
+    for x, y in loader:
+        assert x.dtype == torch.float32 and tuple(x.shape[1:]) == (3, 24, 24) and len(y) == len(x)
+        assert torch.isfinite(x).all()
+        n += len(x)
+    assert n == len(dataset)

@@ -18,6 +18,7 @@ GOLDENS = os.path.join(DATA, "transforms", "goldens.json")
 AUGMIX_GOLDENS = os.path.join(DATA, "transforms", "augmix_goldens.json")
 V2_GOLDENS = os.path.join(DATA, "transforms", "v2_goldens.json")
 TENSOR_GOLDENS = os.path.join(DATA, "transforms", "tensor_goldens.json")
+AUGMENT_V2_GOLDENS = os.path.join(DATA, "transforms", "augment_v2_goldens.json")
 
 # One or more of every format the decoders read, grayscale and alpha
 # included, tiny to photo-sized, square and not.

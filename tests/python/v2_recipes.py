@@ -128,3 +128,129 @@ def tensor_geometry_recipes(v2, torch):
     out["tg_u8_raw_resize_bilinear_aa"] = [v2.ToImage(), v2.Resize(33)]
     out["tg_u8_raw_resize_bicubic"] = [v2.ToImage(), v2.Resize(33, interpolation=I.BICUBIC, antialias=False)]
     return out
+# --- v2's affine matrix and augment policies (test_augment_v2.py) -------------------
+
+# ringfeed's augment op ids (draw_for_test: id, magnitude per step), in
+# ops_augment.cpp's order.
+AUG_NAMES = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+             "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
+AUG_SIZES = [(29, 37), (24, 31)]  # (h, w) each image is resized to first: odd sides
+AUG_SAMPLES = 16  # samples per (size, image), seed 11, epoch 0
+
+
+def aug_indices(size, img, images):
+    """The sample indices for `img` (of `images`) at `size` (of AUG_SIZES or
+    AUG_TENSOR_SIZES): other ones for each, so the draws cover every op."""
+    sizes = AUG_SIZES + [s for s in AUG_TENSOR_SIZES if s not in AUG_SIZES]
+    base = (sizes.index(size) * len(images) + images.index(img)) * AUG_SAMPLES
+    return range(base, base + AUG_SAMPLES)
+
+
+def v2_augment_recipes(v2):
+    """v2's classes with v2's own arithmetic on PIL images: the affine
+    matrix (RandomAffine, the policies' shears and translations) and the
+    policies' Solarize magnitudes."""
+    I, P = v2.InterpolationMode, v2.AutoAugmentPolicy
+    return {
+        "aa_imagenet": v2.AutoAugment(P.IMAGENET),
+        "aa_cifar10_fill": v2.AutoAugment(P.CIFAR10, fill=[10, 20, 30]),
+        "aa_svhn_bilinear": v2.AutoAugment(P.SVHN, interpolation=I.BILINEAR),
+        "ra": v2.RandAugment(),
+        "ra_3_5_10_fill": v2.RandAugment(num_ops=3, magnitude=5, num_magnitude_bins=10, fill=128),
+        "ta_wide": v2.TrivialAugmentWide(),
+        "ta_wide_bilinear": v2.TrivialAugmentWide(interpolation=I.BILINEAR, fill=[0, 255, 0]),
+        "ta_bilinear": v2.TrivialAugmentWide(interpolation=I.BILINEAR),
+        "affine": v2.RandomAffine(30, translate=(0.2, 0.3), scale=(0.7, 1.3), shear=(-10, 10, -5, 5)),
+        "affine_bilinear": v2.RandomAffine(20, translate=(0.1, 0.1), shear=(-5, 5),
+                                           interpolation=I.BILINEAR),
+        "affine_bicubic_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, interpolation=I.BICUBIC,
+                                                 fill=(1, 2, 3), center=(5, 7)),
+        "affine_fill_center": v2.RandomAffine((-45, 20), scale=(0.9, 1.1), shear=8, fill=(1, 2, 3), center=(5, 7)),
+        "affine_bilinear_fill": v2.RandomAffine(25, translate=(0.1, 0.2), interpolation=I.BILINEAR, fill=(200, 7, 90)),
+        "rotation": v2.RandomRotation(40),
+        "rotation_bilinear_center": v2.RandomRotation((-60, 30), interpolation=I.BILINEAR, center=(5, 7)),
+        "rotation_quarter_fill": v2.RandomRotation((90, 90), fill=(1, 2, 3)),
+        "rotation_bilinear_fill": v2.RandomRotation(50, interpolation=I.BILINEAR, fill=131),
+        "augmix": v2.AugMix(),
+        "augmix_sev10_w2_d2": v2.AugMix(severity=10, mixture_width=2, chain_depth=2),
+        "augmix_basic_nearest_fill": v2.AugMix(all_ops=False, interpolation=I.NEAREST, fill=[10, 200, 30]),
+        "augmix_alpha_half_w4": v2.AugMix(severity=7, alpha=0.5, mixture_width=4),
+        "augmix_fill": v2.AugMix(fill=[10, 200, 30]),
+    }
+
+
+# the recipes v2 runs on a uint8 tensor too (after ToImage): nearest or
+# bilinear interpolation
+AUG_TENSOR = ["aa_cifar10_fill", "aa_imagenet", "aa_svhn_bilinear", "affine", "affine_bilinear", "affine_bilinear_fill",
+              "affine_fill_center", "augmix", "augmix_alpha_half_w4", "augmix_basic_nearest_fill", "augmix_fill",
+              "augmix_sev10_w2_d2", "ra", "ra_3_5_10_fill", "rotation", "rotation_bilinear_center",
+              "rotation_bilinear_fill", "rotation_quarter_fill", "ta_bilinear", "ta_wide", "ta_wide_bilinear"]
+AUG_TENSOR_SIZES = [(29, 37), (32, 32)]  # square: rotate_image's rot90 fast paths
+
+
+def tensor_spec(op_spec, size):
+    """The list the tensor recipes run in: the op (position 2) after ToImage."""
+    return f"Resize(({size[0]}, {size[1]})); ToImage(); {op_spec}"
+
+
+def v2_augment_reference(t, path, size, draws_of, tensor=False):
+    """torchvision's output of v2 op `t` on the image at `path` resized to
+    size (h, w), with t's draws pinned to ringfeed's: `draws_of(w, h, c)`
+    (_ringfeed._transform_draws). tensor: after v2.ToImage(). Returns (HWC
+    uint8 tensor, or CHW with tensor, the ops)."""
+    import numpy as np
+    import torch
+    from PIL import Image
+    with Image.open(path) as im:
+        img = im.convert("RGB").resize((size[1], size[0]), Image.BILINEAR)
+    d = list(draws_of(img.width, img.height, 3))
+    if tensor:
+        from torchvision.transforms import v2
+        img = v2.ToImage()(img)
+    if type(t).__name__ == "AugMix":
+        img, ops = _augmix_pinned(t, img, d)
+    elif type(t).__name__ == "RandomRotation":
+        ops = [("rotation", d[0])]
+        img = t.transform(img, dict(angle=d[0]))
+    elif type(t).__name__ == "RandomAffine":
+        angle, tx, ty, scale, sx, sy = d
+        ops = [("affine", (angle, tx, ty, scale, sx, sy))]
+        img = t.transform(img, dict(angle=angle, translate=(int(tx), int(ty)), scale=scale, shear=(sx, sy)))
+    else:
+        ops = [(AUG_NAMES[int(d[k])], d[k + 1]) for k in range(0, len(d), 2)]
+        for name, magnitude in ops:
+            img = t._apply_image_or_video_transform(img, name, magnitude, interpolation=t.interpolation,
+                                                    fill=t._fill)
+    return (img.as_subclass(torch.Tensor) if tensor else torch.from_numpy(np.array(img))), ops
+
+
+def _augmix_pinned(t, img, draws):
+    """v2 AugMix `t` on img with its draws pinned to ringfeed's (draw_for_test:
+    [m0, m1, chain weights, every int drawn in order]): the Dirichlet weights
+    through _sample_dirichlet, torch.randint's values in order, and each sign
+    (torch.rand(()) <= 0.5: negative) from ringfeed's sign draw (1: negative)."""
+    import torch
+    width = t.mixture_width
+    weights = [torch.tensor([draws[0:2]]), torch.tensor([draws[2:2 + width]])]
+    ints = iter(draws[2 + width:])
+    names = []
+    apply = t._apply_image_or_video_transform
+
+    def record(image, transform_id, *args, **kwargs):
+        names.append(transform_id)
+        return apply(image, transform_id, *args, **kwargs)
+
+    t._sample_dirichlet = lambda params: weights.pop(0)
+    t._apply_image_or_video_transform = record
+    real_randint, real_rand, threads = torch.randint, torch.rand, torch.get_num_threads()
+    torch.randint = lambda *args, **kwargs: torch.tensor(int(next(ints)))
+    torch.rand = lambda *args, **kwargs: torch.tensor(0.0 if int(next(ints)) == 1 else 1.0)
+    torch.set_num_threads(1)  # Contrast's mean: torch's sum order depends on its thread count past 32768 pixels
+    try:
+        img = t(img)
+    finally:
+        torch.randint, torch.rand = real_randint, real_rand
+        torch.set_num_threads(threads)
+        del t._sample_dirichlet, t._apply_image_or_video_transform
+    assert next(ints, None) is None, "ringfeed drew more than torchvision used"
+    return img, [(name, None) for name in names]

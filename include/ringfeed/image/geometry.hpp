@@ -97,6 +97,16 @@ void pad(image_view src, int left, int top, int right, int bottom, padding_mode 
                                                           std::array<double, 2> translate, double scale,
                                                           std::array<double, 2> shear);
 
+/// torchvision.transforms.v2's `_get_inverse_affine_matrix` (0.16 and
+/// later; inverted=True): the same matrix as inverse_affine_matrix() with
+/// v2's rewritten double arithmetic (shared cos(sy) and tan(sx) terms, the
+/// centre and translation folded as cx - m0·(cx + tx) - m1·(cy + ty)). The
+/// two differ in the last bits, enough to move a pixel of an odd-sized
+/// image by one. Same arguments and checks as inverse_affine_matrix().
+[[nodiscard]] std::array<double, 6> inverse_affine_matrix_v2(std::array<double, 2> center, double angle,
+                                                             std::array<double, 2> translate, double scale,
+                                                             std::array<double, 2> shear);
+
 /// `Image.transform(out, Image.AFFINE, inverse_matrix, filter,
 /// fillcolor=fill)` as F.affine calls it (F.affine passes out = the input's
 /// size): output pixel (x, y) samples the input at

@@ -32,8 +32,11 @@ namespace ringfeed::image::tensor {
 /// (else std::invalid_argument). `fused_grid`: the grid's bmm as torch 2.x
 /// computes it on AVX2/AVX512 (x·a, then two fused multiply-adds); else
 /// as torch 1.13's reference BLAS (each product and sum rounded).
+/// `v2_blend`: bilinear with a fill blends as torchvision.transforms.v2's
+/// _apply_grid_transform, ((img − fill) · mask) + fill, each step rounded
+/// (nearest is a where in both).
 void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
-            image_buffer& dst, bool fused_grid = false);
+            image_buffer& dst, bool fused_grid = false, bool v2_blend = false);
 
 /// _blend(img, zeros, factor).
 void adjust_brightness(image_view src, double factor, image_buffer& dst);
@@ -55,6 +58,32 @@ void adjust_sharpness(image_view src, double factor, image_buffer& dst);
 /// where scale = float32(1 / (max − min)) · 255 (torch's reversed division
 /// is a reciprocal and a product); a flat channel is kept.
 void autocontrast(image_view src, image_buffer& dst);
+
+/// torchvision.transforms.v2's kernels on uint8 tensors where they differ
+/// from v1's above (tensor_kernels_v2.cpp), as torch 2.x's vectorized CPU
+/// kernels compute them: `add_(other, alpha=a)` is one fused multiply-add.
+/// v2's other ops on uint8 tensors are v1's kernels: affine() (fed v2's
+/// inverse matrix, and v2_blend for a bilinear fill), brightness,
+/// posterize, solarize (at v2's float32 threshold) and equalize.
+
+/// v2's adjust_saturation_image: gray = floor(0.2989·r ⊕ 0.587·g ⊕ 0.114·b)
+/// (float, each ⊕ an fma), then v2's _blend: img·f ⊕ gray·(1 − f), clamped
+/// and truncated. L images are returned as they are.
+void adjust_saturation_v2(image_view src, double factor, image_buffer& dst);
+
+/// v2's adjust_contrast_image: _blend(img, mean, f), the mean (torch_sum's)
+/// of the floored float gray of adjust_saturation_v2 (of img for L).
+void adjust_contrast_v2(image_view src, double factor, image_buffer& dst);
+
+/// v2's adjust_sharpness_image: inside a 1-pixel border x ⊕ (blur − x)·(1 − f)
+/// (blur: the rounded 3×3 [1 1 1; 1 5 1; 1 1 1] / 13 of adjust_sharpness),
+/// clamped and truncated. Images 2 pixels or less wide or high as they are.
+void adjust_sharpness_v2(image_view src, double factor, image_buffer& dst);
+
+/// v2's autocontrast_image: per channel (x − min) / inv_scale, inv_scale =
+/// float32(max − min) · float32(1 / 255) (a true division, not v1's
+/// reciprocal), clamped and truncated; a flat channel is kept.
+void autocontrast_v2(image_view src, image_buffer& dst);
 
 /// torch.sum of `n` contiguous float32 values as torch 1.13 computes it on
 /// one thread (SumKernel.cpp's cascade: 8-lane vectors, 4 rows of ILP,

@@ -1,6 +1,7 @@
 // Resampling geometry ops: resize (Pillow's resampler, and its nearest
 // path), affine and rotate: their argument checks, Image.rotate's matrix
-// and quarter-turn transposes, and torchvision's _get_inverse_affine_matrix.
+// and quarter-turn transposes, and torchvision's _get_inverse_affine_matrix
+// (v1's and v2's).
 // The pixels are moved by affine.cpp's kernels (Pillow 9.4's
 // libImaging/Geometry.c).
 //
@@ -193,6 +194,32 @@ std::array<double, 6> inverse_affine_matrix(std::array<double, 2> center, double
   m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
   m[2] += cx;
   m[5] += cy;
+  return m;
+}
+
+std::array<double, 6> inverse_affine_matrix_v2(std::array<double, 2> center, double angle,
+                                               std::array<double, 2> translate, double scale,
+                                               std::array<double, 2> shear) {
+  if (!(scale > 0.0)) bad("affine", "scale should be positive, got " + std::to_string(scale));
+  const double rot = radians(angle);
+  const double sx = radians(shear[0]);
+  const double sy = radians(shear[1]);
+  const double cx = center[0];
+  const double cy = center[1];
+  // v2's cached terms, in its order.
+  const double cos_sy = std::cos(sy);
+  const double tan_sx = std::tan(sx);
+  const double rot_minus_sy = rot - sy;
+  const double cx_plus_tx = cx + translate[0];
+  const double cy_plus_ty = cy + translate[1];
+  const double a = std::cos(rot_minus_sy) / cos_sy;
+  const double b = -(a * tan_sx + std::sin(rot));
+  const double c = std::sin(rot_minus_sy) / cos_sy;
+  const double d = std::cos(rot) - c * tan_sx;
+  std::array<double, 6> m{d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0};
+  // matrix[2] += cx - matrix[0] * cx_plus_tx - matrix[1] * cy_plus_ty
+  m[2] += cx - m[0] * cx_plus_tx - m[1] * cy_plus_ty;
+  m[5] += cy - m[3] * cx_plus_tx - m[4] * cy_plus_ty;
   return m;
 }
 

@@ -148,6 +148,7 @@ struct affine_job {
   float scale_w, scale_h;        // grid_sample's size / 2
   std::array<float, 3> fill;
   bool fused_grid;               // torch 2.x's bmm: fma(1, c, fma(y, b, x·a))
+  bool v2_blend;                 // v2's fill blend: (img − fill) · mask + fill
 };
 
 // Per-row scratch of affine_rows: the sampling positions' corner weights
@@ -242,6 +243,12 @@ template <bool Bilinear, bool Masked, bool Simd>
         return std::fma(vse, se[x], std::fma(vsw, sw[x], std::fma(vne, ne[x], vnw * nw[x])));
       };
       const auto blend_fill = [&](float v, float mask, int c) {  // img · mask + (1.0 − mask) · fill
+        if (j.v2_blend) {  // float_img.sub_(fill_img).mul_(mask).add_(fill_img)
+          const float f = j.fill[static_cast<std::size_t>(c)];
+          const float d = v - f;
+          const float p = d * mask;
+          return p + f;
+        }
         const float kept = v * mask;
         const float rest = 1.0f - mask;
         const float filled = rest * j.fill[static_cast<std::size_t>(c)];
@@ -392,7 +399,7 @@ void affine_avx2(const affine_job& j, bool bilinear, bool masked) { affine_basel
 void set_affine_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
 
 void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, std::span<const double> fill,
-            image_buffer& dst, bool fused_grid) {
+            image_buffer& dst, bool fused_grid, bool v2_blend) {
   require_channels("affine", src);
   const int w = src.width, h = src.height, ch = src.channels;
   if (!fill.empty() && fill.size() != 1 && fill.size() != static_cast<std::size_t>(ch))
@@ -415,6 +422,7 @@ void affine(image_view src, const std::array<double, 6>& matrix, bool bilinear, 
   j.ay = t[3] / half_h, j.by = t[4] / half_h, j.cy = t[5] / half_h;
   j.scale_w = static_cast<float>(w) / 2, j.scale_h = static_cast<float>(h) / 2;
   j.fused_grid = fused_grid;
+  j.v2_blend = v2_blend;
   j.src = src;
   j.dst = dst.view();
   if (simd_enabled.load(std::memory_order_relaxed) && image::detail::cpu_has_avx2_fma())

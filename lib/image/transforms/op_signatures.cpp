@@ -86,6 +86,16 @@ constexpr op_signature signatures[] = {
     {"ToImage", {}},
     {"ToDtype", ToDtype_params},
     {"ToPureTensor", {}},
+    // torchvision.transforms.v2's classes that share v1's constructor but
+    // not its arithmetic (v2's inverse affine matrix, its tensor kernels):
+    // transforms.py writes them under these names when the object comes
+    // from the v2 module.
+    {"v2.RandomAffine", RandomAffine_params},
+    {"v2.RandomRotation", RandomRotation_params},
+    {"v2.AutoAugment", AutoAugment_params},
+    {"v2.RandAugment", RandAugment_params},
+    {"v2.TrivialAugmentWide", TrivialAugmentWide_params},
+    {"v2.AugMix", AugMix_params},
     {"Compose", Compose_params},
     {"RandomApply", RandomApply_params},
     {"RandomChoice", RandomChoice_params},

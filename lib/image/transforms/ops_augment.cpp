@@ -2,7 +2,13 @@
 // TrivialAugmentWide as list ops: torchvision 0.14's autoaugment.py — its
 // policy tables, its float32 magnitude bins (torch.linspace), its draws —
 // over the same Pillow-exact ops (geometry.hpp, color.hpp) its _apply_op
-// calls on PIL images.
+// calls on PIL images. Their torchvision.transforms.v2 twins (spec names
+// "v2.AutoAugment", ...; transforms.py picks them by the object's module)
+// have the same tables and draws on PIL images but v2's arithmetic where
+// it differs: v2's inverse affine matrix for the shears and translations,
+// and Solarize's magnitude as a fraction, float32 linspace(1, 0), times
+// 255.0 (v1: linspace(255, 0)). After ToImage (a uint8 tensor frame) the v2
+// ops run v2's tensor kernels (apply_aug_tensor); v1's stay PIL-only.
 #include "ops_detail.hpp"
 
 #include <cmath>
@@ -10,6 +16,7 @@
 #include <stdexcept>
 
 #include <ringfeed/image/color.hpp>
+#include <ringfeed/image/tensor_kernels.hpp>
 
 namespace ringfeed::image {
 
@@ -32,7 +39,7 @@ constexpr std::string_view aug_names[] = {"Identity",   "ShearX",    "ShearY",  
 // The magnitude of bin `k` of `bins` for op `a` on a width × height image
 // (the _augmentation_space tables); `wide` selects TrivialAugmentWide's.
 // Returns NaN for the ops without magnitudes.
-double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule rule) {
+double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule rule, bool v2) {
   const auto linspace_at = [rule](double start, double end, int steps, int i) {
     return image::linspace_at(rule, start, end, steps, i);
   };
@@ -47,7 +54,7 @@ double magnitude_of(aug a, int k, int bins, size2 size, bool wide, linspace_rule
     case aug::contrast:
     case aug::sharpness: return linspace_at(0.0, wide ? 0.99 : 0.9, bins, k);
     case aug::posterize: return posterize_bits_at(8, wide ? 6.0 : 4.0, bins, k);
-    case aug::solarize: return linspace_at(255.0, 0.0, bins, k);
+    case aug::solarize: return v2 ? linspace_at(1.0, 0.0, bins, k) : linspace_at(255.0, 0.0, bins, k);
     default: return std::nan("");
   }
 }
@@ -57,8 +64,9 @@ bool signed_op(aug a) {
          a == aug::rotate || a == aug::brightness || a == aug::color || a == aug::contrast || a == aug::sharpness;
 }
 
-// _apply_op on a PIL image.
-void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vector<double>& fill, op_scratch& s) {
+// _apply_op on a PIL image (v2: _apply_image_or_video_transform).
+void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vector<double>& fill, bool v2,
+               op_scratch& s) {
   if (a == aug::identity) return;
   require_image("_apply_op", f);
   const image_view src = f.pixels.view();
@@ -66,18 +74,19 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
   const fill_color fc = resolve_fill(aug_names[static_cast<int>(a)], fill, f.channels);
   const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
   const std::array<double, 2> centre{f.width * 0.5, f.height * 0.5};
+  const auto matrix_of = v2 ? inverse_affine_matrix_v2 : inverse_affine_matrix;
   switch (a) {
     case aug::shear_x:
-      affine(src, inverse_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {deg, 0.0}), f.size(), interp, fc, dst);
+      affine(src, matrix_of({0, 0}, 0.0, {0, 0}, 1.0, {deg, 0.0}), f.size(), interp, fc, dst);
       break;
     case aug::shear_y:
-      affine(src, inverse_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {0.0, deg}), f.size(), interp, fc, dst);
+      affine(src, matrix_of({0, 0}, 0.0, {0, 0}, 1.0, {0.0, deg}), f.size(), interp, fc, dst);
       break;
     case aug::translate_x:
-      affine(src, inverse_affine_matrix(centre, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), f.size(), interp, fc, dst);
+      affine(src, matrix_of(centre, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), f.size(), interp, fc, dst);
       break;
     case aug::translate_y:
-      affine(src, inverse_affine_matrix(centre, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), f.size(), interp, fc, dst);
+      affine(src, matrix_of(centre, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), f.size(), interp, fc, dst);
       break;
     case aug::rotate: rotate(src, m, interp, false, std::nullopt, fc, dst); break;
     case aug::brightness: adjust_brightness(src, 1.0 + m, dst); break;
@@ -85,8 +94,58 @@ void apply_aug(frame& f, aug a, double m, interpolation interp, const std::vecto
     case aug::contrast: adjust_contrast(src, 1.0 + m, dst); break;
     case aug::sharpness: adjust_sharpness(src, 1.0 + m, dst); break;
     case aug::posterize: posterize(src, static_cast<int>(m), dst); break;
-    case aug::solarize: solarize(src, m, dst); break;
+    case aug::solarize: solarize(src, v2 ? 255.0 * m : m, dst); break;  // v2: bound (255.0) * magnitude
     case aug::autocontrast: autocontrast(src, dst); break;
+    case aug::equalize: equalize(src, dst); break;
+    case aug::invert: invert(src, dst); break;
+    case aug::identity: return;
+  }
+  std::swap(f.pixels, s.spare);
+  f.set_image(f.kind);
+}
+
+// v2's _apply_image_or_video_transform on a uint8 tensor (after ToImage;
+// `fill` empty: None): torchvision's tensor kernels (tensor_kernels.hpp) — v2's own
+// where they differ from v1's — with v2's inverse affine matrix in torch's
+// centred coordinates (center=[0, 0] for the shears is the top-left corner
+// there), and rotate_image's fast paths (rot90 and copies: the same
+// transposes as Pillow's, geometry.hpp's rotate).
+void apply_aug_tensor(frame& f, aug a, double m, bool bilinear, std::span<const double> fill, bool fused_grid,
+                      op_scratch& s) {
+  if (a == aug::identity) return;
+  const image_view src = f.pixels.view();
+  image_buffer& dst = s.spare;
+  const double deg = std::atan(m) * (180.0 / std::numbers::pi);  // math.degrees(math.atan(m))
+  const std::array<double, 2> corner{-f.width * 0.5, -f.height * 0.5};
+  const auto grid = [&](const std::array<double, 6>& matrix) {
+    tensor::affine(src, matrix, bilinear, fill, dst, fused_grid, /*v2_blend=*/true);
+  };
+  switch (a) {
+    case aug::shear_x: grid(inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0})); break;
+    case aug::shear_y: grid(inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {0.0, deg})); break;
+    case aug::translate_x: grid(inverse_affine_matrix_v2({0, 0}, 0.0, {std::trunc(m), 0}, 1.0, {0, 0})); break;
+    case aug::translate_y: grid(inverse_affine_matrix_v2({0, 0}, 0.0, {0, std::trunc(m)}, 1.0, {0, 0})); break;
+    case aug::rotate: {
+      double angle = std::fmod(m, 360.0);  // angle % 360, Python's
+      if (angle < 0) angle += 360.0;
+      if (angle == 0.0 || angle == 180.0 || (f.width == f.height && (angle == 90.0 || angle == 270.0)))
+        rotate(src, angle, interpolation::nearest, false, std::nullopt, fill_color{}, dst);  // a transpose
+      else
+        grid(inverse_affine_matrix_v2({0, 0}, -angle, {0, 0}, 1.0, {0, 0}));
+      break;
+    }
+    case aug::brightness: tensor::adjust_brightness(src, 1.0 + m, dst); break;
+    case aug::color: tensor::adjust_saturation_v2(src, 1.0 + m, dst); break;
+    case aug::contrast: tensor::adjust_contrast_v2(src, 1.0 + m, dst); break;
+    case aug::sharpness: tensor::adjust_sharpness_v2(src, 1.0 + m, dst); break;
+    case aug::posterize: posterize(src, static_cast<int>(m), dst); break;
+    case aug::solarize: {
+      // image >= 255 * magnitude: the uint8 tensor compared with a Python
+      // float promotes both to float32, so the threshold is rounded to one
+      solarize(src, static_cast<float>(255.0 * m), dst);
+      break;
+    }
+    case aug::autocontrast: tensor::autocontrast_v2(src, dst); break;
     case aug::equalize: equalize(src, dst); break;
     case aug::invert: invert(src, dst); break;
     case aug::identity: return;
@@ -175,6 +234,8 @@ class augment_op final : public transform_op {
     std::vector<double> fill{0};
     bool fill_none = true;
     linspace_rule linspace = current_torch_reference().linspace;  // the magnitude bins
+    bool v2 = false;  // torchvision.transforms.v2's class: its matrix and Solarize magnitudes
+    bool fused_grid = current_torch_reference().fused_bmm;  // the tensor path's affine grid
   };
   explicit augment_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override {
@@ -182,7 +243,8 @@ class augment_op final : public transform_op {
            : m_o.kind == family::rand_augment ? "RandAugment"
                                               : "TrivialAugmentWide";
   }
-  std::string spec() const override {
+  std::string spec() const override { return (m_o.v2 ? "v2." : "") + spec_v1(); }
+  std::string spec_v1() const {
     const std::string interp = std::string(interpolation_names[static_cast<int>(m_o.interp)]);
     const std::string fill = m_o.fill_none ? "None" : spec_tuple(m_o.fill);
     switch (m_o.kind) {
@@ -200,7 +262,15 @@ class augment_op final : public transform_op {
     return {};
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind(name(), in, {frame_kind::image});
+    if (!m_o.v2 || in.kind != frame_kind::tensor_u8) {
+      require_kind(name(), in, {frame_kind::image});
+      return in;
+    }
+    // v2 on a uint8 tensor: its grid_sample path, which takes nearest and
+    // bilinear
+    if (m_o.interp != interpolation::nearest && m_o.interp != interpolation::bilinear)
+      throw std::invalid_argument(std::string(name()) + " on a uint8 tensor takes nearest or bilinear "
+                                  "interpolation (torchvision refuses the others there)");
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -218,7 +288,7 @@ class augment_op final : public transform_op {
       for (int i = 0; i < 2; ++i) {
         const policy_step& st = table[id][static_cast<std::size_t>(i)];
         if (!(static_cast<float>(probs[i]) <= static_cast<float>(st.p))) continue;  // float32 tensor <= p
-        double m = st.bin >= 0 ? magnitude_of(st.op, st.bin, 10, size, false, m_o.linspace) : 0.0;
+        double m = st.bin >= 0 ? magnitude_of(st.op, st.bin, 10, size, false, m_o.linspace, m_o.v2) : 0.0;
         if (signed_op(st.op) && negative[i]) m = -m;
         steps.push_back({st.op, m});
       }
@@ -228,11 +298,11 @@ class augment_op final : public transform_op {
     for (int i = 0; i < count; ++i) {
       const aug op = rand_ops[rng.uniform_int(0, static_cast<std::int64_t>(std::size(rand_ops)))];
       double m = 0;
-      const bool has_bins = !std::isnan(magnitude_of(op, 0, m_o.bins, size, false, m_o.linspace));
+      const bool has_bins = !std::isnan(magnitude_of(op, 0, m_o.bins, size, false, m_o.linspace, m_o.v2));
       if (has_bins) {
         const int k = m_o.kind == family::rand_augment ? m_o.magnitude
                                                         : static_cast<int>(rng.uniform_int(0, m_o.bins));
-        m = magnitude_of(op, k, m_o.bins, size, m_o.kind == family::trivial_wide, m_o.linspace);
+        m = magnitude_of(op, k, m_o.bins, size, m_o.kind == family::trivial_wide, m_o.linspace, m_o.v2);
       }
       if (signed_op(op) && rng.uniform_int(0, 2) == 1) m = -m;
       steps.push_back({op, m});
@@ -248,7 +318,15 @@ class augment_op final : public transform_op {
     return out;
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
-    for (const step_draw& st : draw(rng, f.size())) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, s);
+    const std::vector<step_draw> steps = draw(rng, f.size());
+    if (f.kind == frame_kind::tensor_u8) {
+      for (const step_draw& st : steps)
+        apply_aug_tensor(f, st.op, st.magnitude, m_o.interp == interpolation::bilinear,
+                         m_o.fill_none ? std::span<const double>() : std::span<const double>(m_o.fill), m_o.fused_grid,
+                         s);
+      return;
+    }
+    for (const step_draw& st : steps) apply_aug(f, st.op, st.magnitude, m_o.interp, m_o.fill, m_o.v2, s);
   }
 
  private:
@@ -267,6 +345,7 @@ void common_args(const spec_args& a, augment_op::options& o) {
 op_ptr make_auto_augment(const spec_call& c) {
   const spec_args a(c);
   augment_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.kind = family::auto_augment;
   o.policy = a.choice("policy", policy_names, 0);
   common_args(a, o);
@@ -276,6 +355,7 @@ op_ptr make_auto_augment(const spec_call& c) {
 op_ptr make_rand_augment(const spec_call& c) {
   const spec_args a(c);
   augment_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.kind = family::rand_augment;
   o.num_ops = a.integer("num_ops", 2);
   o.magnitude = a.integer("magnitude", 9);
@@ -292,6 +372,7 @@ op_ptr make_rand_augment(const spec_call& c) {
 op_ptr make_trivial_augment(const spec_call& c) {
   const spec_args a(c);
   augment_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.kind = family::trivial_wide;
   o.bins = a.integer("num_magnitude_bins", 31);
   if (o.bins < 2 || o.bins > 1 << 16) a.fail("num_magnitude_bins", "must be at least 2");
@@ -301,11 +382,12 @@ op_ptr make_trivial_augment(const spec_call& c) {
 
 }  // namespace
 
-std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide, linspace_rule rule) {
+std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide, linspace_rule rule,
+                                       bool v2) {
   std::vector<double> out;
   for (int i = 0; i < static_cast<int>(std::size(aug_names)); ++i)
     if (aug_names[i] == op)
-      for (int k = 0; k < bins; ++k) out.push_back(magnitude_of(static_cast<aug>(i), k, bins, size, wide, rule));
+      for (int k = 0; k < bins; ++k) out.push_back(magnitude_of(static_cast<aug>(i), k, bins, size, wide, rule, v2));
   return out;
 }
 
@@ -314,6 +396,9 @@ std::span<const op_entry> augment_op_entries() {
       {"AutoAugment", make_auto_augment},
       {"RandAugment", make_rand_augment},
       {"TrivialAugmentWide", make_trivial_augment},
+      {"v2.AutoAugment", make_auto_augment},
+      {"v2.RandAugment", make_rand_augment},
+      {"v2.TrivialAugmentWide", make_trivial_augment},
   };
   return entries;
 }

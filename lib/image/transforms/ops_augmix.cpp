@@ -12,6 +12,13 @@
 // [0, severity) (ops with magnitudes) and its sign (signed ops). Dirichlet
 // samples are normalised Marsaglia–Tsang gammas in double, cast to float32
 // and clamped as torch's _s_dirichlet_cpu does.
+//
+// torchvision.transforms.v2.AugMix ("v2.AugMix", from transforms.py) has
+// the same tables, draws and mixing, on a PIL image or a uint8 tensor
+// alike, but v2's arithmetic in its chains: v2's inverse affine matrix,
+// rotate_image's angle % 360 and rot90 fast paths, Solarize's threshold
+// 255 · linspace(1, 0) rounded to float32, and v2's saturation, contrast,
+// sharpness and autocontrast kernels (tensor_kernels.hpp).
 #include "ops_detail.hpp"
 #include "timm_augment.hpp"
 
@@ -42,7 +49,7 @@ bool signed_op(mix_op o) {
 }
 
 // _augmentation_space(num_bins=10, (height, width))[op][0][bin].
-double magnitude_of(mix_op o, int bin, size2 size, linspace_rule rule) {
+double magnitude_of(mix_op o, int bin, size2 size, linspace_rule rule, bool v2) {
   constexpr int bins = 10;
   const auto linspace_at = [rule](double start, double end, int steps, int i) {
     return image::linspace_at(rule, start, end, steps, i);
@@ -54,7 +61,7 @@ double magnitude_of(mix_op o, int bin, size2 size, linspace_rule rule) {
     case mix_op::translate_y: return linspace_at(0.0, size.height / 3.0, bins, bin);
     case mix_op::rotate: return linspace_at(0.0, 30.0, bins, bin);
     case mix_op::posterize: return posterize_bits_at(4, 4.0, bins, bin);
-    case mix_op::solarize: return linspace_at(255.0, 0.0, bins, bin);
+    case mix_op::solarize: return v2 ? linspace_at(1.0, 0.0, bins, bin) : linspace_at(255.0, 0.0, bins, bin);
     case mix_op::brightness:
     case mix_op::color:
     case mix_op::contrast:
@@ -124,6 +131,47 @@ struct mix_draw {
   std::vector<int> ints;      // every torch.randint draw's value, in order (the test hook)
 };
 
+// v2's _apply_image_or_video_transform on a uint8 tensor, where it differs
+// from v1's; false for the ops whose v1 arithmetic v2 shares.
+bool apply_v2(image_view src, const mix_step& st, bool bilinear, std::span<const double> fill, bool fused_grid,
+              image_buffer& dst) {
+  const double m = st.magnitude;
+  const double deg = std::atan(m) * (180.0 / std::numbers::pi);
+  const std::array<double, 2> corner{-src.width * 0.5, -src.height * 0.5};
+  switch (st.op) {
+    case mix_op::shear_x:
+      tensor::affine(src, inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {deg, 0.0}), bilinear, fill, dst, fused_grid, true);
+      return true;
+    case mix_op::shear_y:
+      tensor::affine(src, inverse_affine_matrix_v2(corner, 0.0, {0, 0}, 1.0, {0.0, deg}), bilinear, fill, dst, fused_grid, true);
+      return true;
+    case mix_op::translate_x:
+      tensor::affine(src, inverse_affine_matrix_v2({0, 0}, 0.0, {std::trunc(m), 0}, 1.0, {0, 0}), bilinear, fill, dst,
+                     fused_grid, true);
+      return true;
+    case mix_op::translate_y:
+      tensor::affine(src, inverse_affine_matrix_v2({0, 0}, 0.0, {0, std::trunc(m)}, 1.0, {0, 0}), bilinear, fill, dst,
+                     fused_grid, true);
+      return true;
+    case mix_op::rotate: {
+      double angle = std::fmod(m, 360.0);  // angle % 360, Python's
+      if (angle < 0) angle += 360.0;
+      if (angle == 0.0 || angle == 180.0 || (src.width == src.height && (angle == 90.0 || angle == 270.0)))
+        rotate(src, angle, interpolation::nearest, false, std::nullopt, fill_color{}, dst);  // rot90: a transpose
+      else
+        tensor::affine(src, inverse_affine_matrix_v2({0, 0}, -angle, {0, 0}, 1.0, {0, 0}), bilinear, fill, dst,
+                       fused_grid, true);
+      return true;
+    }
+    case mix_op::solarize: solarize(src, static_cast<float>(255.0 * m), dst); return true;  // uint8 >= float32
+    case mix_op::color: tensor::adjust_saturation_v2(src, 1.0 + m, dst); return true;
+    case mix_op::contrast: tensor::adjust_contrast_v2(src, 1.0 + m, dst); return true;
+    case mix_op::sharpness: tensor::adjust_sharpness_v2(src, 1.0 + m, dst); return true;
+    case mix_op::autocontrast: tensor::autocontrast_v2(src, dst); return true;
+    default: return false;
+  }
+}
+
 // _apply_op on a uint8 tensor.
 void apply(image_view src, const mix_step& st, bool bilinear, std::span<const double> fill, bool fused_grid,
            image_buffer& dst) {
@@ -179,17 +227,22 @@ class augmix_op final : public transform_op {
     std::vector<double> fill;  // empty: None
     linspace_rule linspace = current_torch_reference().linspace;  // the magnitude bins
     bool fused_grid = current_torch_reference().fused_bmm;         // the geometric ops' grid
+    bool v2 = false;  // torchvision.transforms.v2.AugMix: v2's kernels in the chains
   };
   explicit augmix_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override { return "AugMix"; }
   std::string spec() const override {
-    return "AugMix(severity=" + std::to_string(m_o.severity) + ", mixture_width=" + std::to_string(m_o.width) +
+    return std::string(m_o.v2 ? "v2." : "") + "AugMix(severity=" + std::to_string(m_o.severity) + ", mixture_width=" + std::to_string(m_o.width) +
            ", chain_depth=" + std::to_string(m_o.depth) + ", alpha=" + spec_number(m_o.alpha) +
            ", all_ops=" + (m_o.all ? "True" : "False") + ", interpolation=" + (m_o.bilinear ? "bilinear" : "nearest") +
            ", fill=" + (m_o.fill.empty() ? std::string("None") : spec_tuple(m_o.fill)) + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind(name(), in, {frame_kind::image});
+    if (m_o.v2) {  // v2's AugMix takes a PIL image or a uint8 tensor; it computes on the tensor either way
+      require_kind(name(), in, {frame_kind::image, frame_kind::tensor_u8});
+    } else {
+      require_kind(name(), in, {frame_kind::image});
+    }
     if (in.channels > 0) check_fill(in.channels);
     return in;
   }
@@ -208,7 +261,7 @@ class augmix_op final : public transform_op {
       auto& chain = d.steps.emplace_back();
       for (int k = 0; k < depth; ++k) {
         const auto op = static_cast<mix_op>(draw_int(0, m_o.all ? all_ops : basic_ops));
-        double m = has_magnitudes(op) ? magnitude_of(op, draw_int(0, m_o.severity), size, m_o.linspace) : 0.0;
+        double m = has_magnitudes(op) ? magnitude_of(op, draw_int(0, m_o.severity), size, m_o.linspace, m_o.v2) : 0.0;
         if (signed_op(op) && draw_int(0, 2) == 1) m = -m;
         chain.push_back({op, m});
       }
@@ -224,7 +277,7 @@ class augmix_op final : public transform_op {
     return out;
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
-    require_image("AugMix", f);
+    if (!m_o.v2) require_image("AugMix", f);
     const mix_draw d = draw(rng, f.size());
     const image_view orig = f.pixels.view();
     check_fill(orig.channels);  // whichever ops this sample drew
@@ -238,7 +291,8 @@ class augmix_op final : public transform_op {
     for (std::size_t c = 0; c < d.steps.size(); ++c) {
       image_view aug = orig;
       for (const mix_step& st : d.steps[c]) {
-        apply(aug, st, m_o.bilinear, m_o.fill, m_o.fused_grid, b);
+        if (!m_o.v2 || !apply_v2(aug, st, m_o.bilinear, m_o.fill, m_o.fused_grid, b))
+          apply(aug, st, m_o.bilinear, m_o.fill, m_o.fused_grid, b);
         std::swap(a, b);
         aug = a.view();
       }
@@ -268,6 +322,7 @@ class augmix_op final : public transform_op {
 op_ptr make_augmix(const spec_call& c) {
   const spec_args a(c);
   augmix_op::options o;
+  o.v2 = c.name.starts_with("v2.");
   o.severity = a.integer("severity", 3);
   if (o.severity < 1 || o.severity > 10) a.fail("severity", "must be between [1, 10]");
   o.width = a.integer("mixture_width", 3);
@@ -293,7 +348,7 @@ op_ptr make_augmix(const spec_call& c) {
 }  // namespace
 
 std::span<const op_entry> augmix_op_entries() {
-  static const op_entry entries[] = {{"AugMix", make_augmix}};
+  static const op_entry entries[] = {{"AugMix", make_augmix}, {"v2.AugMix", make_augmix}};
   return entries;
 }
 

@@ -127,9 +127,10 @@ void run_on_output(const transform_op& op, std::span<std::byte> dst, const outpu
 /// quotient rounded half to even (ops_augment.cpp).
 [[nodiscard]] int posterize_bits_at(int top, double divisor, int bins, int k);
 
-/// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes).
+/// ops_augment.cpp's magnitude tables (transform_list::augment_magnitudes);
+/// v2: torchvision.transforms.v2's (Solarize as a fraction of 255).
 [[nodiscard]] std::vector<double> augment_magnitudes(std::string_view op, int bins, size2 size, bool wide,
-                                                     linspace_rule rule);
+                                                     linspace_rule rule, bool v2);
 
 /// torch's float → uint8 cast (`.to(torch.uint8)`) as x86 builds compile it:
 /// truncation to int32 (cvttss2si), then the low byte. Values outside

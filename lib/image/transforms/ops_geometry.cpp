@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <ringfeed/image/tensor_kernels.hpp>
+
 namespace ringfeed::image {
 
 fill_color resolve_fill(std::string_view op, const std::vector<double>& fill, int channels) {
@@ -230,18 +232,34 @@ std::string center_spec(const std::optional<std::array<double, 2>>& c) {
   return c ? spec_tuple(*c) : std::string("None");
 }
 
+// On a uint8 tensor (v2's rotate_image / affine_image after ToImage):
+// grid_sample takes nearest and bilinear.
+void require_v2_tensor_warp(std::string_view op, interpolation interp) {
+  if (interp != interpolation::nearest && interp != interpolation::bilinear)
+    throw std::invalid_argument(std::string(op) + " on a uint8 tensor takes nearest or bilinear interpolation "
+                                "(torchvision refuses the others there)");
+}
+
 class random_rotation_op final : public transform_op {
  public:
   random_rotation_op(std::vector<double> degrees, interpolation interp, bool expand,
-                     std::optional<std::array<double, 2>> center, std::vector<double> fill)
-      : m_degrees(std::move(degrees)), m_interp(interp), m_expand(expand), m_center(center), m_fill(std::move(fill)) {}
+                     std::optional<std::array<double, 2>> center, std::vector<double> fill, bool v2)
+      : m_degrees(std::move(degrees)), m_interp(interp), m_expand(expand), m_center(center), m_fill(std::move(fill)),
+        m_v2(v2) {}
   std::string_view name() const noexcept override { return "RandomRotation"; }
   std::string spec() const override {
-    return "RandomRotation(" + spec_tuple(m_degrees) + ", interpolation=" + interp_word(m_interp) +
+    return std::string(m_v2 ? "v2." : "") + "RandomRotation(" + spec_tuple(m_degrees) + ", interpolation=" + interp_word(m_interp) +
            ", expand=" + (m_expand ? "True" : "False") + ", center=" + center_spec(m_center) +
            ", fill=" + fill_spec(m_fill) + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
+    if (m_v2 && in.kind == frame_kind::tensor_u8) {
+      require_v2_tensor_warp("RandomRotation", m_interp);
+      if (m_expand)
+        throw std::invalid_argument("RandomRotation on a uint8 tensor with expand=True is not run by ringfeed "
+                                    "(v2's _compute_affine_output_size); expand=False is, or put it before ToImage()");
+      return in;
+    }
     require_kind("RandomRotation", in, {frame_kind::image});
     frame_shape out = in;
     if (m_expand) out.size = std::nullopt;
@@ -253,8 +271,12 @@ class random_rotation_op final : public transform_op {
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const double angle = torch_uniform(rng, m_degrees[0], m_degrees[1]);
-    rotate(f.pixels.view(), angle, m_interp, m_expand, m_center, resolve_fill("RandomRotation", m_fill, f.channels),
-           s.spare);
+    if (f.kind == frame_kind::tensor_u8) {
+      rotate_tensor(f.pixels.view(), angle, s.spare);
+    } else {
+      rotate(f.pixels.view(), angle, m_interp, m_expand, m_center, resolve_fill("RandomRotation", m_fill, f.channels),
+             s.spare);
+    }
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
   }
@@ -265,13 +287,34 @@ class random_rotation_op final : public transform_op {
   bool m_expand;
   std::optional<std::array<double, 2>> m_center;
   std::vector<double> m_fill;
+  bool m_v2;
+  bool m_fused_grid = current_torch_reference().fused_bmm;  // on a uint8 tensor: the grid's bmm
+
+  // v2's rotate_image (expand=False): angle % 360; without a centre 0, 180
+  // and (square) 90/270 are copies and rot90s, Pillow's transposes; else
+  // the grid of v2's inverse matrix of −angle about the centre in torch's
+  // centred frame.
+  void rotate_tensor(image_view src, double angle, image_buffer& dst) const {
+    angle = std::fmod(angle, 360.0);
+    if (angle < 0) angle += 360.0;
+    if (!m_center &&
+        (angle == 0.0 || angle == 180.0 || (src.width == src.height && (angle == 90.0 || angle == 270.0)))) {
+      rotate(src, angle, interpolation::nearest, false, std::nullopt, fill_color{}, dst);
+      return;
+    }
+    std::array<double, 2> center{0.0, 0.0};
+    if (m_center) center = {(*m_center)[0] - src.width * 0.5, (*m_center)[1] - src.height * 0.5};
+    tensor::affine(src, inverse_affine_matrix_v2(center, -angle, {0, 0}, 1.0, {0, 0}),
+                   m_interp == interpolation::bilinear, m_fill, dst, m_fused_grid, /*v2_blend=*/true);
+  }
 };
 
 op_ptr make_random_rotation(const spec_call& c) {
   const spec_args a(c);
   if (!a.has("degrees")) a.fail("degrees", "missing");
   return std::make_shared<random_rotation_op>(angle_arg(a, "degrees", {2}), warp_interp(a),
-                                              a.boolean("expand", false), center_arg(a), fill_arg(a, "fill"));
+                                              a.boolean("expand", false), center_arg(a), fill_arg(a, "fill"),
+                                              c.name.starts_with("v2."));
 }
 
 class random_affine_op final : public transform_op {
@@ -283,18 +326,24 @@ class random_affine_op final : public transform_op {
     interpolation interp = interpolation::nearest;
     std::vector<double> fill{0};
     std::optional<std::array<double, 2>> center;
+    bool v2 = false;  // torchvision.transforms.v2.RandomAffine: v2's inverse matrix
+    bool fused_grid = current_torch_reference().fused_bmm;  // on a uint8 tensor: the grid's bmm
   };
   explicit random_affine_op(options o) : m_o(std::move(o)) {}
   std::string_view name() const noexcept override { return "RandomAffine"; }
   std::string spec() const override {
     const auto opt = [](const std::optional<std::array<double, 2>>& v) { return v ? spec_tuple(*v) : std::string("None"); };
-    return "RandomAffine(" + spec_tuple(m_o.degrees) + ", translate=" + opt(m_o.translate) + ", scale=" +
+    return std::string(m_o.v2 ? "v2." : "") + "RandomAffine(" + spec_tuple(m_o.degrees) + ", translate=" + opt(m_o.translate) + ", scale=" +
            opt(m_o.scale) + ", shear=" + (m_o.shear.empty() ? std::string("None") : spec_tuple(m_o.shear)) +
            ", interpolation=" + interp_word(m_o.interp) + ", fill=" + fill_spec(m_o.fill) +
            ", center=" + center_spec(m_o.center) + ")";
   }
   frame_shape infer(const frame_shape& in) const override {
-    require_kind("RandomAffine", in, {frame_kind::image});
+    if (!m_o.v2 || in.kind != frame_kind::tensor_u8) {
+      require_kind("RandomAffine", in, {frame_kind::image});
+      return in;
+    }
+    require_v2_tensor_warp("RandomAffine", m_o.interp);  // v2's affine_image
     return in;
   }
   bool deterministic() const noexcept override { return false; }
@@ -327,9 +376,19 @@ class random_affine_op final : public transform_op {
   }
   void run(frame& f, sample_rng& rng, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const params p = draw(rng, f.size());
+    if (f.kind == frame_kind::tensor_u8) {  // v2's affine_image: the centre in torch's centred frame
+      std::array<double, 2> center{0.0, 0.0};
+      if (m_o.center) center = {(*m_o.center)[0] - f.width * 0.5, (*m_o.center)[1] - f.height * 0.5};
+      tensor::affine(f.pixels.view(), inverse_affine_matrix_v2(center, p.angle, p.translate, p.scale, p.shear),
+                     m_o.interp == interpolation::bilinear, m_o.fill, s.spare, m_o.fused_grid, /*v2_blend=*/true);
+      std::swap(f.pixels, s.spare);
+      f.set_image(f.kind);
+      return;
+    }
     const std::array<double, 2> center =
         m_o.center.value_or(std::array<double, 2>{f.width * 0.5, f.height * 0.5});
-    const auto m = inverse_affine_matrix(center, p.angle, p.translate, p.scale, p.shear);
+    const auto m = m_o.v2 ? inverse_affine_matrix_v2(center, p.angle, p.translate, p.scale, p.shear)
+                          : inverse_affine_matrix(center, p.angle, p.translate, p.scale, p.shear);
     affine(f.pixels.view(), m, f.size(), m_o.interp, resolve_fill("RandomAffine", m_o.fill, f.channels), s.spare);
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
@@ -363,6 +422,7 @@ op_ptr make_random_affine(const spec_call& c) {
   o.interp = warp_interp(a);
   o.fill = fill_arg(a, "fill");
   o.center = center_arg(a);
+  o.v2 = c.name.starts_with("v2.");
   return std::make_shared<random_affine_op>(std::move(o));
 }
 
@@ -373,7 +433,9 @@ std::span<const op_entry> geometry_op_entries() {
       {"Pad", make_pad},
       {"RandomCrop", make_random_crop},
       {"RandomRotation", make_random_rotation},
+      {"v2.RandomRotation", make_random_rotation},
       {"RandomAffine", make_random_affine},
+      {"v2.RandomAffine", make_random_affine},
   };
   return entries;
 }

@@ -43,7 +43,7 @@ transform_list transform_list::parse(std::string_view spec) {
 std::string transform_list::supported_ops() { return supported_op_names(); }
 
 std::vector<double> transform_list::augment_magnitudes(std::string_view op, int bins, size2 size, bool wide) {
-  return image::augment_magnitudes(op, bins, size, wide, current_torch_reference().linspace);
+  return image::augment_magnitudes(op, bins, size, wide, current_torch_reference().linspace, false);
 }
 
 transform_list transform_list::train(int size) {

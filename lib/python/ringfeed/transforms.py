@@ -97,6 +97,8 @@ class _Transform:
 
 
 for _name, _params in _SIGNATURES.items():
+    if "." in _name:  # "v2.RandomAffine": a spec name for v2's objects, not a class
+        continue
     globals()[_name] = type(_name, (_Transform,), {"_params": tuple(_params), "__module__": __name__})
 del _name, _params
 
@@ -145,10 +147,15 @@ def _is_transform_object(t):
 # ToTensor refuses by name instead).
 
 # v2 classes whose arithmetic on PIL images is not v1's: v2 rewrote
-# _get_inverse_affine_matrix (other double rounding: pixels of odd-sized
-# images differ by 1), which RandomAffine and the augment policies' shear
-# and translate use. ringfeed runs v1's; these are refused, not approximated.
-_V2_OTHER_ARITHMETIC = ("RandomAffine", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
+# _get_inverse_affine_matrix (other double rounding: a bilinear pixel of an
+# odd-sized image differs by 1), which RandomAffine and the augment
+# policies' shears and translations use, and the policies scale Solarize's
+# threshold from float32 linspace(1, 0) (v1: linspace(255, 0)). Their
+# objects are written as "v2.<name>(...)", the ops with v2's arithmetic.
+# AugMix's chains run v2's tensor kernels (saturation, contrast, sharpness,
+# autocontrast differ from v1's); RandomRotation computes as v1's on a PIL
+# image but as v2's rotate_image after ToImage.
+_V2_OWN_ARITHMETIC = ("RandomAffine", "RandomRotation", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix")
 
 
 def _is_v2(t):
@@ -163,16 +170,15 @@ def _op_spec(t, where):
         items = [_op_spec(c, f"{where}[{k}]") for k, c in enumerate(t)]
         return "Compose(transforms=[" + ", ".join(items) + "])"
     name = type(t).__name__
-    if name in _V2_OTHER_ARITHMETIC and (type(t).__module__ or "").startswith("torchvision.transforms.v2"):
-        raise ValueError(f"{where} (torchvision.transforms.v2.{name}) computes its affine matrix with v2's "
-                         f"rounding, which ringfeed does not run yet (pixels would differ by 1); "
-                         f"torchvision.transforms.{name} (v1) runs natively")
+    spec_name = name
+    if name in _V2_OWN_ARITHMETIC and (type(t).__module__ or "").startswith("torchvision.transforms.v2"):
+        spec_name = "v2." + name
     if name not in _SIGNATURES or not _is_transform_object(t):
         supported = _ringfeed._transform_ops()
         raise ValueError(f"{where} ({type(t).__module__}.{name}) is not a transform ringfeed can run; "
                          f"supported: {supported}")
     args = []
-    for param, _ in _SIGNATURES[name]:
+    for param, _ in _SIGNATURES[spec_name]:
         if not hasattr(t, param):
             raise ValueError(f"{where} ({name}) has no attribute {param!r} to translate")
         value = getattr(t, param)
@@ -188,7 +194,7 @@ def _op_spec(t, where):
             args.append(f"{param}=[" + ", ".join(items) + "]")
         else:
             args.append(f"{param}={_value(value, f'{where} ({name}).{param}')}")
-    return f"{name}({', '.join(args)})"
+    return f"{spec_name}({', '.join(args)})"
 
 
 def _flatten(transform):
@@ -336,4 +342,4 @@ def output_of(transform, source_size=None):
 
 
 __all__ = ["InterpolationMode", "AutoAugmentPolicy", "to_spec", "output_of", "follow_installed_torch"] + [
-    n for n in _SIGNATURES]
+    n for n in _SIGNATURES if "." not in n]

@@ -204,6 +204,46 @@ def write_timm_goldens():
         f.write("\n")
 
 
+def augment_v2_goldens():
+    """v2's affine and augment ops (v2_augment_recipes) after a Resize to
+    each of AUG_SIZES, pinned to ringfeed's draws (seed 11, epoch 0, the
+    samples aug_indices names): the digest of the stacked samples per image, and the torch
+    reference whose magnitude bins the draws used. Needs torchvision 0.16
+    or later and the ringfeed module; changes with ringfeed's draws."""
+    import ringfeed.transforms as RT
+    import torchvision
+    from ringfeed import _ringfeed
+    from torchvision.transforms import v2
+    import v2_recipes as V
+    out = {"_made_with": f"torch {torch.__version__}, torchvision {torchvision.__version__}",
+           "_torch_reference": RT.torch_reference_text(torch)}
+    RT.follow_installed_torch()
+    for rid, t in V.v2_augment_recipes(v2).items():
+        op_spec = RT.to_spec([t])
+        out[rid] = {"spec": op_spec, "digests": {}}
+        for h, w in V.AUG_SIZES:
+            spec = f"Resize(({h}, {w})); {op_spec}"
+            out[rid]["digests"][f"{h}x{w}"] = {
+                img: R.digest(torch.stack([V.v2_augment_reference(
+                    t, os.path.join(R.DATA, img), (h, w),
+                    lambda w_, h_, c, i=index: _ringfeed._transform_draws(spec, 1, w_, h_, c, 11, 0, i))[0]
+                    for index in V.aug_indices((h, w), img, R.IMAGES)]))
+                for img in R.IMAGES}
+        if rid not in V.AUG_TENSOR:
+            continue
+        out[rid]["tensor_digests"] = {}
+        for h, w in V.AUG_TENSOR_SIZES:  # after ToImage: v2's tensor kernels
+            spec = V.tensor_spec(op_spec, (h, w))
+            out[rid]["tensor_digests"][f"{h}x{w}"] = {
+                img: R.digest(torch.stack([V.v2_augment_reference(
+                    t, os.path.join(R.DATA, img), (h, w),
+                    lambda w_, h_, c, i=index: _ringfeed._transform_draws(spec, 2, w_, h_, c, 11, 0, i),
+                    tensor=True)[0]
+                    for index in V.aug_indices((h, w), img, R.IMAGES)]))
+                for img in R.IMAGES}
+    return out
+
+
 def one_row_images():
     """transforms/row_10x1.{png,jpg}: a 10x1 image, whose RandomResizedCrop
     fallback at ratio 1/4 is 0 pixels wide (test_transforms.py)."""
@@ -226,6 +266,8 @@ def main():
         print(f"{R.V2_GOLDENS}: v2 and nested recipes x {len(R.IMAGES)} images")
         write(R.TENSOR_GOLDENS, tensor_goldens())
         print(f"{R.TENSOR_GOLDENS}: geometry after ToImage, uint8 x {len(R.IMAGES)} images, float32 values")
+        write(R.AUGMENT_V2_GOLDENS, augment_v2_goldens())
+        print(f"{R.AUGMENT_V2_GOLDENS}: v2's affine and augment ops x {len(R.IMAGES)} images")
     try:
         import timm  # noqa: F401
         write_timm_goldens()
