@@ -54,8 +54,9 @@ void loader_core::open_pixel_cache() {
     std::string scratch;
     if (!m_ds.empty() && m_src->version(std::string(m_ds.ref(0, scratch).file)).empty())
       log("pixel cache: " + std::string(m_src->scheme()) + " storage tells no version of a file before reading it "
-          "(an ETag from a listing, an mtime): entries are keyed by name and size, so a file replaced by one "
-          "of the same size is not noticed; empty '" + dir + "/pixels' when the data set changes");
+          "(an ETag from a listing, an mtime): entries are keyed by name and size (by name alone where the "
+          "listing gives no size, as a manifest's), so a file replaced by one of the same size is not noticed; "
+          "empty '" + dir + "/pixels' when the data set changes");
   }
   const pixel_cache_counters c = m_pixels->counters();
   log("pixel cache '" + dir + "/pixels': " + std::to_string(c.entries) + " entries, " +
