@@ -164,28 +164,44 @@ op_ptr make_resize_keep_ratio(const spec_call& c) {
 
 // --- CenterCropOrPad -------------------------------------------------------------------
 
-// The spec and the frame after CenterCropOrPad and RandomCropOrPad: a
-// `size` image, padded where the image is smaller.
-std::string crop_or_pad_spec(std::string_view name, size2 size, const std::vector<double>& fill, padding_mode mode) {
-  constexpr std::string_view modes[] = {"constant", "edge", "reflect", "symmetric"};
-  return std::string(name) + "(size=(" + std::to_string(size.height) + ", " + std::to_string(size.width) +
-         "), fill=" + spec_tuple(fill) + ", padding_mode='" + std::string(modes[static_cast<int>(mode)]) + "')";
-}
-
-frame_shape crop_or_pad_infer(std::string_view name, const frame_shape& in, size2 size) {
-  require_kind(name, in, {frame_kind::image});
-  frame_shape out = in;
-  out.size = size;
-  return out;
-}
-
-class center_crop_or_pad_op final : public transform_op {
+// What CenterCropOrPad and RandomCropOrPad share: a `size` image, padded
+// (fill, mode) where the image is smaller; their spec, frame and arguments.
+class crop_or_pad_base : public transform_op {
  public:
-  center_crop_or_pad_op(size2 size, std::vector<double> fill, padding_mode mode)
+  crop_or_pad_base(size2 size, std::vector<double> fill, padding_mode mode)
       : m_size(size), m_fill(std::move(fill)), m_mode(mode) {}
+  std::string spec() const override {
+    constexpr std::string_view modes[] = {"constant", "edge", "reflect", "symmetric"};
+    return std::string(name()) + "(size=(" + std::to_string(m_size.height) + ", " + std::to_string(m_size.width) +
+           "), fill=" + spec_tuple(m_fill) + ", padding_mode='" + std::string(modes[static_cast<int>(m_mode)]) +
+           "')";
+  }
+  frame_shape infer(const frame_shape& in) const override {
+    require_kind(name(), in, {frame_kind::image});
+    frame_shape out = in;
+    out.size = m_size;
+    return out;
+  }
+
+ protected:
+  size2 m_size;
+  std::vector<double> m_fill;
+  padding_mode m_mode;
+};
+
+template <class Op>
+op_ptr make_crop_or_pad(const spec_call& c) {
+  const spec_args a(c);
+  std::vector<double> fill = a.numbers("fill", {0});
+  if (fill.empty()) a.fail("fill", "expected a number or a sequence of numbers");
+  const int mode = a.choice("padding_mode", {"constant", "edge", "reflect", "symmetric"}, 0);
+  return std::make_shared<Op>(size_arg(a), std::move(fill), static_cast<padding_mode>(mode));
+}
+
+class center_crop_or_pad_op final : public crop_or_pad_base {
+ public:
+  using crop_or_pad_base::crop_or_pad_base;
   std::string_view name() const noexcept override { return "TimmCenterCropOrPad"; }
-  std::string spec() const override { return crop_or_pad_spec(name(), m_size, m_fill, m_mode); }
-  frame_shape infer(const frame_shape& in) const override { return crop_or_pad_infer(name(), in, m_size); }
   std::vector<double> draw_for_test(sample_rng&, size2, int) const override { return {}; }
   void run(frame& f, sample_rng&, const sample_key&, std::uint32_t, op_scratch& s) const override {
     const int cw = m_size.width, ch = m_size.height;
@@ -206,33 +222,17 @@ class center_crop_or_pad_op final : public transform_op {
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
   }
-
- private:
-  size2 m_size;
-  std::vector<double> m_fill;
-  padding_mode m_mode;
 };
-
-op_ptr make_center_crop_or_pad(const spec_call& c) {
-  const spec_args a(c);
-  std::vector<double> fill = a.numbers("fill", {0});
-  if (fill.empty()) a.fail("fill", "expected a number or a sequence of numbers");
-  const int mode = a.choice("padding_mode", {"constant", "edge", "reflect", "symmetric"}, 0);
-  return std::make_shared<center_crop_or_pad_op>(size_arg(a), std::move(fill), static_cast<padding_mode>(mode));
-}
 
 // --- RandomCropOrPad -------------------------------------------------------------------
 
 // RandomCropOrPad: get_params draws top = copysign(randint(0, |image − size|),
 // image − size) per side (a crop offset inside a larger image, a pad before
 // a smaller one), then crop_or_pad pads what lies outside and crops.
-class random_crop_or_pad_op final : public transform_op {
+class random_crop_or_pad_op final : public crop_or_pad_base {
  public:
-  random_crop_or_pad_op(size2 size, std::vector<double> fill, padding_mode mode)
-      : m_size(size), m_fill(std::move(fill)), m_mode(mode) {}
+  using crop_or_pad_base::crop_or_pad_base;
   std::string_view name() const noexcept override { return "TimmRandomCropOrPad"; }
-  std::string spec() const override { return crop_or_pad_spec(name(), m_size, m_fill, m_mode); }
-  frame_shape infer(const frame_shape& in) const override { return crop_or_pad_infer(name(), in, m_size); }
   bool deterministic() const noexcept override { return false; }
   static int signed_offset(sample_rng& rng, int delta) {
     const int k = static_cast<int>(rng.uniform_int(0, std::abs(delta) + 1));  // random.randint(0, |delta|)
@@ -261,28 +261,15 @@ class random_crop_or_pad_op final : public transform_op {
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
   }
-
- private:
-  size2 m_size;
-  std::vector<double> m_fill;
-  padding_mode m_mode;
 };
-
-op_ptr make_random_crop_or_pad(const spec_call& c) {
-  const spec_args a(c);
-  std::vector<double> fill = a.numbers("fill", {0});
-  if (fill.empty()) a.fail("fill", "expected a number or a sequence of numbers");
-  const int mode = a.choice("padding_mode", {"constant", "edge", "reflect", "symmetric"}, 0);
-  return std::make_shared<random_crop_or_pad_op>(size_arg(a), std::move(fill), static_cast<padding_mode>(mode));
-}
 
 }  // namespace
 
 std::span<const op_entry> timm_geometry_op_entries() {
   static const op_entry entries[] = {
       {"TimmResizeKeepRatio", make_resize_keep_ratio},
-      {"TimmCenterCropOrPad", make_center_crop_or_pad},
-      {"TimmRandomCropOrPad", make_random_crop_or_pad},
+      {"TimmCenterCropOrPad", make_crop_or_pad<center_crop_or_pad_op>},
+      {"TimmRandomCropOrPad", make_crop_or_pad<random_crop_or_pad_op>},
   };
   return entries;
 }
