@@ -174,6 +174,7 @@ class cuda_device final : public device_api {
           <<<blocks, threads, 0, native(s)>>>(k.in, static_cast<std::uint16_t*>(k.out), k.table, k.pixels, total);
     check(cudaGetLastError(), "nhwc_to_nchw launch");
   }
+  void launch_resize(const resize_launch& k, stream_t s) override { launch_resize_kernels(k, native(s)); }
   void record(event_t e, stream_t s) override { check(cudaEventRecord(native(e), native(s)), "cudaEventRecord"); }
   void wait(stream_t s, event_t e) override {
     check(cudaStreamWaitEvent(native(s), native(e), 0), "cudaStreamWaitEvent");

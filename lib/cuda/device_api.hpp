@@ -31,6 +31,8 @@
 #include <ringfeed/cuda/stream.hpp>
 #include <ringfeed/output_spec.hpp>
 
+#include "device_resize.hpp"
+
 namespace ringfeed::cuda {
 
 /// One launch of the conversion kernel: `images` × `pixels` uint8 RGB
@@ -87,6 +89,9 @@ class device_api {
   /// device API.
   virtual void launch_host_func(stream_t s, void (*fn)(void*), void* ctx) = 0;
   virtual void launch_convert(const convert_launch& k, stream_t s) = 0;
+  /// The batched crop / resize / flip of GPU-decoded images
+  /// (device_resize.hpp), `k`'s pointers device memory, queued on `s`.
+  virtual void launch_resize(const resize_launch& k, stream_t s) = 0;
   /// Records `e` at this point of `s`; waits on `e` refer to the latest record.
   virtual void record(event_t e, stream_t s) = 0;
   /// Work queued on `s` after this waits for `e`'s latest record (none: no wait).

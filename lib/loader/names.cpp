@@ -35,7 +35,21 @@ constexpr detail::named<cache_kind> cache_kind_names[] = {
     {"pixels", cache_kind::pixels},
 };
 
+constexpr detail::named<decode_where> decode_names[] = {
+    {"auto", decode_where::automatic},
+    {"cpu", decode_where::cpu},
+    {"gpu", decode_where::gpu},
+};
+
 }  // namespace
+
+decode_where parse_decode_where(std::string_view name) { return detail::parse_name("decode", name, decode_names); }
+
+std::string_view to_string(decode_where d) noexcept {
+  for (const auto& e : decode_names)
+    if (e.value == d) return e.name;
+  return "auto";
+}
 
 cache_kind parse_cache_kind(std::string_view name) { return detail::parse_name("cache", name, cache_kind_names); }
 
@@ -60,8 +74,9 @@ std::vector<std::string_view> accepted_names(std::string_view option) {
   if (option == "io") return names_of(backend_names);
   if (option == "on_error") return names_of(error_policy_names);
   if (option == "cache") return names_of(cache_kind_names);
+  if (option == "decode") return names_of(decode_names);
   throw std::invalid_argument("accepted_names: no option '" + std::string(option) +
-                              "' (pipeline, output, io, on_error, cache)");
+                              "' (pipeline, output, io, on_error, cache, decode)");
 }
 
 namespace io {

@@ -308,6 +308,19 @@ void sim_device::gate_kernels(std::shared_future<void> open) {
   m_kernel_gate = std::move(open);
 }
 
+void sim_device::launch_resize(const cuda::resize_launch& k, cuda::stream_t s) {
+  enter(op::resize);
+  std::shared_future<void> gate;
+  {
+    std::lock_guard lock(m_mutex);
+    gate = m_kernel_gate;
+  }
+  resolve(s).push([k, gate] {
+    if (gate.valid()) gate.wait();
+    cuda::resize_with_table(k);  // device memory is host memory here
+  });
+}
+
 void sim_device::launch_convert(const cuda::convert_launch& k, cuda::stream_t s) {
   enter(op::convert);
   const std::chrono::microseconds t(m_kernel_us.load());

@@ -41,7 +41,7 @@ class sim_device final : public cuda::device_api {
  public:
   enum class op : int {
     set_device, create_stream, create_event, allocate, allocate_pinned, copy, copy_async, host_func, convert,
-    record, wait, synchronize, count_
+    resize, record, wait, synchronize, count_
   };
   struct timing {
     std::chrono::microseconds copy{0};    ///< each async copy
@@ -95,6 +95,7 @@ class sim_device final : public cuda::device_api {
   void copy_to_device_async(void* dst, const void* src, std::size_t bytes, cuda::stream_t s) override;
   void launch_host_func(cuda::stream_t s, void (*fn)(void*), void* ctx) override;
   void launch_convert(const cuda::convert_launch& k, cuda::stream_t s) override;
+  void launch_resize(const cuda::resize_launch& k, cuda::stream_t s) override;
   void record(cuda::event_t e, cuda::stream_t s) override;
   void wait(cuda::stream_t s, cuda::event_t e) override;
   void synchronize(cuda::stream_t s) override;

@@ -288,6 +288,12 @@ class pipeline {
   sample_result apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
                              const sample_key& key, std::span<std::byte> dst) const;
 
+  /// What keeps a GPU decode from running this pipeline on the device: the
+  /// first op with no device kernel (its name, "RandAugment"), or "" when
+  /// every step can (the fused crop / resize / flip head, then the output
+  /// conversion: ToTensor, ConvertImageDtype, Normalize). Pure.
+  [[nodiscard]] std::string device_refusal() const;
+
   // --- the deterministic head (the pixel cache keeps its output) ----------
   /// True when the fused steps (resize, center crop) draw nothing at random:
   /// no RandomResizedCrop, no flip. Their output then depends only on the

@@ -67,6 +67,26 @@ enum class error_policy : std::uint8_t {
 /// naming `name` and listing the accepted names.
 [[nodiscard]] error_policy parse_error_policy(std::string_view name);
 
+/// Where JPEGs are decoded (loader_options::decode).
+enum class decode_where : std::uint8_t {
+  /// The GPU when batches go to a device, nvJPEG is found, the mode is fast
+  /// (not exact) and every op of the transforms has a device kernel; else
+  /// the CPU. stats() says which and why.
+  automatic,
+  cpu,  ///< libjpeg-turbo and the other decoders on the decode threads
+  /// The GPU (nvJPEG: hardware engines, hybrid), the crop / resize / flip and
+  /// the output conversion on the device; images it cannot take are decoded
+  /// on the CPU into the same batch. resolve() refuses it with exact mode,
+  /// without a device, or with an op that has no device kernel. Without
+  /// nvJPEG or a device that supports it, the CPU decodes (stats() says why).
+  gpu,
+};
+
+/// "auto", "cpu", "gpu"; parse_decode_where throws std::invalid_argument
+/// naming the value and the accepted names.
+[[nodiscard]] std::string_view to_string(decode_where d) noexcept;
+[[nodiscard]] decode_where parse_decode_where(std::string_view name);
+
 /// What loader_options::cache_dir keeps.
 enum class cache_kind : std::uint8_t {
   /// The encoded bytes of remote samples (nfs://, network file systems):
@@ -230,6 +250,9 @@ struct loader_options {
   /// Device output buffers in rotation (batches the consumer may hold on the
   /// device at once, plus one being written).
   std::size_t device_buffers = 3;
+  /// Where JPEGs are decoded (decode_where); resolve() checks it against
+  /// the device, the mode and the transforms.
+  decode_where decode = decode_where::automatic;
 
   error_policy on_error = error_policy::fail;
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ringfeed {
@@ -85,6 +86,27 @@ struct pixel_cache_stats {
   }
 };
 
+/// Where images were decoded (loader_options::decode) and, with the GPU,
+/// by which backend.
+struct gpu_decode_stats {
+  std::string where = "cpu";  ///< "cpu" or "gpu": where this loader decodes
+  /// Why: decode="auto"'s choice, or why a GPU decode was not possible
+  /// (exact mode, an op without a device kernel, no device, nvJPEG not
+  /// found, the device lacks what it needs).
+  std::string reason;
+  std::string decoder;       ///< the GPU decoder in use ("nvJPEG 13.0 (path)"), "" for none
+  int hardware_engines = 0;  ///< hardware JPEG engines the device reports (0: none or unknown)
+  std::uint64_t hardware = 0;  ///< images the hardware engines decoded
+  std::uint64_t hybrid = 0;    ///< images nvJPEG's hybrid backends decoded
+  std::uint64_t cpu = 0;       ///< images of a GPU-decoding loader decoded on the CPU
+  std::int64_t gpu_ns = 0;     ///< host time spent queueing GPU decodes and resizes
+  std::int64_t cpu_ns = 0;     ///< decode-thread time of the CPU-routed images
+  /// Images the GPU decoder refused mid-batch and the CPU decoded instead.
+  std::uint64_t fallbacks = 0;
+  /// Why images went to the CPU ("progressive", "not a JPEG", ...), with counts.
+  std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+};
+
 struct loader_stats {
   double elapsed_s = 0.0;      ///< since the loader started producing
   stage_stats read;            ///< storage: bytes read from files
@@ -122,6 +144,8 @@ struct loader_stats {
   std::size_t slab_bytes = 0;     ///< bytes of one batch slab
   /// Why each option left unset has its value (loader_options::reasons).
   std::vector<option_reason> reasons;
+  /// decode="auto"|"cpu"|"gpu": where images were decoded, and the GPU's backends.
+  gpu_decode_stats gpu_decode;
 
   /// Share of its capacity each stage used over elapsed_s (0..1).
   [[nodiscard]] double read_utilization() const noexcept;

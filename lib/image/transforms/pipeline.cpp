@@ -360,6 +360,12 @@ void pipeline::run_output_ops(const output_shape& shape, const sample_key& key, 
     run_on_output(*m_output_ops[i], dst, shape, key, m_output_streams[i]);
 }
 
+std::string pipeline::device_refusal() const {
+  if (!m_tail.empty()) return std::string(m_tail.front()->name());
+  if (!m_output_ops.empty()) return std::string(m_output_ops.front()->name());
+  return {};
+}
+
 bool pipeline::head_deterministic() const noexcept {
   return m_geometry != geometry::random_resized_crop && m_flip_p <= 0.0;
 }

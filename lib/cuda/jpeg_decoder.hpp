@@ -1,0 +1,109 @@
+// Private: the seam between the GPU decode stage (decode_stage.hpp) and a
+// JPEG decoder on the device, with two implementations:
+//   nvjpeg_decoder.cpp  nVIDIA's nvJPEG, loaded at run time (nvjpeg_library.hpp):
+//                       the hardware engines (NVJPEG_BACKEND_HARDWARE, batched)
+//                       and the hybrid / GPU-hybrid decoupled API;
+//   tests/support/sim_jpeg_decoder.*  a simulated decoder for the simulated
+//                       device: libjpeg-turbo on the stream's thread, with
+//                       failures injectable.
+// The stage asks the decoder where each image goes (route(), from the parsed
+// header), then queues one decode() per batch on its stream; images routed
+// to jpeg_backend::cpu never reach the decoder (the loader's CPU pipeline
+// decodes them into the batch as before).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <ringfeed/cuda/stream.hpp>
+#include <ringfeed/image/decode.hpp>
+#include <ringfeed/image/image.hpp>
+
+namespace ringfeed::cuda {
+
+class device_api;
+
+/// Where one image is decoded.
+enum class jpeg_backend : std::uint8_t {
+  cpu,       ///< libjpeg-turbo on a decode thread, uploaded with the batch
+  hardware,  ///< the GPU's hardware JPEG engines (baseline, batched)
+  hybrid,    ///< nvJPEG's hybrid / GPU-hybrid decoupled decode (CUDA cores)
+};
+
+/// "cpu", "hardware", "hybrid".
+[[nodiscard]] std::string_view backend_name(jpeg_backend b) noexcept;
+
+/// A route and, for the CPU, why (stats() counts the reasons).
+struct jpeg_route {
+  jpeg_backend backend = jpeg_backend::cpu;
+  /// Why not a GPU backend ("progressive", "4 components", "arithmetic
+  /// coding", ...); empty for a GPU backend.
+  std::string_view why_cpu;
+};
+
+/// One image of a decode() call.
+struct jpeg_job {
+  const std::uint8_t* data = nullptr;  ///< the whole file, host memory, valid until the stream passes the decode
+  std::size_t size = 0;
+  image::image_info info;              ///< its parsed header (stored size, components, subsampling...)
+  /// The region of the stored image to decode. The decoder writes exactly
+  /// this rectangle: when its backend cannot decode a region
+  /// (decodes_region() false) the stage asks for the whole image.
+  image::crop_box region;
+  std::uint8_t* out = nullptr;  ///< device memory: region.width × region.height × 3, RGB interleaved
+  std::size_t pitch = 0;        ///< bytes between rows of `out` (≥ region.width × 3)
+  jpeg_backend backend = jpeg_backend::hardware;  ///< never cpu
+};
+
+/// decode() failed for the batch (a bitstream the decoder refused, an
+/// out-of-memory in its buffers): no image of the call was written. Not a
+/// lost device: that is a cuda_error with sticky() set. The stage decodes
+/// the call's images on the CPU instead.
+class jpeg_decode_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class jpeg_decoder {
+ public:
+  virtual ~jpeg_decoder() = default;
+
+  /// What it is, for stats(): "nvJPEG 13.0 (/usr/local/cuda/lib64/libnvjpeg.so.13)".
+  [[nodiscard]] virtual std::string describe() const = 0;
+  /// Hardware JPEG engines the device reports (0: none, or the library
+  /// cannot say).
+  [[nodiscard]] virtual int hardware_engines() const noexcept = 0;
+  /// Where an image with header `info` goes. Pure; any thread.
+  [[nodiscard]] virtual jpeg_route route(const image::image_info& info) const noexcept = 0;
+  /// Whether `b` decodes a region (else the stage asks for whole images).
+  [[nodiscard]] virtual bool decodes_region(jpeg_backend b) const noexcept = 0;
+  /// Queues the decode of `jobs` on `s` (the calling thread may do host
+  /// work, the hybrid backend's Huffman decode). Returns without waiting
+  /// for the device. One thread at a time. Throws jpeg_decode_error (the
+  /// batch was refused, nothing written) or cuda_error (sticky: the device
+  /// is lost).
+  virtual void decode(std::span<const jpeg_job> jobs, stream_t s) = 0;
+};
+
+/// What opening a decoder found.
+struct jpeg_decoder_choice {
+  std::unique_ptr<jpeg_decoder> decoder;  ///< null: none, see why_not
+  std::string why_not;                    ///< e.g. "nvJPEG not found (looked in ...)"
+};
+
+/// The decoder for `device` through `api`: a test's factory when one is
+/// installed, else nvJPEG's when its library is found and the device
+/// supports it. Never throws: failures come back as why_not.
+[[nodiscard]] jpeg_decoder_choice open_jpeg_decoder(device_api& api, int device, std::size_t memory_budget);
+
+/// Tests: replaces open_jpeg_decoder's choice (empty function: back to nvJPEG).
+using jpeg_decoder_factory = std::function<jpeg_decoder_choice(device_api& api, int device, std::size_t memory_budget)>;
+void install_jpeg_decoder_factory(jpeg_decoder_factory factory);
+
+}  // namespace ringfeed::cuda
