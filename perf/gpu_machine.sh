@@ -44,13 +44,19 @@
 #                 --recipe R: its --recipe, default train)
 #         node    perf/node_sim.py with 4 and 8 ranks on this machine's cores
 #                 (issue 39: ringfeed's defaults vs hand-set threads)
-#         all     the six in order (default; the full run takes longer
+#         decode  perf/gpu/decode_gpu.py (issue 43): decode=gpu vs decode=cpu,
+#                 loader only, ImageNet-like and large photos; DataLoader with
+#                 draft() on the large ones; the GPU decode's accuracy
+#         decode_train  perf/gpu/train_gpu.py --loaders ringfeed with
+#                 --decode gpu and cpu: ResNet-50, then ResNet-18 at 176
+#         all     the eight in order (default; the full run takes longer
 #                 than one 10-minute command: run a few steps per command there)
 #       each step under `timeout 540` (9 minutes; each reuses the build
-#       before it). RESULTS gets at most 8 plain files: summary.txt (the
+#       before it). RESULTS gets plain files: summary.txt (the
 #       machine and every step's status so far, kept across steps in
 #       build/gpu-deps) and build.log, tests.txt, goldens.txt, h2d_bench.txt,
-#       h2d_bench.json, train_gpu.txt, train_gpu.json.
+#       h2d_bench.json, train_gpu.txt, train_gpu.json, decode_gpu.txt,
+#       decode_gpu.json, decode_train.txt, decode_train_{resnet50,resnet18}_{gpu,cpu}.json.
 #       RINGFEED_CUDA=OFF builds without CUDA; --targets all builds every
 #       target and --step-limit S changes the 540 s (the self-test does both);
 #       --build-dir D builds in D instead of build/gpu-deps.
@@ -115,8 +121,9 @@ IFS=, read -ra steps <<<"$step_name"
 [ "${#steps[@]}" -gt 0 ] || { echo "gpu_machine: --step needs at least one step" >&2; exit 2; }
 for s in "${steps[@]}"; do
   case "$s" in
-    build|tests|goldens|bench|train|node|all) ;;
-    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train, node or all (comma-separated), not '$s'" >&2
+    build|tests|goldens|bench|train|node|decode|decode_train|all) ;;
+    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train, node, decode, decode_train or all" \
+         "(comma-separated), not '$s'" >&2
        exit 2 ;;
   esac
 done
@@ -279,6 +286,23 @@ if [ -n "$deps" ]; then
       --gen-dir "$here/build/gpu-machine/train-gpu-dry-run" --json "$out/train_gpu.json" || return 1
     return 77
   }
+  deps_decode() {  # issue 43: decode=gpu vs cpu, perf/gpu/decode_gpu.py
+    local args=()
+    [ "$quick" = 1 ] && args=(--quick)
+    "$py" perf/gpu/decode_gpu.py "${args[@]}" --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" \
+      --gen-dir "$here/build/gpu-machine" --json "$out/decode_gpu.json"
+  }
+  deps_decode_train() {  # issue 43: a real model fed with decode=gpu and decode=cpu
+    local args=(--steps 60 --warmup 15) rc=0 d
+    [ "$quick" = 1 ] && args=(--steps 30 --warmup 10)
+    for d in gpu cpu; do
+      "$py" perf/gpu/train_gpu.py "${args[@]}" --loaders ringfeed --decode "$d" --ringfeed "$bdir/bin/ringfeed" \
+        --python-path "$bdir/python" --json "$out/decode_train_resnet50_$d.json" || rc=$?
+      "$py" perf/gpu/train_gpu.py "${args[@]}" --loaders ringfeed --decode "$d" --model resnet18 --size 176 \
+        --ringfeed "$bdir/bin/ringfeed" --python-path "$bdir/python" --json "$out/decode_train_resnet18_$d.json" || rc=$?
+    done
+    return "$rc"
+  }
   deps_node() {  # issue 39: 4 and 8 ranks on this machine's cores (CPU output), perf/node_sim.py
     local data="$here/build/gpu-machine/gen-3000" rounds=2 n rc=0
     gen_dataset "$bdir/bin/ringfeed" "$data" 3000 || return 1
@@ -308,6 +332,8 @@ if [ -n "$deps" ]; then
   if has_step bench; then run_step bench deps_bench h2d_bench.txt; fi
   if has_step train; then run_step train deps_train train_gpu.txt; fi
   if has_step node; then run_step node deps_node node_sim.txt; fi
+  if has_step decode; then run_step decode deps_decode decode_gpu.txt; fi
+  if has_step decode_train; then run_step decode_train deps_decode_train decode_train.txt; fi
   echo
   cat "$summary"
   echo "[gpu_machine] results in $out ($(find "$out" -maxdepth 1 -type f | wc -l) files)"

@@ -168,18 +168,20 @@ std::size_t uploader::output_bytes() const noexcept { return m_impl->out_bytes; 
 void* uploader::output(std::size_t i) const noexcept { return m_impl->outputs[i]; }
 event_t uploader::ready_event(std::size_t i) const noexcept { return m_impl->ready[i]; }
 
+stream_t uploader::copy_stream() const noexcept { return m_impl->stream; }
+
 void uploader::enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n, void (*on_host_free)(void*),
-                       void* ctx) {
+                       void* ctx, device_fill* fill) {
   impl& m = *m_impl;
   if (i >= m.outputs.size()) throw std::out_of_range("cuda::uploader::enqueue: no buffer " + std::to_string(i));
   if (n > m.opt.max_images)
     throw std::invalid_argument("cuda::uploader::enqueue: " + std::to_string(n) + " images, buffers hold " +
                                 std::to_string(m.opt.max_images));
-  m.noting_loss([&] { enqueue_on_device(i, host_nhwc, n, on_host_free, ctx); });
+  m.noting_loss([&] { enqueue_on_device(i, host_nhwc, n, on_host_free, ctx, fill); });
 }
 
 void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n,
-                                 void (*on_host_free)(void*), void* ctx) {
+                                 void (*on_host_free)(void*), void* ctx, device_fill* fill) {
   impl& m = *m_impl;
   device_api& api = *m.api;
   const device_guard on(api, m.opt.device);
@@ -195,8 +197,10 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
     // back while the consumer still reads).
     if (consumer_first && !convert) api.wait(s, m.released[i]);
     if (convert) api.wait(s, m.converted[j]);  // its last reader is done
-    api.copy_to_device_async(convert ? m.staging[j] : m.outputs[i], host_nhwc, n * m.image_bytes, s);
+    const auto target = static_cast<std::uint8_t*>(convert ? m.staging[j] : m.outputs[i]);
+    api.copy_to_device_async(target, host_nhwc, n * m.image_bytes, s);
     queued = true;
+    if (fill != nullptr && n > 0) fill->fill(target, s);
     api.record(m.copied, s);
     stream_t done_on = s;  // where buffer i's last write is queued
     if (convert) {

@@ -125,6 +125,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   } else if (m_opt.device >= 0) {
     log(m_plan.host_reason + "; batches stay in host memory, normalized on the CPU");
   }
+  open_gpu_decode(api);
   // Prefetch adapts to the consumer (prefetch_control.hpp): from 2 batches
   // ahead, up to what the plan sized (prefetch_batches or the budget).
   prefetch_control::limits depth;
@@ -138,6 +139,7 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
 loader_core::~loader_core() {
   // Only leases keep the core past the loader; by now every run is stopped.
   m_uploader.reset();  // waits for its streams: no more host-free callbacks
+  m_stage.reset();     // nothing queued reads its scratch any more
   m_memory.reset();
 }
 

@@ -42,6 +42,14 @@ using clock = std::chrono::steady_clock;
 
 class loader_core;
 
+/// decode="gpu": the uploader's fill hook, the stage's resize of the
+/// batch's GPU-decoded images into their slots (loader_gpu.cpp).
+struct stage_fill final : cuda::device_fill {
+  cuda::decode_stage* stage = nullptr;
+  slab* s = nullptr;
+  void fill(std::uint8_t* target, cuda::stream_t stream) override;
+};
+
 struct batch_lease {
   std::shared_ptr<loader_core> core;
   slab* s = nullptr;        // host batches: the slab to give back
@@ -131,6 +139,21 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // (path, range, size and mtime of a local file) and the decode settings.
   [[nodiscard]] pixel_cache::key pixel_key(const io::sample_ref& ref) const;
   void finish(run& r, slab& s);
+  // Closes the gaps failed samples left, keeping slot order; returns the count kept.
+  std::size_t close_gaps(slab& s);
+
+  // decode="gpu" (loader_gpu.cpp).
+  // Opens the decode stage on the uploader's device, or says why not.
+  void open_gpu_decode(const std::shared_ptr<cuda::device_api>& api);
+  // Decode thread: keeps the sample on the GPU route (bytes and plan in
+  // `g`) and returns true, or returns false for the CPU.
+  bool gpu_route(cuda::gpu_sample& g, std::span<const std::byte> bytes, std::string_view name,
+                 const image::sample_key& key);
+  // Upload thread: queues the batch's GPU decodes before its copy; decodes
+  // on the CPU what the GPU refused. False: nothing to deliver (every
+  // sample failed, or one did with on_error=fail: s.error says which).
+  bool gpu_decode(run& r, slab& s);
+  [[nodiscard]] gpu_decode_stats gpu_stats() const;
   batch make_batch(delivery d);
 
   // --- fixed after construction ------------------------------------------
@@ -153,6 +176,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::string m_backend_name;
   bool m_threads_started = false;  // consumer thread only
   std::unique_ptr<cuda::uploader> m_uploader;
+  // decode="gpu": the stage, or null (m_gpu_where says why).
+  std::unique_ptr<cuda::decode_stage> m_stage;
+  std::string m_gpu_reason;
   std::unique_ptr<slab_pool> m_memory;
   // stream_shards: every sample's shard and offset, for data::shard_stream_order.
   std::vector<std::uint32_t> m_stream_shard_of;

@@ -126,6 +126,10 @@ task<> loader_core::produce(std::shared_ptr<run> r, std::uint64_t epoch, std::si
       s.labels.resize(idx.size());
       for (std::size_t i = 0; i < idx.size(); ++i) s.labels[i] = m_ds.label(idx[i]);
       s.ok.assign(idx.size(), 0);
+      if (m_stage) {
+        if (s.gpu.size() < idx.size()) s.gpu.resize(idx.size());
+        for (std::size_t i = 0; i < idx.size(); ++i) s.gpu[i].backend = cuda::jpeg_backend::cpu;
+      }
       s.error = nullptr;
       s.seq = r->next_seq++;
       s.remaining.store(idx.size(), std::memory_order_relaxed);
@@ -205,7 +209,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
         const std::span<std::byte> out(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes);
         const image::sample_key sample{seed, s.epoch, key};
-        if (cached) {
+        if (m_stage && gpu_route(s.gpu[slot], bytes, name, sample)) {
+          // The upload thread queues its decode on the GPU with the batch.
+        } else if (cached) {
           if (m_pixel_head)
             m_plan.pipe.apply_after_head(ws, *cached, name, sample, out);
           else
@@ -235,6 +241,7 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, key}, out);
         }
         s.ok[slot] = 1;
+        if (m_stage && s.gpu[slot].backend == cuda::jpeg_backend::cpu) m_stage->count_cpu(ns_since(t1));
         m_decode_ns.fetch_add(ns_since(t1), std::memory_order_relaxed);
         m_decode_items.fetch_add(1, std::memory_order_relaxed);
         m_decode_bytes.fetch_add(m_plan.sample_bytes, std::memory_order_relaxed);
@@ -266,6 +273,27 @@ void loader_core::fail_sample(slab& s, std::size_t index, std::exception_ptr err
   m_skipped.push_back({std::move(sample), std::move(reason)});
 }
 
+std::size_t loader_core::close_gaps(slab& s) {
+  std::size_t kept = 0;
+  const bool gpu = s.gpu.size() >= s.count;
+  for (std::size_t i = 0; i < s.count; ++i) {
+    if (!s.ok[i]) continue;
+    if (kept != i) {
+      std::memmove(s.images + kept * m_plan.sample_bytes, s.images + i * m_plan.sample_bytes, m_plan.sample_bytes);
+      s.labels[kept] = s.labels[i];
+      s.indices[kept] = s.indices[i];
+      s.ok[kept] = 1;
+      s.ok[i] = 0;
+      if (gpu) std::swap(s.gpu[kept], s.gpu[i]);  // (capacity kept for reuse)
+    }
+    ++kept;
+  }
+  s.count = kept;
+  s.labels.resize(kept);
+  s.indices.resize(kept);
+  return kept;
+}
+
 void loader_core::finish(run& r, slab& s) {
   // Read before any give_back below: once given back, the producer may
   // refill the slab (and its seq) at once.
@@ -282,20 +310,7 @@ void loader_core::finish(run& r, slab& s) {
     while (seq < first && !r.failed_at.compare_exchange_weak(first, seq, std::memory_order_relaxed)) {
     }
   } else {
-    // Skipped samples: close the gaps, keeping slot order.
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < s.count; ++i) {
-      if (!s.ok[i]) continue;
-      if (kept != i) {
-        std::memmove(s.images + kept * m_plan.sample_bytes, s.images + i * m_plan.sample_bytes, m_plan.sample_bytes);
-        s.labels[kept] = s.labels[i];
-        s.indices[kept] = s.indices[i];
-      }
-      ++kept;
-    }
-    s.count = kept;
-    s.labels.resize(kept);
-    s.indices.resize(kept);
+    const std::size_t kept = close_gaps(s);
     if (kept == 0 || r.skips(s)) {
       m_memory->give_back(&s);  // nothing to deliver: the sequence moves on
     } else {
@@ -314,6 +329,33 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       if (!b) break;
       slab& s = *d->s;
       const auto i = static_cast<std::size_t>(*b);
+      // decode="gpu": the batch's GPU decodes go on the copy stream first.
+      bool deliver = true;
+      std::exception_ptr gpu_failed;
+      if (m_stage) {
+        try {
+          deliver = gpu_decode(*r, s);
+        } catch (...) {
+          gpu_failed = std::current_exception();  // the device (cuda_error), or memory
+        }
+      }
+      if (!deliver || gpu_failed) {
+        const std::exception_ptr error = gpu_failed ? gpu_failed : s.error;
+        m_memory->give_back(&s);
+        m_memory->give_back_buffer(*b);
+        if (!error) continue;  // every sample of the batch failed and was skipped
+        delivery e;
+        e.what = delivery::kind::error;
+        e.error = error;
+        e.epoch = d->epoch;
+        e.number = d->number;
+        r->stopping.store(true, std::memory_order_relaxed);
+        (void)co_await r->out.send(std::move(e));
+        break;
+      }
+      stage_fill fill;
+      fill.stage = m_stage.get();
+      fill.s = &s;
       m_buffer_labels[i].assign(s.labels.begin(), s.labels.end());
       m_buffer_indices[i].assign(s.indices.begin(), s.indices.end());
       // The slab is lent until its copy is done (the host-free callback
@@ -333,7 +375,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
               auto* done = static_cast<slab*>(ctx);
               done->pool->give_back(done);
             },
-            &s);
+            &s, m_stage ? &fill : nullptr);
       } catch (...) {
         failed = std::current_exception();
       }

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../cuda/decode_stage.hpp"
 #include "prefetch_control.hpp"
 
 namespace ringfeed::cuda {
@@ -57,6 +58,10 @@ struct slab {
   std::mutex error_mutex;
   bool lent = false;                  // guarded by the pool's lock
   slab_pool* pool = nullptr;          // for the CUDA host-free callback
+  // decode="gpu" (loader_gpu.cpp): per slot, the GPU route's bytes and
+  // plan (decode threads); the resize table's pinned memory (upload thread).
+  std::vector<cuda::gpu_sample> gpu;
+  cuda::pinned_side side;
 };
 
 class slab_pool {

@@ -84,6 +84,7 @@ loader_stats loader_core::stats() const {
     s.cache_bytes = rs.cache_bytes;
     s.cache_dropped = rs.cache_dropped;
   }
+  s.gpu_decode = c.gpu_stats();
   if (c.m_pixels) {
     s.pixel_cache = true;
     s.pixels = c.m_pixels->counters();

@@ -137,6 +137,8 @@ def make_loader(args, torch, device):
         import ringfeed.transforms
         how = (dict(pipeline="train", size=args.size) if args.recipe == "train"
                else dict(transform=recipe(ringfeed.transforms, args.recipe, args.size, torch)))
+        if args.decode != "auto":  # issue 43: where JPEGs are decoded
+            how["decode"] = args.decode
         loader = ringfeed.Loader(args.source, batch_size=args.batch, **how, output=args.ringfeed_output,
                                  device=device if cuda else None, threads=args.threads, drop_last=True)
         fallback = []
@@ -288,7 +290,8 @@ def measure(args):
         result["ringfeed"] = {"module": ringfeed.__file__, "version": ringfeed.__version__,
                               "host_batches_moved": len(fallback),
                               **{k: st.get(k) for k in ("device", "host_reason", "output_made_on", "bottleneck", "stages",
-                                                        "threads", "backend", "output", "images_per_s")}}
+                                                        "threads", "backend", "output", "images_per_s",
+                                                        "gpu_decode", "decode_reason")}}
     close = getattr(loader, "close", None)
     if close:
         close()
@@ -372,7 +375,7 @@ def run_child(args, name, env):
            "--device", args.device, "--model", args.model, "--batch", str(args.batch), "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--size", str(args.size), "--threads", str(args.threads),
            "--amp-dtype", args.amp_dtype, "--ringfeed-output", args.ringfeed_output, "--recipe", args.recipe,
-           "--num-classes", str(args.num_classes)]
+           "--num-classes", str(args.num_classes), "--decode", args.decode]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)  # its stderr (log lines) passes through
     if done.returncode != 0:  # the others still run: one failed loader does not cost the rest
         return None, (f"the {name} run failed (exit {done.returncode}; its error is above; PYTHONPATH="
@@ -457,6 +460,8 @@ def parse_args():
     ap.add_argument("--gen-classes", type=int, help="classes to generate (default 100; dry run 10)")
     ap.add_argument("--warm-cache", choices=["auto", "yes", "no"], default="auto",
                     help="read the dataset once first (auto: when it takes under half the available memory)")
+    ap.add_argument("--decode", choices=["auto", "cpu", "gpu"], default="auto",
+                    help="ringfeed: where JPEGs are decoded (issue 43; default: ringfeed's choice)")
     ap.add_argument("--child", choices=LOADERS, help=argparse.SUPPRESS)
     ap.add_argument("--num-classes", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

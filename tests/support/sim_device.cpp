@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <thread>
 #include <unordered_map>
 
@@ -115,8 +116,10 @@ void chunked_copy(void* dst, const void* src, std::size_t bytes, std::chrono::mi
 }
 
 const char* name_of(sim_device::op o) {
-  static const char* const names[] = {"set_device", "create_stream", "create_event", "allocate", "allocate_pinned",
-                                      "copy", "copy_async", "host_func", "convert", "record", "wait", "synchronize"};
+  static constexpr const char* names[] = {"set_device", "create_stream", "create_event", "allocate",
+                                          "allocate_pinned", "copy", "copy_async", "host_func", "convert", "resize",
+                                          "record", "wait", "synchronize"};
+  static_assert(std::size(names) == static_cast<std::size_t>(sim_device::op::count_), "a name per op");
   return names[static_cast<int>(o)];
 }
 

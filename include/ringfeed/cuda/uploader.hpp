@@ -84,6 +84,19 @@ void host_free_pinned(void* p) noexcept;
 void convert_batch_cpu(const std::uint8_t* src, std::size_t n, int h, int w, output_spec spec,
                        const image::normalize_params* norm, void* dst);
 
+/// More of a batch written on the device after its host copy, before the
+/// conversion (the GPU decode stage's resize of the images it decoded):
+/// uploader::enqueue calls fill() on the copy stream's thread of control.
+class device_fill {
+ public:
+  /// Queues work on `s` (the copy stream) that writes into `target`, the
+  /// batch's uint8 NHWC images on the device. Throws cuda_error.
+  virtual void fill(std::uint8_t* target, stream_t s) = 0;
+
+ protected:
+  ~device_fill() = default;
+};
+
 class uploader {
  public:
   struct options {
@@ -128,7 +141,13 @@ class uploader {
   /// time. Throws cuda_error (sticky() when the context is lost); then
   /// on_host_free never runs and no queued copy reads host_nhwc any more:
   /// the caller has the memory back.
-  void enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n, void (*on_host_free)(void*), void* ctx);
+  /// With `fill`: its work is queued after the copy, and on_host_free runs
+  /// after that work too (what it reads from host memory is done).
+  void enqueue(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n, void (*on_host_free)(void*), void* ctx,
+               device_fill* fill = nullptr);
+  /// The stream copies (and fills) are queued on: work the caller queues
+  /// there before enqueue() comes before the batch's copy.
+  [[nodiscard]] stream_t copy_stream() const noexcept;
 
   /// Device pointer of buffer i.
   [[nodiscard]] void* output(std::size_t i) const noexcept;
@@ -151,7 +170,7 @@ class uploader {
 
  private:
   void enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, std::size_t n, void (*on_host_free)(void*),
-                         void* ctx);
+                         void* ctx, device_fill* fill);
   struct impl;
   std::unique_ptr<impl> m_impl;
 };

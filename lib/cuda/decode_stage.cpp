@@ -1,0 +1,243 @@
+// The GPU decode stage: see decode_stage.hpp.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include <ringfeed/cuda/uploader.hpp>
+
+#include "decode_stage.hpp"
+#include "device_api.hpp"
+
+namespace ringfeed::cuda {
+namespace {
+
+constexpr std::size_t align_up(std::size_t n, std::size_t a) noexcept { return (n + a - 1) / a * a; }
+
+// What the CPU path's full-size render asks the resampler for (pipeline.cpp:
+// the crop as the logical image, resized, the window cut out): the GPU
+// path resizes the same request from the same pixels, so the bytes match.
+image::resample_request request_of(const image::sample_plan& plan) {
+  image::resample_request rq;
+  rq.input = {plan.crop.width, plan.crop.height};
+  rq.output = plan.resized;
+  rq.window = plan.window;
+  rq.filter = plan.filter;
+  return rq;
+}
+
+// The rectangle of the stored image a sample's resize reads.
+image::crop_box region_of(const image::sample_plan& plan) {
+  const image::crop_box need = image::resampler::source_region(request_of(plan));
+  return {need.top + plan.crop.top, need.left + plan.crop.left, need.height, need.width};
+}
+
+resize_image resize_of(const gpu_sample& g, std::size_t dst_offset) {
+  resize_image r;
+  r.request = request_of(g.plan);
+  r.request.src_left = g.region.left - g.plan.crop.left;
+  r.request.src_top = g.region.top - g.plan.crop.top;
+  r.src_width = g.region.width;
+  r.src_height = g.region.height;
+  r.src_offset = g.scratch_offset;
+  r.dst_offset = dst_offset;
+  r.flip = g.plan.flip;
+  return r;
+}
+
+std::int64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// --- pinned_side ------------------------------------------------------------------
+
+pinned_side::~pinned_side() {
+  if (m_data != nullptr) m_api->deallocate_pinned(m_data);
+}
+
+std::span<std::byte> pinned_side::reserve(device_api& api, std::size_t bytes) {
+  if (bytes > m_bytes || m_api != &api) {
+    if (m_data != nullptr) m_api->deallocate_pinned(m_data);
+    m_data = nullptr;
+    m_bytes = 0;
+    const std::size_t want = align_up(bytes + bytes / 2, 4096);  // room to grow
+    m_data = static_cast<std::byte*>(api.allocate_pinned(want));
+    m_api = &api;
+    m_bytes = want;
+  }
+  return {m_data, bytes};
+}
+
+// --- decode_stage -------------------------------------------------------------------
+
+decode_stage::decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
+                           std::size_t sample_bytes)
+    : m_api(std::move(api)), m_device(device), m_decoder(std::move(decoder)), m_sample_bytes(sample_bytes) {}
+
+decode_stage::~decode_stage() {
+  // The uploader's destructor has waited for the copy stream (the loader
+  // destroys it first): nothing queued reads these any more.
+  try {
+    const device_guard on(*m_api, m_device);
+    for (void* p : m_retired) m_api->deallocate(p);
+    m_api->deallocate(m_scratch);
+    m_api->deallocate(m_table);
+  } catch (...) {
+    // A lost context: the memory went with it.
+  }
+}
+
+jpeg_route decode_stage::route(const image::image_info& info, const image::sample_plan& plan) {
+  jpeg_route r;
+  const image::crop_box& w = plan.window;
+  if (info.format != image::image_format::jpeg) {
+    r.why_cpu = "not a JPEG";
+  } else if (info.orientation != 1) {
+    r.why_cpu = "EXIF orientation";
+  } else if (plan.crop.empty() || w.top < 0 || w.left < 0 || w.bottom() > plan.resized.height ||
+             w.right() > plan.resized.width) {
+    r.why_cpu = "padding";
+  } else {
+    r = m_decoder->route(info);
+    if (r.backend != jpeg_backend::cpu) return r;
+    if (r.why_cpu.empty()) r.why_cpu = "the decoder does not take it";
+  }
+  m_cpu.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(m_reasons_mutex);
+  ++m_cpu_reasons[std::string(r.why_cpu)];
+  return r;
+}
+
+std::uint8_t* decode_stage::scratch(std::size_t bytes) {
+  if (bytes > m_scratch_bytes) {
+    // Work already queued may still read the old one: kept until the end.
+    if (m_scratch != nullptr) m_retired.push_back(m_scratch);
+    m_scratch = nullptr;
+    m_scratch_bytes = 0;
+    const std::size_t want = align_up(bytes + bytes / 4, 1 << 20);
+    m_scratch = static_cast<std::uint8_t*>(m_api->allocate(want));
+    m_scratch_bytes = want;
+  }
+  return m_scratch;
+}
+
+std::vector<std::size_t> decode_stage::decode_jobs(std::span<const jpeg_job> jobs, stream_t s) {
+  std::vector<std::size_t> refused;
+  if (jobs.empty()) return refused;
+  try {
+    m_decoder->decode(jobs, s);
+    return refused;
+  } catch (const jpeg_decode_error&) {
+    // A batched call fails whole: find the images it refuses, one by one.
+  }
+  if (jobs.size() == 1) return {0};
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    try {
+      m_decoder->decode(jobs.subspan(i, 1), s);
+    } catch (const jpeg_decode_error&) {
+      refused.push_back(i);
+    }
+  }
+  return refused;
+}
+
+std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, stream_t s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const device_guard on(*m_api, m_device);
+  // Where each region goes in the scratch, then the resize's own scratch.
+  std::vector<std::size_t> on_gpu;
+  std::vector<resize_image> sizing;
+  std::size_t offset = 0;
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    gpu_sample& g = slots[k];
+    if (g.backend == jpeg_backend::cpu) continue;
+    g.region = m_decoder->decodes_region(g.backend) ? region_of(g.plan)
+                                                     : image::crop_box{0, 0, g.info.height, g.info.width};
+    g.scratch_offset = offset;
+    offset += align_up(static_cast<std::size_t>(g.region.width) * 3 * static_cast<std::size_t>(g.region.height), 256);
+    on_gpu.push_back(k);
+    sizing.push_back(resize_of(g, 0));
+  }
+  if (on_gpu.empty()) return {};
+  m_region_bytes = offset;
+  std::uint8_t* base = scratch(offset + measure_resize(sizing).scratch_bytes);
+
+  std::vector<jpeg_job> jobs;
+  jobs.reserve(on_gpu.size());
+  for (std::size_t k : on_gpu) {
+    const gpu_sample& g = slots[k];
+    jpeg_job j;
+    j.data = g.encoded.data();
+    j.size = g.encoded.size();
+    j.info = g.info;
+    j.region = g.region;
+    j.out = base + g.scratch_offset;
+    j.pitch = static_cast<std::size_t>(g.region.width) * 3;
+    j.backend = g.backend;
+    jobs.push_back(j);
+  }
+  std::vector<std::size_t> refused_slots;
+  for (std::size_t i : decode_jobs(jobs, s)) {
+    refused_slots.push_back(on_gpu[i]);
+    slots[on_gpu[i]].backend = jpeg_backend::cpu;
+  }
+  for (std::size_t k : on_gpu) {
+    if (slots[k].backend == jpeg_backend::hardware) m_hardware.fetch_add(1, std::memory_order_relaxed);
+    if (slots[k].backend == jpeg_backend::hybrid) m_hybrid.fetch_add(1, std::memory_order_relaxed);
+  }
+  m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  return refused_slots;
+}
+
+void decode_stage::place(std::span<const gpu_sample> slots, pinned_side& side, std::uint8_t* target, stream_t s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<resize_image> images;
+  for (std::size_t k = 0; k < slots.size(); ++k)
+    if (slots[k].backend != jpeg_backend::cpu) images.push_back(resize_of(slots[k], k * m_sample_bytes));
+  if (images.empty()) return;
+  const resize_sizes sizes = measure_resize(images);
+  const std::span<std::byte> table = side.reserve(*m_api, sizes.table_bytes);
+  pack_resize_table(images, table);
+  if (sizes.table_bytes > m_table_bytes) {
+    if (m_table != nullptr) m_retired.push_back(m_table);  // a queued resize may still read it
+    m_table = nullptr;
+    m_table_bytes = 0;
+    const std::size_t want = align_up(sizes.table_bytes + sizes.table_bytes / 2, 1 << 16);
+    m_table = static_cast<std::byte*>(m_api->allocate(want));
+    m_table_bytes = want;
+  }
+  m_api->copy_to_device_async(m_table, table.data(), sizes.table_bytes, s);
+  resize_launch k;
+  k.table = m_table;
+  k.images = images.size();
+  k.source = m_scratch;
+  k.target = target;
+  k.scratch = m_scratch + m_region_bytes;
+  m_api->launch_resize(k, s);
+  m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+}
+
+void decode_stage::count_cpu(std::int64_t ns) noexcept { m_cpu_ns.fetch_add(ns, std::memory_order_relaxed); }
+
+void decode_stage::count_fallbacks(std::size_t n) noexcept {
+  m_fallbacks.fetch_add(n, std::memory_order_relaxed);
+}
+
+decode_counters decode_stage::counters() const {
+  decode_counters c;
+  c.decoder = m_decoder->describe();
+  c.hardware_engines = m_decoder->hardware_engines();
+  c.hardware = m_hardware.load(std::memory_order_relaxed);
+  c.hybrid = m_hybrid.load(std::memory_order_relaxed);
+  c.cpu = m_cpu.load(std::memory_order_relaxed) + m_fallbacks.load(std::memory_order_relaxed);
+  c.fallbacks = m_fallbacks.load(std::memory_order_relaxed);
+  c.gpu_ns = m_gpu_ns.load(std::memory_order_relaxed);
+  c.cpu_ns = m_cpu_ns.load(std::memory_order_relaxed);
+  std::lock_guard lock(m_reasons_mutex);
+  c.cpu_reasons.assign(m_cpu_reasons.begin(), m_cpu_reasons.end());
+  return c;
+}
+
+}  // namespace ringfeed::cuda

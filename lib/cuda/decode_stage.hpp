@@ -1,0 +1,143 @@
+// Private: the GPU decode stage (issue 43). Between the loader's decode
+// threads and the uploader:
+//
+//   decode thread   reads the file, parses its header, asks route(): a GPU
+//                   backend keeps the file's bytes and the sample's plan
+//                   (the crop, size and flip the CPU path would draw) in
+//                   the slot's gpu_sample; the CPU route decodes into the
+//                   host slot as before.
+//   upload thread   decode(): queues the batch's GPU images on the copy
+//                   stream, each region into the stage's device scratch
+//                   (a refused batch is retried image by image; those the
+//                   decoder still refuses come back for the CPU);
+//                   then the uploader copies the host slab, and place()
+//                   (its fill hook) queues the resize of every decoded
+//                   region into its slot of the same device buffer, before
+//                   the uploader's conversion to the output dtype.
+//
+// All of it on the uploader's copy stream, so scratch and tables are reused
+// batch after batch with no host synchronization: batch k+1's decode is
+// queued behind batch k's resize. The resize table lives in the slab's own
+// pinned side memory, which comes back with the slab once its copy is done.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ringfeed/cuda/stream.hpp>
+#include <ringfeed/image/decode.hpp>
+#include <ringfeed/image/pipeline.hpp>
+
+#include "device_resize.hpp"
+#include "jpeg_decoder.hpp"
+
+namespace ringfeed::cuda {
+
+class device_api;
+
+/// One slot of a batch on the GPU route (written by its decode thread).
+struct gpu_sample {
+  jpeg_backend backend = jpeg_backend::cpu;  ///< cpu: the host slot holds the pixels
+  image::image_info info;
+  image::sample_plan plan;
+  std::vector<std::uint8_t> encoded;  ///< the file, kept for the decoder (capacity reused)
+  std::string name;                   ///< the file's name, for a CPU fallback's messages
+  // Set by decode_stage::decode: where the decoded region lies in the
+  // stage's scratch, and which rectangle of the stored image it is.
+  std::size_t scratch_offset = 0;
+  image::crop_box region;
+};
+
+/// What the stage did so far (the loader's stats().gpu_decode).
+struct decode_counters {
+  std::string decoder;
+  int hardware_engines = 0;
+  std::uint64_t hardware = 0, hybrid = 0, cpu = 0, fallbacks = 0;
+  std::int64_t gpu_ns = 0, cpu_ns = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+};
+
+/// Pinned host memory of a slab for its resize table, grown by the upload
+/// thread, freed through the device API that pinned it.
+class pinned_side {
+ public:
+  pinned_side() = default;
+  ~pinned_side();
+  pinned_side(const pinned_side&) = delete;
+  pinned_side& operator=(const pinned_side&) = delete;
+  /// At least `bytes` (16-byte aligned), keeping none of the old contents.
+  std::span<std::byte> reserve(device_api& api, std::size_t bytes);
+
+ private:
+  device_api* m_api = nullptr;
+  std::byte* m_data = nullptr;
+  std::size_t m_bytes = 0;
+};
+
+class decode_stage {
+ public:
+  /// On `device` of `api` (current on the calling thread), with `decoder`,
+  /// for samples of `sample_bytes` (height × width × 3 uint8).
+  decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
+               std::size_t sample_bytes);
+  ~decode_stage();
+  decode_stage(const decode_stage&) = delete;
+  decode_stage& operator=(const decode_stage&) = delete;
+
+  /// Where an image goes: the CPU (with the reason) for what is not a JPEG,
+  /// carries an EXIF orientation, needs padding (`plan`'s window leaves the
+  /// resized image), or the decoder does not take. Any thread; counts the
+  /// CPU reasons for stats().
+  [[nodiscard]] jpeg_route route(const image::image_info& info, const image::sample_plan& plan);
+
+  /// Upload thread, the device current: queues the decode of the first `n`
+  /// slots' GPU images on `s`. Returns the slots whose images the decoder
+  /// refused (their backend is set to cpu): the caller decodes them on the
+  /// CPU into the host slab. Throws cuda_error (sticky: the device is lost).
+  [[nodiscard]] std::vector<std::size_t> decode(std::span<gpu_sample> slots, stream_t s);
+
+  /// Upload thread, inside the uploader's enqueue after the host copy:
+  /// queues the resize of the slots decode() decoded into `target` (slot k
+  /// at k × sample_bytes), the table in `side`. Throws cuda_error.
+  void place(std::span<const gpu_sample> slots, pinned_side& side, std::uint8_t* target, stream_t s);
+
+  /// The decoder's description and engine count, and the counters so far.
+  [[nodiscard]] decode_counters counters() const;
+  /// Counts a CPU-routed image's decode time (decode threads).
+  void count_cpu(std::int64_t ns) noexcept;
+  /// Counts images the GPU decoder refused that the CPU then decoded.
+  void count_fallbacks(std::size_t n) noexcept;
+
+ private:
+  // Device scratch of at least `bytes`; a smaller one is kept until the
+  // stage goes (work queued on it may still run): no synchronization.
+  std::uint8_t* scratch(std::size_t bytes);
+  // Queues `jobs`; a refused call is retried one image at a time. Returns
+  // the jobs (indices into `jobs`) still refused.
+  std::vector<std::size_t> decode_jobs(std::span<const jpeg_job> jobs, stream_t s);
+
+  std::shared_ptr<device_api> m_api;
+  int m_device;
+  std::unique_ptr<jpeg_decoder> m_decoder;
+  std::size_t m_sample_bytes;
+  std::uint8_t* m_scratch = nullptr;
+  std::size_t m_scratch_bytes = 0;
+  std::size_t m_region_bytes = 0;  // of the current batch (the resize scratch follows)
+  std::vector<void*> m_retired;    // smaller scratches, freed by the destructor
+  std::byte* m_table = nullptr;    // device copy of the resize table
+  std::size_t m_table_bytes = 0;
+
+  std::atomic<std::uint64_t> m_hardware{0}, m_hybrid{0}, m_cpu{0}, m_fallbacks{0};
+  std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
+  mutable std::mutex m_reasons_mutex;
+  std::map<std::string, std::uint64_t> m_cpu_reasons;  // guarded by m_reasons_mutex
+};
+
+}  // namespace ringfeed::cuda

@@ -1,0 +1,128 @@
+// decode="gpu" in the loader (issue 43): the decode stage (cuda/decode_stage.hpp)
+// opened beside the uploader, the decode threads' routing, the upload
+// thread's queueing and CPU fallbacks, and its stats.
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include <ringfeed/text.hpp>
+
+#include "../cuda/device_api.hpp"
+#include "loader_core.hpp"
+
+namespace ringfeed::detail {
+namespace {
+
+std::int64_t ns_since(clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+}
+
+}  // namespace
+
+void stage_fill::fill(std::uint8_t* target, cuda::stream_t stream) {
+  stage->place(std::span<const cuda::gpu_sample>(s->gpu.data(), s->count), s->side, target, stream);
+}
+
+void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) {
+  const decode_where want = m_opt.decode;
+  if (want == decode_where::cpu) {
+    m_gpu_reason = "decode=\"cpu\"";
+    return;
+  }
+  // resolve() settles "auto" for the front ends; a C++ caller's "auto"
+  // takes the GPU only where it would.
+  std::string refusal = m_opt.pipeline.device_refusal();
+  if (!m_uploader)
+    m_gpu_reason = "no device output: " + m_plan.host_reason;
+  else if (m_plan.host_converted)
+    m_gpu_reason = "the transforms end on the host";
+  else if (m_opt.pipeline.mode() == image::pipeline_mode::exact)
+    m_gpu_reason = "exact mode";
+  else if (!refusal.empty())
+    m_gpu_reason = refusal + " has no device kernel";
+  else if (m_opt.pixels)
+    m_gpu_reason = "the images are in memory";
+  else if (m_opt.cache == cache_kind::pixels && !m_opt.cache_dir.empty())
+    m_gpu_reason = "cache=\"pixels\" keeps CPU-decoded pixels";
+  else if (!m_opt.pipeline.fixed_shape())
+    m_gpu_reason = "the output size varies";
+  if (!m_gpu_reason.empty()) {
+    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    return;
+  }
+  cuda::jpeg_decoder_choice choice;
+  {
+    const cuda::device_guard on(*api, m_opt.device);
+    choice = cuda::open_jpeg_decoder(*api, m_opt.device, m_opt.memory_budget);
+  }
+  if (!choice.decoder) {
+    m_gpu_reason = choice.why_not;
+    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    return;
+  }
+  m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes);
+  m_gpu_reason = want == decode_where::gpu ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
+}
+
+bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> bytes, std::string_view name,
+                            const image::sample_key& key) {
+  thread_local image::decoder header;
+  g.backend = cuda::jpeg_backend::cpu;
+  g.info = header.read_info(bytes, name);  // a bad header fails the sample, as a CPU decode would
+  g.plan = m_plan.pipe.plan(g.info.oriented_size(), key);
+  const cuda::jpeg_route r = m_stage->route(g.info, g.plan);
+  if (r.backend == cuda::jpeg_backend::cpu) return false;
+  g.backend = r.backend;
+  const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  g.encoded.assign(p, p + bytes.size());
+  g.name.assign(name);
+  return true;
+}
+
+bool loader_core::gpu_decode(run& r, slab& s) {
+  (void)r;
+  const std::vector<std::size_t> refused =
+      m_stage->decode(std::span<cuda::gpu_sample>(s.gpu.data(), s.count), m_uploader->copy_stream());
+  if (refused.empty()) return true;
+  // The GPU decoder would not take these: the CPU decodes them into their
+  // host slots, which the batch's copy brings to the device.
+  m_stage->count_fallbacks(refused.size());
+  thread_local image::pipeline_workspace ws;
+  bool failed = false;
+  for (std::size_t k : refused) {
+    cuda::gpu_sample& g = s.gpu[k];
+    const auto t0 = clock::now();
+    try {
+      const std::span<std::byte> out(s.images + k * m_plan.sample_bytes, m_plan.sample_bytes);
+      (void)m_plan.pipe.apply_plan(ws, std::as_bytes(std::span(g.encoded)), g.name, g.plan, out);
+    } catch (...) {
+      s.ok[k] = 0;
+      failed = true;
+      fail_sample(s, s.indices[k], std::current_exception());
+    }
+    m_stage->count_cpu(ns_since(t0));
+  }
+  if (!failed) return true;
+  if (s.error) return false;
+  return close_gaps(s) > 0;
+}
+
+gpu_decode_stats loader_core::gpu_stats() const {
+  gpu_decode_stats g;
+  g.reason = m_gpu_reason;
+  if (!m_stage) return g;
+  const cuda::decode_counters c = m_stage->counters();
+  g.where = "gpu";
+  g.decoder = c.decoder;
+  g.hardware_engines = c.hardware_engines;
+  g.hardware = c.hardware;
+  g.hybrid = c.hybrid;
+  g.cpu = c.cpu;
+  g.gpu_ns = c.gpu_ns;
+  g.cpu_ns = c.cpu_ns;
+  g.fallbacks = c.fallbacks;
+  g.cpu_reasons = c.cpu_reasons;
+  return g;
+}
+
+}  // namespace ringfeed::detail

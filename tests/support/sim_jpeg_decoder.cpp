@@ -1,0 +1,76 @@
+// The simulated GPU JPEG decoder: see sim_jpeg_decoder.hpp.
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/image/decode.hpp>
+
+#include "sim_jpeg_decoder.hpp"
+
+namespace ringfeed::test {
+
+sim_jpeg_decoder::sim_jpeg_decoder(sim_device& dev, settings s, std::shared_ptr<record> rec)
+    : m_dev(dev), m_settings(s), m_rec(std::move(rec)) {}
+
+cuda::jpeg_route sim_jpeg_decoder::route(const image::image_info& info) const noexcept {
+  if (info.arithmetic) return {cuda::jpeg_backend::cpu, "arithmetic coding"};
+  if (info.components != 1 && info.components != 3) return {cuda::jpeg_backend::cpu, "4 components"};
+  return {info.progressive ? cuda::jpeg_backend::hybrid : cuda::jpeg_backend::hardware, {}};
+}
+
+bool sim_jpeg_decoder::decodes_region(cuda::jpeg_backend b) const noexcept {
+  return b == cuda::jpeg_backend::hardware ? m_settings.hardware_regions : m_settings.hybrid_regions;
+}
+
+void sim_jpeg_decoder::decode(std::span<const cuda::jpeg_job> jobs, cuda::stream_t s) {
+  m_rec->calls.fetch_add(1);
+  {
+    std::lock_guard lock(m_rec->mutex);
+    if (m_rec->lose_device) throw cuda::cuda_error(700, "simulated nvjpegDecodeBatched: the device is lost", true);
+    for (const cuda::jpeg_job& j : jobs) {
+      if (j.backend == cuda::jpeg_backend::cpu) throw std::logic_error("sim_jpeg_decoder: a CPU job");
+      if (m_rec->poisoned_sizes.count(j.size) != 0) {
+        m_rec->refused.fetch_add(1);
+        throw cuda::jpeg_decode_error("simulated nvjpegDecodeBatched: NVJPEG_STATUS_BAD_JPEG");
+      }
+    }
+  }
+  // The decode runs on the stream, as the device's would: the bytes and
+  // the output stay valid until the stream passes it.
+  std::vector<cuda::jpeg_job> queued(jobs.begin(), jobs.end());
+  m_dev.enqueue(s, [queued = std::move(queued), rec = m_rec] {
+    image::decoder dec;
+    image::image_buffer full;
+    for (const cuda::jpeg_job& j : queued) {
+      const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(j.data), j.size);
+      (void)dec.decode(bytes, "sim", full, image::decode_options{});
+      const image::image_view v = full.view();
+      const image::crop_box& r = j.region;
+      if ((v.channels != 3 && v.channels != 1) || r.top < 0 || r.left < 0 || r.bottom() > v.height ||
+          r.right() > v.width)
+        throw std::logic_error("sim_jpeg_decoder: region outside the image");
+      if (r.top == 0 && r.left == 0 && r.height == v.height && r.width == v.width) rec->whole.fetch_add(1);
+      for (int y = 0; y < r.height; ++y) {
+        std::uint8_t* out = j.out + static_cast<std::size_t>(y) * j.pitch;
+        const std::uint8_t* in = v.row(r.top + y) + static_cast<std::size_t>(r.left) * v.channels;
+        if (v.channels == 3) {
+          std::memcpy(out, in, static_cast<std::size_t>(r.width) * 3);
+        } else {  // gray: RGB replicate, as nvJPEG's RGBI output and the CPU path
+          for (int x = 0; x < r.width; ++x) out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = in[x];
+        }
+      }
+      rec->decoded.fetch_add(1);
+    }
+  });
+}
+
+sim_jpeg_decoder::installed::installed(sim_device& dev, settings s) {
+  cuda::install_jpeg_decoder_factory([&dev, s, rec = rec](cuda::device_api&, int, std::size_t) {
+    return cuda::jpeg_decoder_choice{std::make_unique<sim_jpeg_decoder>(dev, s, rec), {}};
+  });
+}
+
+sim_jpeg_decoder::installed::~installed() { cuda::install_jpeg_decoder_factory({}); }
+
+}  // namespace ringfeed::test
