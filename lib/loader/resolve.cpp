@@ -129,8 +129,8 @@ option_reason settle_decode(loader_options& o, bool exact) {
     return {"decode", "cpu: " + obstacle->reason};
   }
   o.decode = decode_where::gpu;
-  return {"decode", "gpu: device batches, fast mode, every op has a device kernel; the CPU decodes instead "
-                    "when the device or nvJPEG is missing at open (stats()[\"gpu_decode\"] says which)"};
+  return {"decode", "gpu: device batches, fast mode, every op has a device kernel (the CPU decodes instead "
+                    "where the device or nvJPEG is missing at open: gpu_decode says so)"};
 }
 
 }  // namespace
