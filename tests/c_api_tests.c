@@ -1,7 +1,7 @@
 /* The C API (ringfeed.h) from a C11 program: a whole epoch on a small
  * ImageFolder built from tests/data/image/photos, the three output types,
  * epochs, preset shuffling, resume, both error policies on a corrupt file,
- * option errors and batches outliving their loader. One line per check;
+ * option errors, the decode option and batches outliving their loader. One line per check;
  * exit 1 on a failure.
  *
  * usage: c_api_tests <tests/data/image> */
@@ -163,6 +163,42 @@ static void check_options(void) {
   rf_batch* b = NULL;
   check(rf_loader_next(NULL, &b) == -1 && b == NULL && rf_options_set_resume(NULL, NULL) == -1,
         "NULL handles are errors, not crashes");
+}
+
+/* decode=auto|cpu|gpu: parsed by rf_options_set, settled by rf_loader_open
+ * as in every front end (ringfeed::resolve), reported in the stats JSON. */
+static void check_decode(void) {
+  rf_options* o = options_for("good", 0, NULL);
+  if (o == NULL) return;
+  check(rf_options_set(o, "decode", "nvjpeg") != 0 && contains(rf_last_error(), "decode") &&
+            contains(rf_last_error(), "\"auto\", \"cpu\" or \"gpu\""),
+        "a bad decode name refused, error lists the accepted ones");
+  check(rf_options_set(o, "decode", "gpu") == 0, "decode=gpu accepted by rf_options_set");
+  rf_loader* l = rf_loader_open(o); /* device -1, the C API's default */
+  check(l == NULL && contains(rf_last_error(), "decode=\"gpu\"") && contains(rf_last_error(), "CUDA device"),
+        "decode=gpu with host batches refused at rf_loader_open, saying it needs a device");
+  rf_loader_close(l);
+  check(rf_options_set(o, "device", "0") == 0 && rf_options_set(o, "exact", "true") == 0, "device 0, exact");
+  l = rf_loader_open(o);
+  check(l == NULL && contains(rf_last_error(), "IDCT and chroma upsampling are not libjpeg-turbo's"),
+        "decode=gpu in exact mode refused, saying why");
+  rf_loader_close(l);
+  rf_options_free(o);
+
+  const char* const auto_kv[] = {"batch_size", "4", "size", "32"};
+  l = open_loader("good", 2, auto_kv);
+  char* json = l != NULL ? rf_loader_stats_json(l) : NULL;
+  check(contains(json, "\"decode_reason\":\"cpu: batches stay on the host") &&
+            contains(json, "\"gpu_decode\":{") && contains(json, "\"where\":\"cpu\""),
+        "decode=auto with host batches: the CPU decodes, the stats JSON says why");
+  rf_free(json);
+  rf_loader_close(l);
+  const char* const cpu_kv[] = {"batch_size", "4", "size", "32", "decode", "cpu"};
+  l = open_loader("good", 3, cpu_kv);
+  json = l != NULL ? rf_loader_stats_json(l) : NULL;
+  check(contains(json, "\"decode_reason\":\"asked\""), "decode=cpu: reported as asked");
+  rf_free(json);
+  rf_loader_close(l);
 }
 
 /* Whole epochs of the good folder (8 photos, 2 classes) at batch_size 3. */
@@ -400,6 +436,7 @@ int main(int argc, char** argv) {
   check(rf_last_error() != NULL && rf_last_error()[0] == '\0', "no error before any failure");
   if (check(make_datasets(), "scratch ImageFolders created")) {
     check_options();
+    check_decode();
     check_epoch("float32", RF_FLOAT32, RF_NCHW, 4);
     check_epoch("float16", RF_FLOAT16, RF_NCHW, 2);
     check_epoch("uint8", RF_UINT8, RF_NHWC, 1);

@@ -279,6 +279,26 @@ check "bench in fast mode says it may scale" grep -q '"dct_scaling":true' <<<"$j
 out="$("$cli" bench "$work/a/train" --exact --no-dct-scale 2>&1)"; rc=$?
 check "bench --exact --no-dct-scale is refused with the reason" test "$rc" -eq 1 -a -n "$(grep -F 'fast-mode switch' <<<"$out")"
 
+# --decode auto|cpu|gpu (issue 43): settled as every front end settles it
+# (ringfeed::resolve), reported in the JSON and the summary.
+json="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --json 2>/dev/null | tail -n 1)"
+check "bench --decode auto with host batches decodes on the CPU, saying why" \
+  grep -q '"decode_reason":"cpu: batches stay on the host.*"gpu_decode":{.*"where":"cpu"' <<<"$json"
+json="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --decode cpu --json 2>/dev/null | tail -n 1)"
+check "bench --decode cpu delivers every image, reported as asked" \
+  grep -q '"decode_reason":"asked".*"images":30' <<<"$json"
+out="$("$cli" bench "$work/a/train" --pipeline train --batch 8 --device -1 --decode cpu 2>&1)"
+check "bench's summary says where images were decoded" grep -q 'decoded on the CPU: asked' <<<"$out"
+out="$("$cli" bench "$work/a/train" --decode nvjpeg 2>&1)"; rc=$?
+check "bench --decode nvjpeg is refused, listing the names" \
+  test "$rc" -ne 0 -a -n "$(grep -F '"auto", "cpu" or "gpu", not "nvjpeg"' <<<"$out")"
+out="$("$cli" bench "$work/a/train" --device -1 --decode gpu 2>&1)"; rc=$?
+check "bench --device -1 --decode gpu is refused: the GPU decodes into device batches" \
+  test "$rc" -eq 1 -a -n "$(grep -F 'decodes into batches on a CUDA device' <<<"$out")"
+out="$("$cli" bench "$work/a/train" --exact --decode gpu 2>&1)"; rc=$?
+check "bench --exact --decode gpu is refused with the reason" \
+  test "$rc" -eq 1 -a -n "$(grep -F "chroma upsampling are not libjpeg-turbo's" <<<"$out")"
+
 # --max-pixels: an image over the limit is refused before it is decoded,
 # named, and the limit is said; 0 is not a limit.
 out="$("$cli" export "$work/a/train" --out "$work/exp-px" --max-pixels 1 2>&1)"; rc=$?

@@ -175,10 +175,131 @@ TEST_CASE("s3 keys: one table, each settable, errors name the key", "[resolve][s
   CHECK_THROWS_WITH(ringfeed::io::set_s3_option(o, "anonymous", "maybe"), Contains("s3 anonymous: expected"));
 }
 
+namespace {
+
+// A request the GPU may decode: device batches (no NUMA probe), fast mode,
+// the train preset, encoded files.
+loader_request gpu_ready(std::string transform = {}) {
+  auto r = request_for(std::move(transform));
+  r.base.device = 0;
+  r.numa = ringfeed::numa_placement{};
+  return r;
+}
+
+// Each way the GPU cannot decode, applied to a gpu_ready() request.
+struct gpu_obstacle_case {
+  const char* name;
+  void (*apply)(loader_request&);
+  const char* auto_reason;  // in decode="auto"'s reason
+  const char* refusal;      // in decode="gpu"'s error
+};
+
+const gpu_obstacle_case gpu_obstacles[] = {
+    {"host batches", [](loader_request& r) { r.base.device = -1; }, "batches stay on the host (no device)",
+     "give the device option (Python: device=\"cuda\")"},
+    {"exact mode", [](loader_request& r) { r.exact = true; }, "exact mode",
+     "not with exact=True: the GPU's IDCT and chroma upsampling are not libjpeg-turbo's"},
+    {"an op without a device kernel",
+     [](loader_request& r) { r.transform = "RandomResizedCrop(64); ColorJitter(0.4); ToTensor()"; },
+     "ColorJitter has no device kernel",
+     "decode=\"gpu\": ColorJitter has no device kernel (the GPU decode runs the crop/resize/flip head and "
+     "ToTensor/Normalize); use decode=\"auto\" or \"cpu\""},
+    {"in-memory pixels",
+     [](loader_request& r) {
+       ringfeed::pixel_array px;
+       px.count = 1;
+       px.height = px.width = 32;
+       px.channels = 3;
+       px.labels = {0};
+       r.base.pixels = px;
+     },
+     "the images are in memory as pixels: nothing to decode",
+     "given in memory as pixels, so there is nothing to decode"},
+    {"the pixel cache",
+     [](loader_request& r) {
+       r.base.cache = ringfeed::cache_kind::pixels;
+       r.base.cache_dir = "/var/cache/ringfeed";
+     },
+     "cache=\"pixels\" keeps pixels decoded on the CPU",
+     "not with cache=\"pixels\", which keeps pixels decoded on the CPU"},
+};
+
+}  // namespace
+
+TEST_CASE("resolve: decode=auto is gpu for device batches in fast mode, each op with a device kernel",
+          "[resolve][decode]") {
+  for (const char* transform : {"", float_list, "Resize(72); CenterCrop(64); RandomHorizontalFlip(); ToTensor()"}) {
+    INFO(transform);
+    const auto s = resolve(gpu_ready(transform));
+    CHECK(s.options.decode == ringfeed::decode_where::gpu);
+    CHECK_THAT(reason_of(s, "decode"), Contains("gpu: device batches, fast mode, every op has a device kernel"));
+    CHECK_THAT(reason_of(s, "decode"), Contains("nvJPEG"));
+  }
+  // A pixel cache needs cache_dir: cache="pixels" alone keeps nothing.
+  auto no_dir = gpu_ready();
+  no_dir.base.cache = ringfeed::cache_kind::pixels;
+  CHECK(resolve(no_dir).options.decode == ringfeed::decode_where::gpu);
+}
+
+TEST_CASE("resolve: decode=auto falls to the CPU with the reason", "[resolve][decode]") {
+  for (const auto& c : gpu_obstacles) {
+    INFO(c.name);
+    auto r = gpu_ready();
+    c.apply(r);
+    const auto s = resolve(r);
+    CHECK(s.options.decode == ringfeed::decode_where::cpu);
+    CHECK_THAT(reason_of(s, "decode"), Catch::Matchers::StartsWith("cpu: ") && Contains(c.auto_reason));
+    CHECK(s.options.reasons.back().option == "decode");  // what stats() reports as decode_reason
+  }
+  // The first that applies: host batches before exact mode.
+  auto both = gpu_ready();
+  both.base.device = -1;
+  both.exact = true;
+  CHECK_THAT(reason_of(resolve(both), "decode"), Contains("no device") && !Contains("exact"));
+}
+
+TEST_CASE("resolve: decode=gpu is refused where the GPU cannot decode, saying why", "[resolve][decode]") {
+  for (const auto& c : gpu_obstacles) {
+    INFO(c.name);
+    auto r = gpu_ready();
+    c.apply(r);
+    r.base.decode = ringfeed::decode_where::gpu;
+    CHECK_THROWS_AS(resolve(r), std::invalid_argument);
+    CHECK_THROWS_WITH(resolve(r), Catch::Matchers::StartsWith("decode=\"gpu\": ") && Contains(c.refusal));
+  }
+  auto exact = gpu_ready();
+  exact.exact = true;
+  exact.base.decode = ringfeed::decode_where::gpu;
+  CHECK_THROWS_WITH(resolve(exact), Contains("torchvision-identical pixels cannot hold; use exact=False or "
+                                             "decode=\"cpu\""));
+  auto fine = gpu_ready(float_list);
+  fine.base.decode = ringfeed::decode_where::gpu;
+  const auto s = resolve(fine);
+  CHECK(s.options.decode == ringfeed::decode_where::gpu);
+  CHECK(reason_of(s, "decode") == "asked");
+}
+
+TEST_CASE("resolve: decode=cpu is the CPU whatever else is asked", "[resolve][decode]") {
+  auto r = gpu_ready();
+  r.base.decode = ringfeed::decode_where::cpu;
+  CHECK(resolve(r).options.decode == ringfeed::decode_where::cpu);
+  CHECK(reason_of(resolve(r), "decode") == "asked");
+  for (const auto& c : gpu_obstacles) {
+    INFO(c.name);
+    auto with = gpu_ready();
+    c.apply(with);
+    with.base.decode = ringfeed::decode_where::cpu;
+    CHECK(resolve(with).options.decode == ringfeed::decode_where::cpu);
+  }
+}
+
 TEST_CASE("accepted_names lists what the parsers take, in order", "[resolve]") {
   CHECK(ringfeed::accepted_names("pipeline") == std::vector<std::string_view>{"train", "val"});
   CHECK(ringfeed::accepted_names("output") == std::vector<std::string_view>{"float32", "float16", "uint8"});
   CHECK(ringfeed::accepted_names("io") == std::vector<std::string_view>{"auto", "uring", "pread"});
   CHECK(ringfeed::accepted_names("on_error") == std::vector<std::string_view>{"skip", "fail"});
+  CHECK(ringfeed::accepted_names("decode") == std::vector<std::string_view>{"auto", "cpu", "gpu"});
+  CHECK_THROWS_WITH(ringfeed::parse_decode_where("nvjpeg"),
+                    Contains("not \"nvjpeg\"") && Contains("\"auto\", \"cpu\" or \"gpu\""));
   CHECK_THROWS_AS(ringfeed::accepted_names("shuffle"), std::invalid_argument);
 }

@@ -58,6 +58,7 @@ struct bench_options {
   std::string output = "float32";
   CLI::Option* output_option = nullptr;
   int device = 0;
+  std::string decode = "auto";  // where JPEGs are decoded: auto | cpu | gpu
   std::size_t threads = 0;
   std::size_t io_depth = 0;  // 0: the storage probe's recommendation
   int epochs = 1;
@@ -328,6 +329,7 @@ int run_loader_bench(const bench_options& opt) {
   base.io = io::parse_backend(opt.io);
   base.s3 = opt.s3;
   base.device = opt.device;
+  base.decode = parse_decode_where(opt.decode);  // settled by resolve()
   base.on_error = parse_error_policy(opt.on_error);
   base.cache_dir = opt.cache_dir;
   base.cache = parse_cache_kind(opt.cache);
@@ -487,6 +489,16 @@ int run_loader_bench(const bench_options& opt) {
                 100 * st.read_utilization(), st.io_depth, st.backend.c_str());
     std::printf("    decode   %8.3f s  %5.1f%% of %zu threads\n", st.decode.busy_s, 100 * st.decode_utilization(),
                 st.decode_threads);
+    const gpu_decode_stats& g = st.gpu_decode;
+    std::string why = g.reason;  // the loader's, else what resolve() said
+    for (const auto& r : st.reasons)
+      if (why.empty() && r.option == "decode") why = r.reason;
+    std::printf("    decoded on the %s: %s\n", g.where == "gpu" ? "GPU" : "CPU", why.c_str());
+    if (g.where == "gpu")
+      std::printf("      %llu by %d hardware engines, %llu hybrid, %llu on the CPU (%llu fallbacks); %s\n",
+                  static_cast<unsigned long long>(g.hardware), g.hardware_engines,
+                  static_cast<unsigned long long>(g.hybrid), static_cast<unsigned long long>(g.cpu),
+                  static_cast<unsigned long long>(g.fallbacks), g.decoder.c_str());
     if (l.uses_device())
       std::printf("    upload   %8.3f s  %5.1f%% (%s made on the %s)\n", st.upload.busy_s,
                   100 * st.upload_utilization(), output_name, l.converts_on_device() ? "device" : "host");
@@ -546,6 +558,12 @@ void register_bench(CLI::App& app) {
   opt->output_option = cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
+  cmd->add_option("--decode", opt->decode,
+                  "where JPEGs are decoded: auto (the GPU for device batches in fast mode when every op has a "
+                  "device kernel and nvJPEG is found, else the CPU), cpu (libjpeg-turbo), gpu (nvJPEG, then "
+                  "crop/resize/flip and the output on the device; refused with --exact or --device -1)")
+      ->check(accepted_by(parse_decode_where))
+      ->capture_default_str();
   opt->memory_option = cmd->add_option("--memory-mb", opt->memory_mb,
                                        "budget for batch slabs, MiB (default: max(1 GiB, 4 batches))")
                             ->check(CLI::PositiveNumber);

@@ -141,6 +141,16 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *                 decoded pixels (later epochs skip the decode)
  *  stream_shards  read tar shards front to back                 false
  *  device         CUDA device, -1: host batches                 -1
+ *  decode         where JPEGs are decoded: auto | cpu | gpu     auto
+ *                 gpu: nvJPEG (hardware engines, hybrid), then
+ *                 crop/resize/flip and the output on the
+ *                 device; refused (at rf_loader_open, saying
+ *                 why) with exact, device -1, a transform op
+ *                 without a device kernel or cache=pixels.
+ *                 auto: gpu where it could run, else cpu; the
+ *                 CPU decodes when nvJPEG or the device is
+ *                 missing. The stats JSON says where and why
+ *                 ("decode_reason", "gpu_decode")
  *
  *  s3:// sources (each first in its chain, before the AWS variables and
  *  profile files; "" leaves it to them):

@@ -178,6 +178,8 @@ const option_key option_keys[] = {
      [](rf_options& o, std::string_view v) {
        o.request.base.device = parse_int(v, -1, std::numeric_limits<int>::max());
      }},
+    // auto, cpu or gpu, settled (and gpu refused where it cannot be) by resolve()
+    {"decode", [](rf_options& o, std::string_view v) { o.request.base.decode = ringfeed::parse_decode_where(v); }},
 };
 
 // "s3_<key>" (io/aws_config.hpp's table): first in each chain, before the

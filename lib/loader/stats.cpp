@@ -145,6 +145,18 @@ std::string loader_stats::json() const {
                      {"changes", prefetch.changes},
                      {"history", history}};
   for (const auto& r : reasons) out[r.option + "_reason"] = r.reason;
+  const gpu_decode_stats& g = gpu_decode;
+  nlohmann::json cpu_reasons = nlohmann::json::object();
+  for (const auto& [why, count] : g.cpu_reasons) cpu_reasons[why] = cpu_reasons.value(why, std::uint64_t{0}) + count;
+  out["gpu_decode"] = {{"where", g.where},
+                       {"reason", g.reason},
+                       {"decoder", g.decoder},
+                       {"hardware_engines", g.hardware_engines},
+                       {"images", {{"hardware", g.hardware}, {"hybrid", g.hybrid}, {"cpu", g.cpu}}},
+                       {"gpu_s", static_cast<double>(g.gpu_ns) * 1e-9},
+                       {"cpu_s", static_cast<double>(g.cpu_ns) * 1e-9},
+                       {"fallbacks", g.fallbacks},
+                       {"cpu_reasons", std::move(cpu_reasons)}};
   if (cache)
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},
                     {"stores", cache_stores}, {"evictions", cache_evictions}, {"bytes", cache_bytes},

@@ -76,6 +76,7 @@ loader_request loader_request_from(const py::dict& d) {
   if (!d["s3"].is_none()) s3_options_from(d["s3"].cast<py::dict>(), o.s3);
   o.device = d["device"].cast<int>();
   o.device_buffers = d["device_buffers"].cast<std::size_t>();
+  o.decode = parse_decode_where(d["decode"].cast<std::string>());  // "auto" settled by resolve()
   o.dataset.include_hidden = d["include_hidden"].cast<bool>();
   if (d.contains("epochs") && !d["epochs"].is_none())  // checked (>= 1) by loader.py
     o.end = loader_end{d["epochs"].cast<std::uint64_t>() - 1};

@@ -17,7 +17,17 @@
 //   - memory_budget defaults to max(1 GiB, 4 batch slabs), so prefetch has
 //     room whatever the batch, within a quarter of this rank's share of
 //     the cgroup limit or MemAvailable;
-//   - s3 credentials come in pairs and not with anonymous.
+//   - s3 credentials come in pairs and not with anonymous;
+//   - decode (base.decode, as asked: "auto", "cpu" or "gpu") becomes cpu or
+//     gpu. The GPU decodes into device batches (base.device >= 0), in fast
+//     mode, when every op has a device kernel (pipeline::device_refusal():
+//     the crop / resize / flip head and ToTensor / Normalize), from encoded
+//     files (not in-memory pixels, not cache="pixels", which keeps pixels
+//     the CPU decoded). "gpu" is refused otherwise, saying which and what to
+//     use instead (exact mode: the GPU's IDCT and chroma upsampling are not
+//     libjpeg-turbo's); "auto" is cpu with the first of those reasons, else
+//     gpu. The loader still decodes on the CPU when the device or nvJPEG is
+//     missing at open (loader_stats::gpu_decode says why).
 //
 // Each default it picks is returned with its reason (resolved::reasons),
 // and the loader reports them in stats() as "<option>_reason".
@@ -40,7 +50,9 @@ namespace ringfeed {
 /// needs no settling, as given (source, batch_size, sampler seed/rank,
 /// threads, io, cache, s3, device, on_error, end, resume, samples/pixels,
 /// log, stop…); its pipeline, output, sampler.shuffle and memory_budget are
-/// ignored: resolve() decides them from the fields below.
+/// ignored: resolve() decides them from the fields below. Its decode is
+/// what was asked (decode_where::automatic unless given), which resolve()
+/// settles to cpu or gpu.
 struct loader_request {
   loader_options base;
   /// A preset, "train" or "val" (apply_preset); unset: "train", unless a
@@ -81,7 +93,8 @@ struct resolved {
   std::vector<option_reason> reasons;
 };
 
-/// Settles `request` (see the top of this file). Throws
+/// Settles `request` (see the top of this file): options.decode is never
+/// automatic afterwards, and "decode" is among the reasons. Throws
 /// std::invalid_argument naming the option and the reason when options
 /// contradict each other or a value is out of range; the transform list's
 /// errors name the op (image::transform_spec_error).
@@ -92,7 +105,8 @@ struct resolved {
 void check_one_recipe(std::string_view transform, bool preset_given);
 
 /// The user-facing names front ends accept, in their documented order:
-/// "pipeline", "output", "io", "on_error" (for generated choices and help).
+/// "pipeline", "output", "io", "on_error", "cache", "decode" (for
+/// generated choices and help).
 [[nodiscard]] std::vector<std::string_view> accepted_names(std::string_view option);
 
 }  // namespace ringfeed

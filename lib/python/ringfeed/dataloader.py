@@ -28,7 +28,8 @@ from __future__ import annotations
 import os
 import warnings
 
-from ._checks import flag, int_arg
+from . import _ringfeed
+from ._checks import choice, flag, int_arg
 from ._datasets import fingerprint, native_source
 from .loader import Loader, _torch
 
@@ -47,7 +48,9 @@ class DataLoader:
     the cgroup quota and among the local ranks; num_workers > 0 caps it),
     memory_budget (bytes of batch buffers), cache_dir + cache="pixels"
     (decoded pixels kept on local disk: epochs after the first skip the
-    decode; cache_bytes bounds it), strict (raise instead of falling back).
+    decode; cache_bytes bounds it), decode ("auto", "cpu" or "gpu": where
+    JPEGs are decoded, as Loader's; "gpu" needs device=), strict (raise
+    instead of falling back).
 
     num_workers and persistent_workers are accepted and checked as torch
     checks them; the work runs in ringfeed's threads in this process, never
@@ -61,9 +64,10 @@ class DataLoader:
                 multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                 persistent_workers=False, pin_memory_device="",
                 seed=None, device=None, exact=False, threads=None, memory_budget=None, strict=False,
-                cache_dir=None, cache="bytes", cache_bytes=None):
+                cache_dir=None, cache="bytes", cache_bytes=None, decode="auto"):
         flag("strict", strict)
         flag("exact", exact)
+        choice("decode", decode, tuple(_ringfeed._accepted_names("decode")))  # also when torch's runs instead
         if seed is not None:
             seed = int_arg("seed", seed)
         threads = 0 if threads is None else int_arg("threads", threads)
@@ -95,7 +99,7 @@ class DataLoader:
             core = Loader(source, batch_size=per_batch, shuffle=False, seed=seed, exact=exact, device=device,
                           rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
                           prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
-                          cache_bytes=cache_bytes)
+                          cache_bytes=cache_bytes, decode=decode)
             return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
 
         reason, found = native_source(dataset)
@@ -113,7 +117,7 @@ class DataLoader:
         core_args = dict(batch_size=per_batch, exact=exact, device=device, shuffle=False, seed=seed,
                          drop_last=False, rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
                          prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
-                         cache_bytes=cache_bytes)
+                         cache_bytes=cache_bytes, decode=decode)
         self = cls._native(dataset, torch_args, _open_core(found, core_args), torch_loader, found)
         self._core_args = core_args
         self._fingerprint = fingerprint(dataset)

@@ -173,6 +173,20 @@ class Loader:
     counts hits, misses and bytes. `cache="bytes"` (the default) caches the
     encoded bytes of remote (NFS) samples instead.
 
+    `decode` says where JPEGs are decoded: "cpu" (libjpeg-turbo on the
+    loader's threads), "gpu" (nvJPEG: the GPU's hardware JPEG engines and
+    its hybrid decoder, then the crop, resize, flip and ToTensor/Normalize
+    on the device; images it cannot take are decoded on the CPU into the
+    same batch) or "auto" (the default: the GPU when batches go to a device,
+    exact=False and every op has a device kernel, else the CPU).
+    decode="gpu" raises ValueError, saying why, with exact=True (the GPU's
+    IDCT and chroma upsampling are not libjpeg-turbo's), without device=,
+    with a transform op that has no device kernel (naming it), with
+    in-memory images or with cache="pixels". stats()["decode_reason"] says
+    why it was settled so; stats()["gpu_decode"] where images were decoded
+    (the CPU when nvJPEG or the device is missing), by which backend, and
+    why some went to the CPU.
+
     `epochs=N` says the run takes epochs 0 … N-1 and no more: nothing past
     the last one is read (object storage is sent no GET the run will not
     use), and a `for` after it raises RuntimeError. Unset, the next epoch is
@@ -184,8 +198,8 @@ class Loader:
                  rank=None, world_size=None, threads=0, io_depth=0, memory_budget=None,
                  on_error="skip", direct=False, cache_dir=None, cache_bytes=None, stream_shards=False,
                  *, transform=None, io="auto", prefetch_batches=0, device_buffers=3, include_hidden=False,
-                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, cache="bytes", _samples=None, _pixels=None,
-                 _workers=None):
+                 max_pixels=DEFAULT_MAX_PIXELS, s3=None, epochs=None, cache="bytes", decode="auto", _samples=None,
+                 _pixels=None, _workers=None):
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source:
@@ -210,6 +224,7 @@ class Loader:
         choice("on_error", on_error, tuple(_ringfeed._accepted_names("on_error")))
         choice("io", io, tuple(_ringfeed._accepted_names("io")))
         choice("cache", cache, tuple(_ringfeed._accepted_names("cache")))
+        choice("decode", decode, tuple(_ringfeed._accepted_names("decode")))
         batch_size = int_arg("batch_size", batch_size, 1)
         if size is not None:
             size = int_arg("size", size, 1)
@@ -254,7 +269,7 @@ class Loader:
             rank=rank, world_size=world_size, threads=threads, io_depth=io_depth, io=io,
             memory_budget=memory_budget, prefetch_batches=prefetch_batches, on_error=on_error,
             direct=direct, cache_dir=cache_dir or "", cache_bytes=cache_bytes, cache=cache,
-            stream_shards=stream_shards, device=device_index, device_buffers=device_buffers,
+            stream_shards=stream_shards, device=device_index, device_buffers=device_buffers, decode=decode,
             include_hidden=include_hidden, max_pixels=max_pixels, s3=s3, epochs=epochs, resume=None,
             workers=_workers,  # DataLoader's num_workers: a cap on threads (resolve)
             # ringfeed.DataLoader's: a torchvision dataset's list, (paths as bytes, labels), or its
