@@ -26,7 +26,10 @@ void stage_fill::fill(std::uint8_t* target, cuda::stream_t stream) {
 void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) {
   const decode_where want = m_opt.decode;
   if (want == decode_where::cpu) {
+    // resolve()'s reason when it settled it ("asked", or why not the GPU).
     m_gpu_reason = "decode=\"cpu\"";
+    for (const option_reason& r : m_opt.reasons)
+      if (r.option == "decode") m_gpu_reason = r.reason;
     return;
   }
   // resolve() settles "auto" for the front ends; a C++ caller's "auto"
