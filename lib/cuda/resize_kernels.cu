@@ -1,10 +1,11 @@
 // The device resize's kernels (device_resize.hpp): one launch of each pass
-// for a whole batch. blockIdx.y is the image (its table entry), and the
-// blocks of one image stride over its output pixels, one thread a pixel, so
-// images of any sizes share a grid; consecutive threads write consecutive
-// pixels. The arithmetic is resize_arith.hpp's, the same code
-// resize_with_table runs on the host. Both kernels are queued on the
-// caller's stream, horizontal then vertical; nothing waits on the host.
+// for a whole batch. blockIdx.y is the image (its table entry); the blocks
+// of one image stride over its output rows and a block's threads over a
+// row's pixels, one thread a pixel (no division per pixel), so images of
+// any sizes share a grid and consecutive threads write consecutive pixels.
+// The arithmetic is resize_arith.hpp's, the same code resize_with_table
+// runs on the host. Both kernels are queued on the caller's stream,
+// horizontal then vertical; nothing waits on the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,16 +20,12 @@ namespace {
 
 using namespace resize_detail;
 
-// Grid-stride over `pixels` of the block row's image: (index % width,
-// index / width) for each.
+// fn(x, y) for the width × rows pixels of the block row's image: blocks
+// stride over rows, threads over columns.
 template <class Fn>
-__device__ __forceinline__ void for_each_pixel(int width, std::size_t pixels, Fn&& fn) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < pixels; p += stride) {
-    const auto row = static_cast<int>(p / static_cast<std::size_t>(width));
-    const int col = static_cast<int>(p - static_cast<std::size_t>(row) * static_cast<std::size_t>(width));
-    fn(col, row);
-  }
+__device__ __forceinline__ void for_each_pixel(int width, int rows, Fn&& fn) {
+  for (int y = static_cast<int>(blockIdx.x); y < rows; y += static_cast<int>(gridDim.x))
+    for (int x = static_cast<int>(threadIdx.x); x < width; x += static_cast<int>(blockDim.x)) fn(x, y);
 }
 
 __global__ void resize_horizontal(const std::byte* __restrict__ table, std::size_t first_image,
@@ -36,9 +33,7 @@ __global__ void resize_horizontal(const std::byte* __restrict__ table, std::size
                                   std::uint8_t* __restrict__ scratch) {
   const resize_entry e = entry_at(table, first_image + blockIdx.y);
   if ((e.flags & pass_horizontal) == 0) return;
-  const std::size_t pixels = static_cast<std::size_t>(e.width) * static_cast<std::size_t>(e.h_rows);
-  for_each_pixel(e.width, pixels,
-                 [&](int x, int r) { horizontal_pixel(e, table, source, target, scratch, x, r); });
+  for_each_pixel(e.width, e.h_rows, [&](int x, int r) { horizontal_pixel(e, table, source, target, scratch, x, r); });
 }
 
 __global__ void resize_vertical(const std::byte* __restrict__ table, std::size_t first_image,
@@ -46,15 +41,14 @@ __global__ void resize_vertical(const std::byte* __restrict__ table, std::size_t
                                 const std::uint8_t* __restrict__ scratch) {
   const resize_entry e = entry_at(table, first_image + blockIdx.y);
   if (!vertical_writes(e)) return;
-  const std::size_t pixels = static_cast<std::size_t>(e.width) * static_cast<std::size_t>(e.height);
-  for_each_pixel(e.width, pixels, [&](int x, int y) { vertical_pixel(e, table, source, target, scratch, x, y); });
+  for_each_pixel(e.width, e.height, [&](int x, int y) { vertical_pixel(e, table, source, target, scratch, x, y); });
 }
 
-constexpr unsigned threads_per_block = 256;
+constexpr unsigned threads_per_block = 128;  // a row of a 224-pixel output: two passes of a block
 constexpr std::size_t max_grid_y = 65535;  // CUDA's limit on gridDim.y: larger batches launch in parts
 
-// Blocks per image: enough threads for a large image, fewer per image as
-// the batch grows (about 16k blocks a launch); each strides over the rest.
+// Blocks (rows at a time) per image: up to 256, fewer as the batch grows
+// (about 16k blocks a launch); each strides over the rest of the rows.
 unsigned blocks_per_image(std::size_t images) {
   return static_cast<unsigned>(std::clamp<std::size_t>(16384 / images, 8, 256));
 }
