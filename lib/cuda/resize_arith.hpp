@@ -60,6 +60,8 @@ struct alignas(16) resize_entry {
   std::int32_t v_ksize;
   std::uint32_t flags;
 };
+// One layout for nvcc's device code and the host compiler's packing.
+static_assert(sizeof(resize_entry) == 80 && alignof(resize_entry) == 16);
 
 RINGFEED_RESIZE_FN const resize_entry& entry_at(const std::byte* table, std::size_t image) {
   return reinterpret_cast<const resize_entry*>(table)[image];
