@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/device_api.hpp"
 #include "cuda_device.hpp"
 #include "resize_cases.hpp"
 #include "test_support.hpp"
@@ -39,8 +40,9 @@ struct device_buffer {
   }
 };
 
-// The batch through launch_resize_kernels on `s`; returns the target.
-std::vector<std::uint8_t> run_on_device(const resize_batch& b, cudaStream_t s) {
+// The batch through launch_resize_kernels on `s` (or through the built-in
+// device API's launch_resize, the loader's way); returns the target.
+std::vector<std::uint8_t> run_on_device(const resize_batch& b, cudaStream_t s, bool through_api = false) {
   const cu::resize_sizes sizes = cu::measure_resize(b.images);
   aligned_bytes table(sizes.table_bytes);
   cu::pack_resize_table(b.images, {table.data(), table.size()});
@@ -49,9 +51,12 @@ std::vector<std::uint8_t> run_on_device(const resize_batch& b, cudaStream_t s) {
   ok(cudaMemcpy(d_table.p, table.data(), sizes.table_bytes, cudaMemcpyHostToDevice), "cudaMemcpy table");
   ok(cudaMemcpy(d_source.p, b.source.data(), b.source.size(), cudaMemcpyHostToDevice), "cudaMemcpy source");
   ok(cudaMemset(d_target.p, resize_batch::fill, b.target_bytes), "cudaMemset");
-  cu::launch_resize_kernels({d_table.as<const std::byte>(), b.images.size(), d_source.as<const std::uint8_t>(),
-                             d_target.as<std::uint8_t>(), d_scratch.as<std::uint8_t>()},
-                            reinterpret_cast<cu::stream_t>(s));
+  const cu::resize_launch k{d_table.as<const std::byte>(), b.images.size(), d_source.as<const std::uint8_t>(),
+                            d_target.as<std::uint8_t>(), d_scratch.as<std::uint8_t>()};
+  if (through_api)
+    cu::builtin_device_api()->launch_resize(k, reinterpret_cast<cu::stream_t>(s));
+  else
+    cu::launch_resize_kernels(k, reinterpret_cast<cu::stream_t>(s));
   std::vector<std::uint8_t> got(b.target_bytes);
   ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   ok(cudaMemcpy(got.data(), d_target.p, b.target_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy target");
@@ -78,7 +83,7 @@ TEST_CASE("the resize kernels equal their host reference and the CPU resampler",
   for (int i = 0; i < 200; ++i) {
     const resize_batch b = ringfeed::test::random_batch(rng, i < 190 ? 5 : 400);  // the last: hundreds of images
     INFO("batch " << i << " of " << b.images.size() << ": " << b.description.substr(0, 2000));
-    const std::vector<std::uint8_t> got = run_on_device(b, s);
+    const std::vector<std::uint8_t> got = run_on_device(b, s, i % 2 == 1);
     CHECK(got == run_on_host(b));  // the same table on the host
     REQUIRE(ringfeed::test::first_difference(b, got) == "");
   }
