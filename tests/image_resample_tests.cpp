@@ -5,7 +5,9 @@
 
 #include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/image/resample.hpp>
+#include <ringfeed/image/resample_plan.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -148,6 +150,62 @@ TEST_CASE("a source holding only source_region() gives the same pixels", "[image
       CHECK_THROWS_AS(rs.resize(full.crop(smaller), part, got.view()), std::invalid_argument);
     }
   }
+}
+
+TEST_CASE("the plan: Pillow's passes, bounds and normalized fixed-point weights", "[image][resample]") {
+  // What the device resize packs (cuda/device_resize.cpp) instead of
+  // recomputing: the passes Pillow runs, and per output pixel weights that
+  // sum to one in fixed point, over input pixels inside the planned reads.
+  img::resample_plan p;
+  img::resample_request rq;
+  rq.input = {40, 30};
+  rq.output = {40, 30};
+  img::plan_resample(rq, p);
+  CHECK_FALSE(p.need_horizontal);
+  CHECK_FALSE(p.need_vertical);
+  CHECK(img::planned_reads(p) == img::crop_box{0, 0, 30, 40});
+  rq.box = img::resample_box{0, 0.5f, 40, 30};  // same size, a moved box: rows resampled
+  img::plan_resample(rq, p);
+  CHECK_FALSE(p.need_horizontal);
+  CHECK(p.need_vertical);
+  rq.box.reset();
+  rq.output = {20, 30};
+  rq.window = {3, 5, 10, 12};
+  img::plan_resample(rq, p);
+  REQUIRE(p.need_horizontal);
+  CHECK_FALSE(p.need_vertical);
+  CHECK(p.horizontal.first == 5);
+  CHECK(p.horizontal.count == 12);
+  CHECK(p.horizontal.ksize == 5);  // bilinear halving: support 2, ceil(2) * 2 + 1
+  for (const auto filter : {img::resample_filter::box, img::resample_filter::bilinear, img::resample_filter::hamming,
+                            img::resample_filter::bicubic, img::resample_filter::lanczos}) {
+    rq.filter = filter;
+    rq.output = {17, 71};
+    rq.window = {};
+    img::plan_resample(rq, p);
+    const img::crop_box reads = img::planned_reads(p);
+    const img::crop_box region = img::resampler::source_region(rq);
+    CHECK(reads.left >= region.left);
+    CHECK(reads.right() <= region.right());
+    CHECK(reads.top >= region.top);
+    CHECK(reads.bottom() <= region.bottom());
+    for (const img::resample_axis* a : {&p.horizontal, &p.vertical}) {
+      for (int i = 0; i < a->count; ++i) {
+        const auto at = static_cast<std::size_t>(i);
+        std::int64_t sum = 0;
+        const std::int32_t* k = a->k.data() + at * static_cast<std::size_t>(a->ksize);
+        for (int t = 0; t < a->ksize; ++t) sum += k[t];
+        INFO("filter " << static_cast<int>(filter) << " output " << i << " sum " << sum);
+        CHECK(std::abs(sum - (std::int64_t{1} << img::resample_precision_bits)) <= a->ksize);  // each weight rounded
+        CHECK(a->len[at] >= 1);
+        CHECK(a->len[at] <= a->ksize);
+        CHECK(a->lo[at] >= a->read_lo);
+        CHECK(a->lo[at] + a->len[at] <= a->read_hi);
+      }
+    }
+  }
+  rq.box = img::resample_box{0, 0, 41, 30};
+  CHECK_THROWS_WITH(img::plan_resample(rq, p), Catch::Contains("exceed"));
 }
 
 TEST_CASE("resample checks its arguments as Pillow does", "[image][resample]") {

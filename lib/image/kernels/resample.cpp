@@ -1,23 +1,19 @@
-// Pillow 9.4's ImagingResample (src/libImaging/Resample.c), reproduced
-// operation for operation where it decides the result: the filters, the
-// coefficient computation in double (center, support, rounding of bounds,
-// normalization by the sum), the conversion to PRECISION_BITS fixed point,
-// the 1 << (PRECISION_BITS - 1) rounding bias, clip8, the horizontal pass into
-// an 8-bit intermediate holding only the rows the vertical pass reads, and
-// the skipping of a pass whose size and box are the identity.
+// Pillow 9.4's ImagingResample (src/libImaging/Resample.c), the passes,
+// reproduced operation for operation where they decide the result: the
+// 1 << (PRECISION_BITS - 1) rounding bias, clip8, the horizontal pass into an
+// 8-bit intermediate holding only the rows the vertical pass reads. What
+// they run (the passes, bounds and fixed-point coefficients) comes from
+// plan_resample (resample_plan.cpp), as the device resize's does.
 //
 // Free to differ (the sums are exact integers, so order does not matter):
 // loop order and vectorization, and computing only an output window.
 #include <ringfeed/image/resample.hpp>
+#include <ringfeed/image/resample_plan.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <numbers>
 #include <stdexcept>
 #include <string>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 #include "image/kernels/cpu_features.hpp"
@@ -27,150 +23,8 @@
 namespace ringfeed::image {
 namespace {
 
-constexpr int precision_bits = 32 - 8 - 2;
-constexpr std::int32_t rounding_bias = 1 << (precision_bits - 1);
-
-// --- Pillow's filters ----------------------------------------------------------
-
-double box_filter(double x) { return x > -0.5 && x <= 0.5 ? 1.0 : 0.0; }
-
-double bilinear_filter(double x) {
-  if (x < 0.0) x = -x;
-  return x < 1.0 ? 1.0 - x : 0.0;
-}
-
-double hamming_filter(double x) {
-  if (x < 0.0) x = -x;
-  if (x == 0.0) return 1.0;
-  if (x >= 1.0) return 0.0;
-  x = x * std::numbers::pi;
-  return std::sin(x) / x * (0.54f + 0.46f * std::cos(x));  // float constants, as Pillow
-}
-
-double bicubic_filter(double x) {
-  constexpr double a = -0.5;
-  if (x < 0.0) x = -x;
-  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
-  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
-  return 0.0;
-}
-
-double sinc_filter(double x) {
-  if (x == 0.0) return 1.0;
-  x = x * std::numbers::pi;
-  return std::sin(x) / x;
-}
-
-double lanczos_filter(double x) {
-  if (-3.0 <= x && x < 3.0) return sinc_filter(x) * sinc_filter(x / 3);
-  return 0.0;
-}
-
-struct filter_def {
-  double (*fn)(double);
-  double support;
-};
-
-filter_def filter_of(resample_filter f) {
-  switch (f) {
-    case resample_filter::box: return {box_filter, 0.5};
-    case resample_filter::bilinear: return {bilinear_filter, 1.0};
-    case resample_filter::hamming: return {hamming_filter, 1.0};
-    case resample_filter::bicubic: return {bicubic_filter, 2.0};
-    case resample_filter::lanczos: return {lanczos_filter, 3.0};
-  }
-  throw std::invalid_argument("resample: unknown filter");
-}
-
-// --- one axis: bounds and coefficients (precompute_coeffs) --------------------
-
-struct axis_geometry {
-  int in_size;
-  float in0;
-  float in1;
-  int out_size;
-  double scale;
-  double filterscale;
-  double support;
-  int ksize;
-
-  axis_geometry(int in, float i0, float i1, int out, const filter_def& f)
-      : in_size(in), in0(i0), in1(i1), out_size(out) {
-    filterscale = scale = static_cast<double>(in1 - in0) / out_size;  // float difference, as Pillow
-    if (filterscale < 1.0) filterscale = 1.0;
-    support = f.support * filterscale;
-    ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
-  }
-
-  // Pillow's xmin and xmax - xmin for output pixel xx.
-  void bounds(int xx, double& center, int& lo, int& len) const {
-    center = in0 + (xx + 0.5) * scale;
-    int xmin = static_cast<int>(center - support + 0.5);
-    if (xmin < 0) xmin = 0;
-    int xmax = static_cast<int>(center + support + 0.5);
-    if (xmax > in_size) xmax = in_size;
-    lo = xmin;
-    len = xmax - xmin;
-  }
-};
-
-/// Coefficients of output pixels [first, first + count) of one axis.
-struct axis_plan {
-  int first = 0;
-  int count = 0;
-  int ksize = 0;
-  int read_lo = 0;  // input range the window reads
-  int read_hi = 0;
-  std::vector<std::int32_t> k;  // count × ksize, fixed point, zero-padded
-  std::vector<int> lo;          // per output pixel
-  std::vector<int> len;
-  std::vector<double> weights;  // ksize scratch
-
-  void compute(const axis_geometry& g, const filter_def& f, int first_out, int n) {
-    first = first_out;
-    count = n;
-    ksize = g.ksize;
-    const auto kn = static_cast<std::size_t>(n) * static_cast<std::size_t>(ksize);
-    if (k.size() < kn) k.resize(kn);
-    if (lo.size() < static_cast<std::size_t>(n)) {
-      lo.resize(static_cast<std::size_t>(n));
-      len.resize(static_cast<std::size_t>(n));
-    }
-    if (weights.size() < static_cast<std::size_t>(ksize)) weights.resize(static_cast<std::size_t>(ksize));
-    const double ss = 1.0 / g.filterscale;
-    read_lo = g.in_size;
-    read_hi = 0;
-    for (int i = 0; i < n; ++i) {
-      const int xx = first_out + i;
-      double center;
-      int xmin;
-      int xlen;
-      g.bounds(xx, center, xmin, xlen);
-      double ww = 0.0;
-      for (int x = 0; x < xlen; ++x) {
-        const double w = f.fn((x + xmin - center + 0.5) * ss);
-        weights[static_cast<std::size_t>(x)] = w;
-        ww += w;
-      }
-      std::int32_t* kk = k.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(ksize);
-      for (int x = 0; x < xlen; ++x) {
-        double w = weights[static_cast<std::size_t>(x)];
-        if (ww != 0.0) w /= ww;
-        // normalize_coeffs_8bpc
-        kk[x] = w < 0 ? static_cast<std::int32_t>(-0.5 + w * (1 << precision_bits))
-                      : static_cast<std::int32_t>(0.5 + w * (1 << precision_bits));
-      }
-      for (int x = std::max(xlen, 0); x < ksize; ++x) kk[x] = 0;
-      lo[static_cast<std::size_t>(i)] = xmin;
-      len[static_cast<std::size_t>(i)] = xlen;
-      if (xlen > 0) {
-        read_lo = std::min(read_lo, xmin);
-        read_hi = std::max(read_hi, xmin + xlen);
-      }
-    }
-    if (read_hi < read_lo) read_lo = read_hi = 0;
-  }
-};
+constexpr int precision_bits = resample_precision_bits;
+constexpr std::int32_t rounding_bias = resample_rounding_bias;
 
 inline std::uint8_t clip8(std::int32_t v) {
   v >>= precision_bits;  // arithmetic shift, as Pillow's table index
@@ -189,7 +43,7 @@ inline std::uint8_t clip8(std::int32_t v) {
 // each `bytes` wide. `acc` holds `bytes` accumulators.
 RINGFEED_RESAMPLE_CLONES
 void vertical_pass(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_top, int bytes,
-                   const axis_plan& ay, std::uint8_t* dst, std::ptrdiff_t dst_stride, std::int32_t* acc) {
+                   const resample_axis& ay, std::uint8_t* dst, std::ptrdiff_t dst_stride, std::int32_t* acc) {
   const int ksize = ay.ksize;
   for (int i = 0; i < ay.count; ++i) {
     const std::int32_t* k = ay.k.data() + static_cast<std::ptrdiff_t>(i) * ksize;
@@ -233,7 +87,7 @@ void vertical_pass(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_t
 // the compiler vectorizes. The sums are the same integers as Pillow's.
 template <int C>
 [[gnu::always_inline]] inline void horizontal_tiled(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
-                      const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                      const resample_axis& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                       std::vector<std::int32_t>& tile) {
   constexpr int block_rows = 8;
   constexpr int lanes = block_rows * C;
@@ -276,7 +130,7 @@ template <int C>
 
 RINGFEED_RESAMPLE_CLONES
 void horizontal_portable(int channels, const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
-                         const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                         const resample_axis& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                          std::vector<std::int32_t>& tile) {
   switch (channels) {
     case 1: horizontal_tiled<1>(src, src_stride, src_left, rows, ax, dst, dst_stride, tile); break;
@@ -294,7 +148,7 @@ struct horizontal_scratch {
 };
 
 void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
-                         const axis_plan& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride, horizontal_scratch& s) {
+                         const resample_axis& ax, std::uint8_t* dst, std::ptrdiff_t dst_stride, horizontal_scratch& s) {
   if (channels == 3 && detail::resample_simd() && detail::cpu_has_avx2()) {
     const detail::horizontal_taps taps{ax.k.data(), ax.lo.data(), ax.len.data(), ax.count,
                                        ax.ksize,    ax.read_lo,   ax.read_hi};
@@ -306,51 +160,10 @@ void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t s
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("resample: " + what); }
 
-struct normalized_request {
-  resample_box box;
-  crop_box window;
-  bool need_horizontal;
-  bool need_vertical;
-};
-
-normalized_request normalize(const resample_request& rq) {
-  if (rq.input.width < 1 || rq.input.height < 1) bad("empty input");
-  if (rq.output.width < 1 || rq.output.height < 1) bad("height and width must be > 0");
-  const resample_box box = rq.box.value_or(
-      resample_box{0.0f, 0.0f, static_cast<float>(rq.input.width), static_cast<float>(rq.input.height)});
-  // Pillow's _resize checks.
-  if (box.x0 < 0 || box.y0 < 0) bad("box offset can't be negative");
-  if (box.x1 > static_cast<float>(rq.input.width) || box.y1 > static_cast<float>(rq.input.height))
-    bad("box can't exceed original image size");
-  if (box.x1 - box.x0 < 0 || box.y1 - box.y0 < 0) bad("box can't be empty");
-  const crop_box window = rq.window.empty() ? crop_box{0, 0, rq.output.height, rq.output.width} : rq.window;
-  if (window.top < 0 || window.left < 0 || window.bottom() > rq.output.height || window.right() > rq.output.width)
-    bad("window outside the output");
-  // ImagingResampleInner: a pass whose size and box are the identity is skipped.
-  const bool need_h = rq.output.width != rq.input.width || box.x0 != 0.0f ||
-                      box.x1 != static_cast<float>(rq.output.width);
-  const bool need_v = rq.output.height != rq.input.height || box.y0 != 0.0f ||
-                      box.y1 != static_cast<float>(rq.output.height);
-  return {box, window, need_h, need_v};
-}
-
-// The input pixels [lo, lo + len) that output pixels [first, first + count)
-// of one axis read.
-std::pair<int, int> source_span(int in_size, float in0, float in1, int out_size, const filter_def& f, int first,
-                                int count) {
-  const axis_geometry g(in_size, in0, in1, out_size, f);
-  double center;
-  int lo0, len0, lo1, len1;
-  g.bounds(first, center, lo0, len0);
-  g.bounds(first + count - 1, center, lo1, len1);
-  return {lo0, std::max(lo0 + len0, lo1 + len1) - lo0};
-}
-
 }  // namespace
 
 struct resampler::impl {
-  axis_plan horizontal;
-  axis_plan vertical;
+  resample_plan plan;
   std::vector<std::uint8_t> temp;  // horizontal pass output
   std::vector<std::int32_t> acc;   // vertical accumulators
   horizontal_scratch scratch;      // horizontal pass
@@ -369,75 +182,50 @@ void resampler::resize(image_view src, mutable_image_view dst, resample_filter f
   resize(src, rq, dst);
 }
 
-crop_box resampler::source_region(const resample_request& rq) {
-  const normalized_request n = normalize(rq);
-  const filter_def f = filter_of(rq.filter);
-  crop_box region{n.window.top, n.window.left, n.window.height, n.window.width};
-  if (n.need_horizontal)
-    std::tie(region.left, region.width) =
-        source_span(rq.input.width, n.box.x0, n.box.x1, rq.output.width, f, n.window.left, n.window.width);
-  if (n.need_vertical)
-    std::tie(region.top, region.height) =
-        source_span(rq.input.height, n.box.y0, n.box.y1, rq.output.height, f, n.window.top, n.window.height);
-  return region;
-}
-
 void resampler::resize(image_view src, const resample_request& rq, mutable_image_view dst) {
-  const normalized_request n = normalize(rq);
+  impl& s = *m_impl;
+  resample_plan& p = s.plan;
+  plan_resample(rq, p);
   const int channels = src.channels;
   if (channels < 1 || channels > 4 || dst.channels != channels) bad("src and dst need the same 1..4 channels");
-  if (dst.width != n.window.width || dst.height != n.window.height) bad("dst is not the window's size");
-  const filter_def f = filter_of(rq.filter);
-  impl& s = *m_impl;
+  if (dst.width != p.window.width || dst.height != p.window.height) bad("dst is not the window's size");
 
   // Rows and columns of the logical input read, and where src holds them.
-  const auto check_holds = [&](int col_lo, int col_hi, int row_lo, int row_hi) {
-    if (col_lo < rq.src_left || col_hi > rq.src_left + src.width || row_lo < rq.src_top ||
-        row_hi > rq.src_top + src.height)
-      bad("src lacks pixels the resize reads (columns " + std::to_string(col_lo) + ".." + std::to_string(col_hi) +
-          ", rows " + std::to_string(row_lo) + ".." + std::to_string(row_hi) + ")");
-  };
+  const crop_box reads = planned_reads(p);
+  if (reads.left < rq.src_left || reads.right() > rq.src_left + src.width || reads.top < rq.src_top ||
+      reads.bottom() > rq.src_top + src.height)
+    bad("src lacks pixels the resize reads (columns " + std::to_string(reads.left) + ".." +
+        std::to_string(reads.right()) + ", rows " + std::to_string(reads.top) + ".." + std::to_string(reads.bottom()) +
+        ")");
   const auto src_at = [&](int logical_col, int logical_row) {
     return src.row(logical_row - rq.src_top) + static_cast<std::ptrdiff_t>(logical_col - rq.src_left) * channels;
   };
+  const int row_lo = reads.top;
+  const int rows = reads.height;
+  const int out_bytes = p.window.width * channels;
 
-  int row_lo = n.window.top;
-  int row_hi = n.window.bottom();
-  if (n.need_vertical) {
-    s.vertical.compute(axis_geometry(rq.input.height, n.box.y0, n.box.y1, rq.output.height, f), f, n.window.top,
-                       n.window.height);
-    row_lo = s.vertical.read_lo;
-    row_hi = s.vertical.read_hi;
-  }
-  const int out_bytes = n.window.width * channels;
-
-  if (n.need_horizontal) {
-    s.horizontal.compute(axis_geometry(rq.input.width, n.box.x0, n.box.x1, rq.output.width, f), f,
-                         n.window.left, n.window.width);
-    check_holds(s.horizontal.read_lo, s.horizontal.read_hi, row_lo, row_hi);
-    const int rows = row_hi - row_lo;
-    if (!n.need_vertical) {  // horizontal only: straight into dst
-      horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, s.horizontal,
+  if (p.need_horizontal) {
+    if (!p.need_vertical) {  // horizontal only: straight into dst
+      horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, p.horizontal,
                           dst.data, dst.stride, s.scratch);
       return;
     }
     const std::size_t temp_bytes = static_cast<std::size_t>(out_bytes) * static_cast<std::size_t>(rows);
     if (s.temp.size() < temp_bytes) s.temp.resize(temp_bytes);
-    horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, s.horizontal,
+    horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, p.horizontal,
                         s.temp.data(), out_bytes, s.scratch);
     if (s.acc.size() < static_cast<std::size_t>(out_bytes)) s.acc.resize(static_cast<std::size_t>(out_bytes));
-    vertical_pass(s.temp.data(), out_bytes, row_lo, out_bytes, s.vertical, dst.data, dst.stride, s.acc.data());
+    vertical_pass(s.temp.data(), out_bytes, row_lo, out_bytes, p.vertical, dst.data, dst.stride, s.acc.data());
     return;
   }
 
-  check_holds(n.window.left, n.window.right(), row_lo, row_hi);
-  if (!n.need_vertical) {  // neither: a copy of the window
-    for (int y = 0; y < n.window.height; ++y)
-      std::memcpy(dst.row(y), src_at(n.window.left, n.window.top + y), static_cast<std::size_t>(out_bytes));
+  if (!p.need_vertical) {  // neither: a copy of the window
+    for (int y = 0; y < p.window.height; ++y)
+      std::memcpy(dst.row(y), src_at(p.window.left, p.window.top + y), static_cast<std::size_t>(out_bytes));
     return;
   }
   if (s.acc.size() < static_cast<std::size_t>(out_bytes)) s.acc.resize(static_cast<std::size_t>(out_bytes));
-  vertical_pass(src_at(n.window.left, row_lo), src.stride, row_lo, out_bytes, s.vertical, dst.data, dst.stride,
+  vertical_pass(src_at(p.window.left, row_lo), src.stride, row_lo, out_bytes, p.vertical, dst.data, dst.stride,
                 s.acc.data());
 }
 
