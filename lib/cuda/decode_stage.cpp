@@ -32,14 +32,23 @@ image::crop_box region_of(const image::sample_plan& plan) {
   return {need.top + plan.crop.top, need.left + plan.crop.left, need.height, need.width};
 }
 
+// The resize of a decoded region: what of it lies in the crop (all of it
+// for a region decode, the crop for a whole-image one), as the source.
 resize_image resize_of(const gpu_sample& g, std::size_t dst_offset) {
+  const image::crop_box& crop = g.plan.crop;
+  const image::crop_box& got = g.region;
+  const int top = std::max(got.top, crop.top), left = std::max(got.left, crop.left);
+  const int bottom = std::min(got.bottom(), crop.bottom()), right = std::min(got.right(), crop.right());
+  const std::size_t pitch = static_cast<std::size_t>(got.width) * 3;
   resize_image r;
   r.request = request_of(g.plan);
-  r.request.src_left = g.region.left - g.plan.crop.left;
-  r.request.src_top = g.region.top - g.plan.crop.top;
-  r.src_width = g.region.width;
-  r.src_height = g.region.height;
-  r.src_offset = g.scratch_offset;
+  r.request.src_left = left - crop.left;
+  r.request.src_top = top - crop.top;
+  r.src_width = right - left;
+  r.src_height = bottom - top;
+  r.src_pitch = pitch;
+  r.src_offset = g.scratch_offset + static_cast<std::size_t>(top - got.top) * pitch +
+                 static_cast<std::size_t>(left - got.left) * 3;
   r.dst_offset = dst_offset;
   r.flip = g.plan.flip;
   return r;

@@ -38,6 +38,9 @@ image::crop_box plan_image(const char* call, std::size_t i, const resize_image& 
   }
   const image::crop_box reads = image::planned_reads(plan);
   const auto& rq = im.request;
+  if (im.src_pitch != 0 && im.src_pitch < static_cast<std::size_t>(im.src_width) * 3)
+    bad_image(call, i, "src_pitch " + std::to_string(im.src_pitch) + " is less than 3 × the width " +
+                           std::to_string(im.src_width));
   if (reads.left < rq.src_left || reads.right() > rq.src_left + im.src_width || reads.top < rq.src_top ||
       reads.bottom() > rq.src_top + im.src_height)
     bad_image(call, i,
@@ -92,7 +95,8 @@ void pack_resize_table(std::span<const resize_image> images, std::span<std::byte
     const image::crop_box reads = plan_image("cuda::pack_resize_table", i, im, plan);
     const auto& rq = im.request;
     resize_entry e{};
-    e.source_pitch = static_cast<std::int64_t>(im.src_width) * 3;
+    e.source_pitch = im.src_pitch != 0 ? static_cast<std::int64_t>(im.src_pitch)
+                                       : static_cast<std::int64_t>(im.src_width) * 3;
     e.source = im.src_offset +
                static_cast<std::uint64_t>(reads.top - rq.src_top) * static_cast<std::uint64_t>(e.source_pitch) +
                static_cast<std::uint64_t>(reads.left - rq.src_left) * 3;

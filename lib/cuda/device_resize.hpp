@@ -29,12 +29,13 @@ struct resize_image {
   /// size, where the decoded region starts in it (src_left/src_top), the
   /// box, the output size, the output window and the filter.
   image::resample_request request;
-  /// The decoded region's size: RGB interleaved, rows of width × 3 bytes,
-  /// packed, at `src_offset` bytes into the launch's `source`. It holds at
-  /// least resampler::source_region(request).
+  /// The decoded region's size: RGB interleaved, rows of `src_pitch` bytes
+  /// (0: width × 3, packed), at `src_offset` bytes into the launch's
+  /// `source`. It holds at least resampler::source_region(request).
   int src_width = 0;
   int src_height = 0;
   std::size_t src_offset = 0;
+  std::size_t src_pitch = 0;
   /// The output (the window's width × height × 3, packed) at `dst_offset`
   /// bytes into the launch's `target`.
   std::size_t dst_offset = 0;

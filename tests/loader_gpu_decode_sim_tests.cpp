@@ -1,0 +1,291 @@
+// decode="gpu" on the simulated device with the simulated decoder
+// (support/sim_jpeg_decoder): it decodes full size with libjpeg-turbo, so a
+// GPU-decoding loader must give exactly the host path's bytes when the host
+// path does not scale in the DCT domain — which checks the routing per
+// image, the regions, the device resize and flip, the placement of every
+// image in its slot, the CPU fallbacks and the gaps failed samples leave.
+// Then the failures: a batch the decoder refuses, a file nobody can decode,
+// a device lost in the decoder, no decoder at all, an op without a device
+// kernel.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ringfeed/cuda/uploader.hpp>
+#include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/loader/loader.hpp>
+#include <ringfeed/sync_wait.hpp>
+
+#include "image_test_data.hpp"
+#include "loader_fixtures.hpp"
+#include "sim_device.hpp"
+#include "sim_jpeg_decoder.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace img = ringfeed::image;
+using ringfeed::test::sim_device;
+using ringfeed::test::sim_jpeg_decoder;
+using ringfeed::test::sim_scope;
+using bytes = std::vector<std::byte>;
+
+// The photos, plus one file per route: progressive (hybrid), CMYK and
+// arithmetic coding (the CPU, by the decoder's rules), an EXIF orientation
+// and a PNG (the CPU, by the stage's).
+fs::path mixed_folder(const fs::path& root) {
+  namespace data = ringfeed::test::image_data;
+  data::photo_folder(root);
+  const fs::path extra = root / "class2";
+  fs::create_directories(extra);
+  for (const char* name : {"progressive.jpg", "cmyk.jpg", "arithmetic.jpg", "exif6.jpg", "gray.png", "gray.jpg"})
+    fs::copy_file(data::dir() / "decode" / name, extra / name);
+  return root;
+}
+
+img::pipeline train_pipeline() {
+  // No DCT-domain scaling on the host: its fast mode is then exact mode's
+  // arithmetic, what a full-size GPU decode gives.
+  img::pipeline p = img::pipeline::train(24, img::pipeline_mode::fast);
+  p.set_fast_min_reduction(1e9);
+  return p;
+}
+
+ringfeed::loader_options options(const fs::path& root, int device) {
+  ringfeed::loader_options o;
+  o.source = root.string();
+  o.dataset.use_cache = false;
+  o.pipeline = train_pipeline();
+  o.output = ringfeed::output_spec::float32_nchw();
+  o.batch_size = 4;
+  o.threads = 2;
+  o.device = device;
+  o.decode = device >= 0 ? ringfeed::decode_where::gpu : ringfeed::decode_where::cpu;
+  o.sampler.seed = 11;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+struct epoch_out {
+  std::vector<bytes> images;
+  std::vector<std::vector<std::int64_t>> labels;
+};
+
+// Loaders made for `n` epochs read nothing past them (no prefetch of the
+// next), so the counters count exactly those epochs' images.
+ringfeed::loader_options for_epochs(ringfeed::loader_options o, int n) {
+  o.end = ringfeed::loader_end{static_cast<std::uint64_t>(n - 1)};
+  return o;
+}
+
+epoch_out epochs(ringfeed::loader& l, int n, sim_device* dev) {
+  epoch_out out;
+  for (int e = 0; e < n; ++e) {
+    while (auto b = ringfeed::sync_wait(l.next())) {
+      if (dev != nullptr) {
+        b->wait(nullptr);
+        dev->drain();  // the test reads device memory (host memory here) from the host
+      }
+      const auto* p = static_cast<const std::byte*>(b->images().data);
+      out.images.emplace_back(p, p + b->images().bytes());
+      out.labels.emplace_back(b->labels().begin(), b->labels().end());
+    }
+  }
+  return out;
+}
+
+epoch_out host_epochs(const ringfeed::loader_options& o, int n) {
+  ringfeed::loader_options h = for_epochs(o, n);
+  h.device = -1;
+  h.decode = ringfeed::decode_where::cpu;
+  ringfeed::loader l(h);
+  return epochs(l, n, nullptr);
+}
+
+void require_same(const epoch_out& got, const epoch_out& want) {
+  REQUIRE(got.images.size() == want.images.size());
+  for (std::size_t k = 0; k < got.images.size(); ++k) {
+    INFO("batch " << k);
+    REQUIRE(got.labels[k] == want.labels[k]);
+    REQUIRE(got.images[k] == want.images[k]);
+  }
+}
+
+std::map<std::string, std::uint64_t> reasons_of(const ringfeed::gpu_decode_stats& g) {
+  return {g.cpu_reasons.begin(), g.cpu_reasons.end()};
+}
+
+struct gpu_fixture {
+  explicit gpu_fixture(const char* what) : photos(what), root(mixed_folder(photos.tmp.path() / "mixed")) {}
+  ringfeed::test::photo_folder_fixture photos;
+  fs::path root;
+  sim_scope sim;
+};
+
+}  // namespace
+
+TEST_CASE("decode=gpu gives the host path's bytes, each image on its route", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode routes");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 2);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  ringfeed::loader l(for_epochs(o, 2));
+  REQUIRE(l.uses_device());
+  require_same(epochs(l, 2, f.sim.dev.get()), want);
+
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(g.where == "gpu");
+  CHECK(g.decoder == "simulated decoder");
+  CHECK(g.hardware_engines == 7);
+  // Per epoch: 14 baseline photos + gray.jpg on the engines; chelsea.jpg
+  // (progressive, in both classes) and progressive.jpg on the hybrid backend.
+  CHECK(g.hardware == 2 * 15);
+  CHECK(g.hybrid == 2 * 3);
+  CHECK(g.cpu == 2 * 4);
+  const auto why = reasons_of(g);
+  CHECK(why.at("4 components") == 2);
+  CHECK(why.at("arithmetic coding") == 2);
+  CHECK(why.at("EXIF orientation") == 2);
+  CHECK(why.at("not a JPEG") == 2);
+  CHECK(g.fallbacks == 0);
+  CHECK(dec.rec->decoded == 2 * 18);
+  CHECK(dec.rec->whole == 0);  // regions only: no whole-image decode was asked for
+}
+
+TEST_CASE("decoders without regions: whole images, cropped on the device", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode whole");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::settings whole;
+  whole.hardware_regions = false;
+  whole.hybrid_regions = false;
+  sim_jpeg_decoder::installed dec(*f.sim.dev, whole);
+  ringfeed::loader l(for_epochs(o, 1));
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  CHECK(dec.rec->whole == 18);
+}
+
+TEST_CASE("decode=gpu with uint8 output and a val recipe", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode val");
+  ringfeed::loader_options o = options(f.root, 0);
+  o.pipeline = img::pipeline::val(28, 24, img::pipeline_mode::fast);
+  o.pipeline.set_fast_min_reduction(1e9);
+  o.output = ringfeed::output_spec::uint8_nhwc();
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  ringfeed::loader l(for_epochs(o, 1));
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  for (const auto& [why, n] : g.cpu_reasons) INFO(why << ": " << n);
+  CHECK(g.hardware == 15);
+  CHECK(g.hybrid == 3);
+}
+
+TEST_CASE("a batch the decoder refuses is retried image by image, the rest on the CPU", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode refusal");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  const std::size_t poisoned = fs::file_size(f.root / "class0" / "chelsea.jpg");
+  dec.rec->poisoned_sizes.insert(poisoned);
+  ringfeed::loader l(for_epochs(o, 1));
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(g.fallbacks == 2);  // chelsea.jpg in both classes
+  CHECK(g.hardware == 15);
+  CHECK(g.hybrid == 1);
+  // Each batch holding it: refused whole, then refused alone.
+  CHECK(dec.rec->refused >= 2 * 2);
+}
+
+TEST_CASE("a JPEG neither decoder can read is skipped or fails the batch, by name", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode corrupt");
+  namespace data = ringfeed::test::image_data;
+  const fs::path bad = f.root / "class2" / "corrupt.jpg";
+  fs::copy_file(data::dir() / "bad" / "corrupt.jpg", bad);
+  ringfeed::loader_options o = options(f.root, 0);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  dec.rec->poisoned_sizes.insert(fs::file_size(bad));
+  SECTION("on_error=skip: the other images, as the host path gives them") {
+    o.on_error = ringfeed::error_policy::skip;
+    const epoch_out want = host_epochs(o, 1);
+    ringfeed::loader l(for_epochs(o, 1));
+    require_same(epochs(l, 1, f.sim.dev.get()), want);
+    const ringfeed::loader_stats s = l.stats();
+    REQUIRE(s.skipped.size() == 1);
+    CHECK(s.skipped[0].path.find("corrupt.jpg") != std::string::npos);
+  }
+  SECTION("on_error=fail: next() names the file") {
+    ringfeed::loader l(o);
+    bool threw = false;
+    try {
+      while (ringfeed::sync_wait(l.next())) {
+      }
+    } catch (const std::exception& e) {
+      threw = true;
+      CHECK(std::string(e.what()).find("corrupt.jpg") != std::string::npos);
+    }
+    CHECK(threw);
+  }
+}
+
+TEST_CASE("a device lost in the decoder ends the run with the device's error", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode lost");
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  ringfeed::loader l(options(f.root, 0));
+  REQUIRE(ringfeed::sync_wait(l.next()));
+  {
+    std::lock_guard lock(dec.rec->mutex);
+    dec.rec->lose_device = true;
+  }
+  bool threw = false;
+  try {
+    while (ringfeed::sync_wait(l.next())) {
+    }
+  } catch (const std::exception& e) {
+    threw = true;
+    CHECK(std::string(e.what()).find("device is lost") != std::string::npos);
+  }
+  CHECK(threw);
+}
+
+TEST_CASE("closing a GPU-decoding loader mid-epoch waits for its work and frees it", "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode close");
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  {
+    ringfeed::loader l(options(f.root, 0));
+    REQUIRE(ringfeed::sync_wait(l.next()));
+  }
+  f.sim.dev->drain();
+  CHECK(f.sim.dev->live_allocations() == 0);
+}
+
+TEST_CASE("decode=gpu decodes on the CPU, saying why, without a decoder or a device kernel",
+          "[device_sim][gpu_decode]") {
+  gpu_fixture f("gpu decode fallback");
+  ringfeed::loader_options o = options(f.root, 0);
+  SECTION("no decoder") {
+    const epoch_out want = host_epochs(o, 1);
+    ringfeed::loader l(for_epochs(o, 1));
+    require_same(epochs(l, 1, f.sim.dev.get()), want);
+    const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+    CHECK(g.where == "cpu");
+    CHECK(!g.reason.empty());
+    CHECK(g.hardware == 0);
+  }
+  SECTION("an op without a device kernel") {
+    sim_jpeg_decoder::installed dec(*f.sim.dev);
+    o.pipeline = img::transform_list::parse("RandomResizedCrop(24); ColorJitter(brightness=0.4); ToTensor()")
+                     .compile(img::pipeline_mode::fast);
+    ringfeed::loader l(o);
+    REQUIRE(ringfeed::sync_wait(l.next()));
+    const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+    CHECK(g.where == "cpu");
+    CHECK(g.reason.find("ColorJitter") != std::string::npos);
+    CHECK(dec.rec->calls == 0);
+  }
+}
