@@ -10,32 +10,12 @@
 #include <algorithm>
 #include <string>
 
+#include "cuda_sticky.hpp"
 #include "device_api.hpp"
 #include <ringfeed/cuda/uploader.hpp>
 
 namespace ringfeed::cuda {
 namespace {
-
-// The errors after which the CUDA context is corrupt (CUDA's documentation
-// of cudaError: "the process must be terminated and relaunched").
-bool is_sticky(cudaError_t e) noexcept {
-  switch (e) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchFailure:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorAssert:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorContextIsDestroyed:
-      return true;
-    default:
-      return false;
-  }
-}
 
 void check(cudaError_t e, const char* call) {
   if (e == cudaSuccess) return;
