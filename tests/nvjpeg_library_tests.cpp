@@ -1,7 +1,8 @@
 // Finding and loading nvJPEG (lib/cuda/nvjpeg_library.hpp), without a GPU:
 // what a user sees when RINGFEED_NVJPEG is wrong or nothing is found, and
 // the order of the search, with a stand-in library (support/fake_nvjpeg.c)
-// copied into toolkit- and wheel-shaped folders. When the bootstrap's
+// copied into toolkit- and wheel-shaped folders; and what open_jpeg_decoder
+// says when it has no decoder. When the bootstrap's
 // nvidia-nvjpeg wheel is unpacked (RINGFEED_NVJPEG_ROOT), the real library
 // is loaded too: every function the decoder uses must be in it.
 #include <catch2/catch.hpp>
@@ -17,6 +18,11 @@
 #include <string>
 #include <vector>
 
+#include <ringfeed/config.hpp>
+#include <ringfeed/cuda/device.hpp>
+
+#include "cuda/device_api.hpp"
+#include "cuda/jpeg_decoder.hpp"
 #include "cuda/nvjpeg_library.hpp"
 #include "test_support.hpp"
 
@@ -254,4 +260,31 @@ TEST_CASE("the nvidia-nvjpeg wheel's library has every function the decoder call
   INFO(r.why_not);
   REQUIRE(r.library);
   REQUIRE(r.library->major() == 13);
+}
+
+// open_jpeg_decoder without a test's factory: nvJPEG's decoder, or why not.
+TEST_CASE("open_jpeg_decoder says why there is no nvJPEG decoder", "[cuda][nvjpeg]") {
+  const auto api = builtin_device_api();
+  if (!ringfeed::built_with_cuda) {
+    REQUIRE(open_jpeg_decoder(*api, 0, 0).why_not == "ringfeed was built without CUDA");
+    return;
+  }
+  if (!RINGFEED_HAS_NVJPEG) {
+    REQUIRE(contains(open_jpeg_decoder(*api, 0, 0).why_not, "built without nvJPEG's header (nvjpeg.h"));
+    return;
+  }
+  {
+    const scoped_env missing("RINGFEED_NVJPEG", "/nonexistent/libnvjpeg.so.13");
+    const jpeg_decoder_choice c = open_jpeg_decoder(*api, 0, 0);
+    REQUIRE_FALSE(c.decoder);
+    REQUIRE(contains(c.why_not, "RINGFEED_NVJPEG=/nonexistent/libnvjpeg.so.13: cannot be loaded"));
+  }
+  if (ringfeed::cuda::probe_devices().device_count == 0) {
+    // The library loads; the device it would decode on does not exist.
+    const scoped_env fake("RINGFEED_NVJPEG", FAKE_NVJPEG13);
+    const jpeg_decoder_choice c = open_jpeg_decoder(*api, 0, 0);
+    REQUIRE_FALSE(c.decoder);
+    REQUIRE(contains(c.why_not, "nvJPEG 13.1.2 ("));
+    REQUIRE(contains(c.why_not, "cannot decode on device 0: "));
+  }
 }

@@ -62,7 +62,11 @@ jpeg_decoder_choice open_jpeg_decoder(device_api& api, int device, std::size_t m
     const device_guard on(api, device);
     return {make_nvjpeg_decoder(found.library, device, memory_budget), {}};
   } catch (const std::exception& e) {
-    return {nullptr, found.library->describe() + " cannot decode on device " + std::to_string(device) + ": " + e.what()};
+    // No device at all: the probe's words (they name a missing driver
+    // where CUDA would say "insufficient driver").
+    const device_probe probe = api.probe();
+    return {nullptr, found.library->describe() + " cannot decode on device " + std::to_string(device) + ": " +
+                         (probe.device_count == 0 ? probe.reason : std::string(e.what()))};
   }
 #else
   (void)api;
