@@ -119,7 +119,9 @@ class nvjpeg_decoder final : public jpeg_decoder {
   int hardware_engines() const noexcept override { return m_engines; }
   jpeg_route route(const image::image_info& info) const noexcept override { return nvjpeg_route(info, m_hardware); }
   // nvjpegDecodeParamsSetROI: nvjpegDecodeBatchedEx (hardware) and the
-  // decoupled API (hybrid) both take a region per image.
+  // decoupled API (hybrid) both take a region per image. The engines are
+  // asked with the region (nvjpegDecodeBatchedSupportedEx), so an image
+  // whose region they refuse is decoded, region and all, by the hybrid one.
   bool decodes_region(jpeg_backend b) const noexcept override { return b != jpeg_backend::cpu; }
 
   void decode(std::span<const jpeg_job> jobs, stream_t stream) override {
