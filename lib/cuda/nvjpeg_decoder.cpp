@@ -178,6 +178,9 @@ class nvjpeg_decoder final : public jpeg_decoder {
     }
     check(m_api.jpeg_stream_create(m_handle, &m_probe), "nvjpegJpegStreamCreate", nullptr);
     check(m_api.jpeg_stream_create(m_handle, &m_hybrid_stream), "nvjpegJpegStreamCreate", nullptr);
+    // The decoupled API's decoder on the same handle, whatever its backend
+    // (as DALI's nvJPEG decoder does: one handle, hardware where possible,
+    // with hybrid decoders created from it).
     check(m_api.decoder_create(m_handle, NVJPEG_BACKEND_HYBRID, &m_hybrid), "nvjpegDecoderCreate(NVJPEG_BACKEND_HYBRID)",
           nullptr);
     check(m_api.decoder_state_create(m_handle, m_hybrid, &m_hybrid_state), "nvjpegDecoderStateCreate", nullptr);
