@@ -5,8 +5,9 @@
 #   ./bootstrap.sh test   install, build, run every test: normal build (C++, C API, Python under Debian's
 #                         torch 1.13 and again under torch 2.14.1 in a cached venv), ASan+UBSan, TSan,
 #                         and the libFuzzer targets (corpus replay, then 30 s of fuzzing each; 15 s under CI)
-#   ./bootstrap.sh deps   only install the Debian packages the build needs, and s3rver (npm) for the
-#                         object-store tests, into ~/.cache/ringfeed/node (RINGFEED_NODE_PREFIX)
+#   ./bootstrap.sh deps   only install the Debian packages the build needs, s3rver (npm) for the
+#                         object-store tests, into ~/.cache/ringfeed/node (RINGFEED_NODE_PREFIX), and
+#                         nvJPEG's header (the nvidia-nvjpeg wheel) into ~/.cache/ringfeed/nvjpeg-cu13
 #
 # demo and test also install the Python package for Debian's /usr/bin/python3
 # (into /usr/local/lib/python3.X/dist-packages): `python3 -c "import ringfeed"`.
@@ -120,6 +121,53 @@ ensure_torch2_venv() {
   torch2_python="$torch2_venv/bin/python"
 }
 
+# nvJPEG's header for the GPU JPEG decoder (lib/cuda/nvjpeg_decoder.cpp):
+# the CUDA toolkit here has no nvjpeg.h, so the build takes it from the
+# nvidia-nvjpeg wheel on PyPI (CUDA 13; the header and libnvjpeg.so.13),
+# unpacked into a cache folder of its own, never committed, fetched once per
+# version (a stamp file holds it). CMake finds it there (RINGFEED_NVJPEG_INCLUDE;
+# CMakeLists.txt). 13.0.x matches the toolkit's 13.0: the header declares
+# nothing its library lacks. The library stays optional at run time: ringfeed
+# loads it with dlopen (lib/cuda/nvjpeg_library.hpp), and the wheel's copy in
+# this cache is found only through RINGFEED_NVJPEG. RINGFEED_NVJPEG_FETCH=0
+# skips the download (the decoder is then left out of the build, and CI fails).
+nvjpeg_cache="${RINGFEED_NVJPEG_CACHE:-$HOME/.cache/ringfeed/nvjpeg-cu13}"
+nvjpeg_version=13.0.4.44  # nvidia-nvjpeg on PyPI; x86_64 wheel 3,727,905 bytes
+fetch_nvjpeg() {
+  if [ -f "$nvjpeg_cache/include/nvjpeg.h" ] && [ "$(cat "$nvjpeg_cache/.version" 2>/dev/null)" = "$nvjpeg_version" ]; then
+    log "nvJPEG header present: $nvjpeg_cache (nvidia-nvjpeg $nvjpeg_version)"
+    return
+  fi
+  if [ "${RINGFEED_NVJPEG_FETCH:-1}" = 0 ]; then
+    log "RINGFEED_NVJPEG_FETCH=0: no nvjpeg.h, the nvJPEG decoder is not built"
+    return
+  fi
+  log "fetching nvidia-nvjpeg $nvjpeg_version (nvjpeg.h, libnvjpeg.so.13) into $nvjpeg_cache (pip download)"
+  local tmp
+  tmp="$(mktemp -d)"
+  if ! /usr/bin/python3 -m pip download -q --no-input --no-deps --only-binary=:all: \
+         --platform "manylinux2014_$(uname -m)" -d "$tmp" "nvidia-nvjpeg==$nvjpeg_version"; then
+    rm -rf "$tmp"
+    log "pip could not download nvidia-nvjpeg $nvjpeg_version (no PyPI?): the nvJPEG decoder is not built"
+    [ "${CI:-}" = true ] && return 1  # CI compiles the real nvJPEG calls
+    return 0
+  fi
+  # The wheel is a zip: nvidia/cu13/{include/nvjpeg.h,lib/libnvjpeg.so.13}.
+  rm -rf "$nvjpeg_cache" && mkdir -p "$nvjpeg_cache"
+  /usr/bin/python3 - "$tmp"/nvidia_nvjpeg-*.whl "$nvjpeg_cache" <<'PY'
+import pathlib, shutil, sys, zipfile
+wheel, dest = sys.argv[1], pathlib.Path(sys.argv[2])
+with zipfile.ZipFile(wheel) as z:
+    for name in ("nvidia/cu13/include/nvjpeg.h", "nvidia/cu13/lib/libnvjpeg.so.13"):
+        out = dest / pathlib.PurePosixPath(name).relative_to("nvidia/cu13")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with z.open(name) as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+PY
+  rm -rf "$tmp"
+  echo "$nvjpeg_version" >"$nvjpeg_cache/.version"
+}
+
 configure_and_build() {  # preset
   log "configure + build: preset $1"
   local flags=()
@@ -130,6 +178,9 @@ configure_and_build() {  # preset
                                                        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
   # the Python tests' second world (default preset only: the others run C++)
   [ "$1" = default ] && flags+=(-DRINGFEED_TORCH2_PYTHON="$torch2_python")
+  # nvJPEG's header where fetch_nvjpeg put it (CMake's default search looks
+  # there too; an explicit RINGFEED_NVJPEG_CACHE must reach it)
+  [ -f "$nvjpeg_cache/include/nvjpeg.h" ] && flags+=(-DRINGFEED_NVJPEG_INCLUDE="$nvjpeg_cache/include")
   # CI's 45 minutes on 2 cores pay for the torch 2.x leg with 15 s less
   # fuzzing per target (26 targets); the corpus replay is unchanged.
   [ "$1" = fuzz ] && [ "${CI:-}" = true ] && flags+=(-DRINGFEED_FUZZ_SECONDS=15)
@@ -191,6 +242,7 @@ test_preset() {  # preset [last]
 cmd_test() {
   install_deps
   install_s3rver
+  fetch_nvjpeg
   ensure_torch2_venv
   test_preset default
   test_preset asan
@@ -204,6 +256,7 @@ cmd_test() {
 
 cmd_demo() {
   install_deps
+  fetch_nvjpeg
   configure_and_build release
   install_python release
   local cli="build/release/bin/ringfeed" data="build/sample-dataset"
@@ -216,9 +269,9 @@ cmd_demo() {
 case "${1:-}" in
   demo) cmd_demo ;;
   test) cmd_test ;;
-  deps) install_deps && install_s3rver ;;
+  deps) install_deps && install_s3rver && fetch_nvjpeg ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -1,9 +1,18 @@
 // The choice of GPU JPEG decoder (jpeg_decoder.hpp): a test's factory, else
-// nvJPEG's (nvjpeg_decoder.hpp).
+// nvJPEG's (nvjpeg_decoder.hpp), built where CMake found nvjpeg.h
+// (RINGFEED_HAS_NVJPEG) and loaded where the library is found.
 #include <mutex>
+#include <string>
 #include <utility>
 
+#include <ringfeed/config.hpp>
+
+#include "device_api.hpp"
 #include "jpeg_decoder.hpp"
+#if RINGFEED_HAS_NVJPEG
+#include "nvjpeg_decoder.hpp"
+#include "nvjpeg_library.hpp"
+#endif
 
 namespace ringfeed::cuda {
 namespace {
@@ -46,7 +55,26 @@ jpeg_decoder_choice open_jpeg_decoder(device_api& api, int device, std::size_t m
       return {nullptr, e.what()};
     }
   }
-  return {nullptr, "nvJPEG support is not built yet"};
+#if RINGFEED_HAS_NVJPEG
+  const nvjpeg_load_result found = load_nvjpeg(default_nvjpeg_search(nvjpeg_header_major));
+  if (!found.library) return {nullptr, found.why_not};
+  try {
+    const device_guard on(api, device);
+    return {make_nvjpeg_decoder(found.library, device, memory_budget), {}};
+  } catch (const std::exception& e) {
+    // No device at all: the probe's words (they name a missing driver
+    // where CUDA would say "insufficient driver").
+    const device_probe probe = api.probe();
+    return {nullptr, found.library->describe() + " cannot decode on device " + std::to_string(device) + ": " +
+                         (probe.device_count == 0 ? probe.reason : std::string(e.what()))};
+  }
+#else
+  (void)api;
+  (void)device;
+  (void)memory_budget;
+  return {nullptr, built_with_cuda ? "ringfeed was built without nvJPEG's header (nvjpeg.h; ./bootstrap.sh deps fetches it)"
+                                   : "ringfeed was built without CUDA"};
+#endif
 }
 
 }  // namespace ringfeed::cuda

@@ -1,0 +1,38 @@
+// Private: nVIDIA's nvJPEG behind jpeg_decoder (jpeg_decoder.hpp), through
+// a library loaded at run time (nvjpeg_library.hpp). Built only in CUDA
+// builds that found nvjpeg.h (CMake's RINGFEED_HAS_NVJPEG); its .cpp is the
+// one file that includes nvjpeg.h. Routing: nvjpeg_route.hpp.
+//
+// Two backends on one nvJPEG handle:
+//   hardware  the GPU's JPEG engines (NVJPEG_BACKEND_HARDWARE): one
+//             nvjpegDecodeBatchedEx call per decode(), a region per image;
+//   hybrid    the decoupled API with NVJPEG_BACKEND_HYBRID (Huffman on the
+//             calling thread, the rest on the stream), a region per image.
+// Memory: nvJPEG's device buffers come from a CUDA memory pool of the
+// decoder's own (stream-ordered cudaMallocFromPoolAsync / cudaFreeAsync)
+// that keeps what it once held, pinned buffers from cudaHostAlloc; nvJPEG
+// reallocates only when an image needs more than it holds, so a steady
+// epoch allocates nothing. Both count against the memory budget.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "jpeg_decoder.hpp"
+#include "nvjpeg_library.hpp"
+
+namespace ringfeed::cuda {
+
+/// NVJPEG_VER_MAJOR of the nvjpeg.h this build compiled against: the
+/// library's major version must be the same (load_nvjpeg's `major`).
+extern const int nvjpeg_header_major;
+
+/// nvJPEG's decoder for `device` (made current on the calling thread for
+/// the call), its device and pinned buffers within `memory_budget` bytes
+/// (0: no limit). Throws std::runtime_error with the reason when the
+/// library cannot decode on this device. The decoder must be destroyed
+/// after the work it queued is done (the stage synchronizes its stream).
+[[nodiscard]] std::unique_ptr<jpeg_decoder> make_nvjpeg_decoder(std::shared_ptr<const nvjpeg_library> library, int device,
+                                                                std::size_t memory_budget);
+
+}  // namespace ringfeed::cuda
