@@ -241,7 +241,8 @@ if [ -n "$deps" ]; then
     if [ "$targets" = gpu ]; then  # what the later steps run, not the whole test suite
       want=()
       local t
-      for t in ringfeed_cli ringfeed_python cuda_tests uploader_tests loader_cuda_tests h2d_bench; do
+      for t in ringfeed_cli ringfeed_python cuda_tests uploader_tests loader_cuda_tests h2d_bench \
+               device_resize_cuda_tests nvjpeg_decoder_tests loader_gpu_decode_sim_tests; do
         grep -q "^build $t: phony" "$bdir/build.ninja" && want+=("$t")  # a target of this configuration
       done
     fi

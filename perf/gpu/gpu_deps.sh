@@ -17,6 +17,10 @@
 #   python/include/pythonX.Y   Python's headers, used only when the target
 #                              interpreter has none (a pip/venv Python without
 #                              the distribution's -dev package)
+#   nvjpeg/include/nvjpeg.h, nvjpeg/lib/libnvjpeg.so.13   nvJPEG's header and
+#                          library from the nvidia-nvjpeg wheel (bootstrap.sh's
+#                          cache): the GPU decoder is compiled against the
+#                          header; the library is loaded at run time (RINGFEED_NVJPEG)
 #   MANIFEST.txt           packages, versions, what was trimmed, sizes
 #
 # Shared libraries come from Debian 12 (glibc 2.36): they run on any newer
@@ -177,6 +181,16 @@ PKG_CONFIG_PATH="" LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_P
 EOF
   chmod +x "$dir/bin/pkg-config"
   [ ${#pythons[@]} -gt 0 ] && gpu_deps_python_headers "$dir" "${pythons[@]}"
+  # nvJPEG (issue 43): the bootstrap's copy of the nvidia-nvjpeg wheel.
+  local nvj="${RINGFEED_NVJPEG_CACHE:-$HOME/.cache/ringfeed/nvjpeg-cu13}"
+  [ -f "$nvj/include/nvjpeg.h" ] || (cd "$repo" && ./bootstrap.sh deps >/dev/null 2>&1)
+  rm -rf "${dir:?}/nvjpeg"
+  if [ -f "$nvj/include/nvjpeg.h" ]; then
+    mkdir -p "$dir/nvjpeg" && cp -r "$nvj/include" "$nvj/lib" "$dir/nvjpeg/"
+    echo "nvjpeg: $(cat "$nvj/.version" 2>/dev/null) from $nvj" >>"$dir/MANIFEST.txt"
+  else
+    gpu_deps_log "no nvjpeg.h in $nvj (./bootstrap.sh deps fetches it): the GPU decoder will not be built there"
+  fi
   local total
   total="$(du -sb "$dir" | cut -f1)"
   echo "downloaded: $debs_bytes bytes of .deb; DIR now: $total bytes" >>"$dir/MANIFEST.txt"
@@ -209,6 +223,11 @@ gpu_deps_env() {
     -DPKG_CONFIG_EXECUTABLE="$dir/bin/pkg-config" -DCMAKE_POLICY_VERSION_MINIMUM=3.5
     -DCMAKE_EXE_LINKER_FLAGS="$ld" -DCMAKE_SHARED_LINKER_FLAGS="$ld" -DCMAKE_MODULE_LINKER_FLAGS="$ld"
   )
+  [ -f "$dir/nvjpeg/include/nvjpeg.h" ] && gpu_deps_cmake_args+=(-DRINGFEED_NVJPEG_INCLUDE="$dir/nvjpeg/include")
+  # The wheel's library unless the caller names one (the GPU decoder's
+  # search would find a torchvision.libs copy of another major first).
+  [ -z "${RINGFEED_NVJPEG:-}" ] && [ -f "$dir/nvjpeg/lib/libnvjpeg.so.13" ] &&
+    export RINGFEED_NVJPEG="$dir/nvjpeg/lib/libnvjpeg.so.13"
   local ver inc
   read -r ver inc < <("$py" -c 'import sys, sysconfig; print(f"{sys.version_info[0]}.{sys.version_info[1]}", sysconfig.get_path("include"))' 2>/dev/null) ||
     { gpu_deps_log "cannot run $py"; return 1; }
