@@ -273,7 +273,10 @@ if [ -n "$deps" ]; then
     gen_dataset "$bdir/bin/ringfeed" "$data" "$images" || return 1
     local args=(--rounds 5 --batches 60)
     [ "$quick" = 1 ] && args=(--rounds 2 --batches 30)
-    "$h2d" "${args[@]}" --loader "$data/train" --loader-batch 256 --json "$out/h2d_bench.json"
+    "$h2d" "${args[@]}" --loader "$data/train" --loader-batch 256 --decode cpu --json "$out/h2d_bench.json" || return 1
+    # decode=gpu's stage must not synchronize per batch either (issue 43)
+    "$h2d" --rounds 1 --batches 20 --loader "$data/train" --loader-batch 256 --decode gpu \
+      --json "$out/h2d_bench_decode_gpu.json"
   }
   deps_train() {
     local args=() rc

@@ -6,7 +6,7 @@
 //             [--batches 60] [--warmup 5] [--rounds 3] [--slabs 4]
 //             [--buffers 3] [--device 0] [--min-ratio 0.9]
 //             [--loader DIR] [--loader-batch 64] [--loader-batches 40]
-//             [--loader-warmup 10] [--threads 0] [--quick] [--check]
+//             [--loader-warmup 10] [--threads 0] [--decode auto] [--quick] [--check]
 //             [--json FILE] [--probe] [--self-test]
 //
 // For a batch of B images of S×S×3 (the bytes ringfeed sends over PCIe:
@@ -90,6 +90,7 @@ struct options {
   int device = 0;
   double min_ratio = 0.9;
   std::string loader_dir;
+  std::string decode = "auto";  // the loader's decode= (issue 43)
   std::size_t loader_batch = 64;
   std::size_t loader_batches = 40;
   std::size_t loader_warmup = 10;
@@ -104,7 +105,7 @@ struct options {
                "h2d_bench: %s\nusage: h2d_bench [--batch N] [--size S] [--outputs float32,float16,uint8] "
                "[--batches N] [--warmup N] [--rounds N] [--slabs N] [--buffers N] [--device D] [--min-ratio R] "
                "[--loader DIR] [--loader-batch N] [--loader-batches N] [--loader-warmup N] [--threads N] "
-               "[--quick] [--check] [--json FILE] [--probe] [--self-test]\n",
+               "[--decode auto|cpu|gpu] [--quick] [--check] [--json FILE] [--probe] [--self-test]\n",
                why.c_str());
   std::exit(2);
 }
@@ -150,6 +151,7 @@ options parse(int argc, char** argv) {
     else if (a == "--loader-batches") o.loader_batches = count();
     else if (a == "--loader-warmup") o.loader_warmup = count();
     else if (a == "--threads") o.threads = count();
+    else if (a == "--decode") o.decode = value();
     else if (a == "--check") o.check = true;
     else if (a == "--probe") o.probe_only = true;
     else if (a == "--json") o.json_path = value();
@@ -374,6 +376,7 @@ json count_loader(const options& o, cuda_sync_counter& counter) {
   lo.batch_size = o.loader_batch;
   lo.threads = o.threads;
   lo.device = o.device;
+  lo.decode = ringfeed::parse_decode_where(o.decode);
   lo.output = ringfeed::output_spec::float32_nchw();
   lo.log = [](std::string_view line) {
     std::fprintf(stderr, "ringfeed: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -406,7 +409,11 @@ json count_loader(const options& o, cuda_sync_counter& counter) {
   j["source"] = o.loader_dir;
   j["batch"] = o.loader_batch;
   j["images_per_s"] = static_cast<double>(o.loader_batches * o.loader_batch) / secs;
-  j["bottleneck"] = l.stats().bottleneck();
+  const ringfeed::loader_stats st = l.stats();
+  j["bottleneck"] = st.bottleneck();
+  j["decode"] = st.gpu_decode.where;  // where images were decoded, and why
+  j["decode_reason"] = st.gpu_decode.reason;
+  j["gpu_decoded"] = st.gpu_decode.hardware + st.gpu_decode.hybrid;
   return j;
 }
 
