@@ -144,7 +144,11 @@ std::vector<fs::path> nvjpeg_candidates(const nvjpeg_search& where) {
 
 nvjpeg_load_result load_nvjpeg_file(const std::string& path, int major) {
   ::dlerror();  // clear a stale message
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: dlclose leaves it mapped. nvJPEG (like the CUDA
+  // libraries) allocates process-lifetime state when loaded, which unloading
+  // would orphan (LeakSanitizer reports its 72 KiB exception pool), and
+  // reloading it later must find the same library.
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (h == nullptr) return {nullptr, path + ": cannot be loaded: " + dl_error("dlopen failed")};
   auto refuse = [&](std::string why) {
     ::dlclose(h);
