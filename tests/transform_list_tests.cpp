@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <ringfeed/image/transform_list.hpp>
+#include <ringfeed/image/torch_reference.hpp>
 #include <ringfeed/image/transform_spec.hpp>
 
 #include <algorithm>
@@ -149,6 +150,37 @@ TEST_CASE("trailing RandomErasing on the written output equals it on the tensor"
                     Catch::Matchers::Contains("cannot run on the output"));
   CHECK_THROWS_WITH(p.append(img::transform_list::parse("Grayscale()").ops()[0], 9),
                     Catch::Matchers::Contains("go before the output's ops"));
+}
+
+TEST_CASE("ToImage + RandomResizedCrop decode only the crop in fast mode, exact mode's bytes", "[transform_list]") {
+  // fast mode draws the crop from the header's size and decodes that
+  // region alone (scale 1), then torch's resize: exact mode's full decode,
+  // crop and resize, byte for byte, into a batch slot and through apply_to
+  const char* const specs[] = {
+      "ToImage(); RandomResizedCrop(40, antialias=True); RandomHorizontalFlip(); ToDtype(dtype=float32, scale=True); "
+      "Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))",
+      "ToImage(); RandomResizedCrop((24, 31), scale=(0.01, 0.1), interpolation=bicubic, antialias=True)",
+      "ToImage(); RandomResizedCrop(36, interpolation=nearest); v2.TrivialAugmentWide()",
+  };
+  struct torch2 {  // tensor bilinear and bicubic run under torch 2.x; the installed reference after
+    img::torch_reference before = img::current_torch_reference();
+    torch2() { img::set_torch_reference(img::torch_reference::parse("torch=2.14.1 cpu=AVX2")); }
+    ~torch2() { img::set_torch_reference(before); }
+  } const reference;
+  for (const char* spec : specs) {
+    const auto list = img::transform_list::parse(spec);
+    const img::pipeline fast = list.compile(img::pipeline_mode::fast);
+    const img::pipeline exact = list.compile(img::pipeline_mode::exact);
+    for (const char* name : photo_names) {
+      const auto bytes = photo(name);
+      for (std::uint64_t index = 0; index < 8; ++index) {
+        INFO(spec << " on " << name << " sample " << index);
+        const auto want = run_slot(exact, bytes, {5, 0, index});
+        CHECK(run_slot(fast, bytes, {5, 0, index}) == want);
+        CHECK(run(fast, bytes, {5, 0, index}) == want);
+      }
+    }
+  }
 }
 
 TEST_CASE("v2's ToDtype(float32, scale=True) is written by the output, as its op computes it", "[transform_list]") {

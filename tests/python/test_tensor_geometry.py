@@ -205,3 +205,30 @@ def test_the_issues_whole_train_snippet_runs_natively(train_dir):
         assert torch.isfinite(x).all()
         n += len(x)
     assert n == len(dataset)
+
+
+# ToImage() then RandomResizedCrop first in the list (v2's train recipe):
+# fast mode draws the crop from the file's header size and decodes only
+# that region of a JPEG, then runs torch's resize on it. Each output equals
+# exact mode's (a full decode, the crop, the resize), byte for byte, for
+# crops anywhere in the image (indices draw them), baseline, progressive,
+# arithmetic, grey, CMYK and EXIF-tagged files, and a PNG (the general path).
+REGION_IMAGES = ["photos/chelsea.jpg", "photos/coffee_portrait.jpg", "photos/brick_gray.jpg", "decode/progressive.jpg",
+                 "decode/arithmetic.jpg", "decode/cmyk.jpg", "decode/gray.jpg", "decode/exif6.jpg", "decode/rgba.png"]
+
+
+@pytest.mark.parametrize("resize", ["interpolation=bilinear, antialias=True", "interpolation=bicubic, antialias=True",
+                                    "interpolation=bilinear, antialias=False", "interpolation=nearest"])
+def test_a_crop_after_to_image_decodes_its_region_with_exact_modes_bytes(resize, torch_reference_restored):
+    RT.follow_installed_torch()
+    _ringfeed._set_torch_reference("torch=2.14.1 cpu=AVX2")  # the tensor filters run under both pythons
+    specs = [f"ToImage(); RandomResizedCrop((29, 23), {resize})",
+             f"ToImage(); RandomResizedCrop(40, scale=(0.01, 0.05), {resize}); RandomHorizontalFlip(p=0.5); "
+             "ToDtype(dtype=float32, scale=True); Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))"]
+    for img in REGION_IMAGES:
+        data = _read(img)
+        for spec in specs:
+            for index in range(24):
+                fast = ringfeed.decode(data, transform=spec, exact=False, seed=7, index=index, name=img)
+                exact = ringfeed.decode(data, transform=spec, exact=True, seed=7, index=index, name=img)
+                assert fast.dtype == exact.dtype and torch.equal(fast, exact), f"{img}, {spec}, sample {index}"

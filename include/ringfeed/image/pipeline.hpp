@@ -328,8 +328,17 @@ class pipeline {
                           std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
   frame_shape head_frame() const noexcept;
   void run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const;
-  // The appended ops on the head frame in `ws`, then the output conversion and the output ops.
-  void run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
+  // The appended ops from `first` on the head frame in `ws`, then the output conversion and the output ops.
+  void run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key, std::span<std::byte> dst,
+                std::size_t first = 0) const;
+  // When m_crop_region: the list's ToImage() and RandomResizedCrop on the
+  // tensor, fused with the decoder (fast mode, a JPEG not rotated): the
+  // crop drawn as the op draws it, only that region decoded (at scale 1,
+  // the same pixels as a full decode's), then the op's torch resize; the
+  // head frame then holds what the two ops give, byte for byte. False
+  // (nothing done) for another file, which takes the general path.
+  bool run_crop_region(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
+                       const sample_key& key, sample_result& result) const;
 
   geometry m_geometry = geometry::none;
   size2 m_size{};          // resize_exact / random_resized_crop output size
@@ -348,6 +357,7 @@ class pipeline {
   std::vector<std::shared_ptr<const transform_op>> m_tail;
   std::vector<std::uint32_t> m_tail_streams;
   frame_shape m_tail_shape{};
+  bool m_crop_region = false;  // fast mode, no fused head, tail ToImage + RandomResizedCrop (tensor): run_crop_region
   std::vector<std::shared_ptr<const transform_op>> m_output_ops;
   std::vector<std::uint32_t> m_output_streams;
 };

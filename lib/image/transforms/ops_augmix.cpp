@@ -79,6 +79,20 @@ double standard_normal(sample_rng& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+void standard_normals(sample_rng& rng, std::span<float> out) {
+  constexpr std::size_t run = 64;
+  double u1[run], u2[run];
+  for (std::size_t at = 0; at < out.size(); at += run) {
+    const std::size_t n = std::min(run, out.size() - at);
+    for (std::size_t i = 0; i < n; ++i) {
+      u1[i] = 1.0 - rng.uniform();
+      u2[i] = rng.uniform();
+    }
+    for (std::size_t i = 0; i < n; ++i)  // standard_normal's expression, as written there
+      out[at + i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1[i])) * std::cos(2.0 * std::numbers::pi * u2[i]));
+  }
+}
+
 // Gamma(alpha, 1): Marsaglia and Tsang, "A simple method for generating
 // gamma variables" (ACM TOMS 2000), boosted for alpha < 1, as ATen's
 // sample_gamma.

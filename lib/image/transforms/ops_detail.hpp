@@ -103,6 +103,11 @@ struct fusable_geometry {
   bool max_size = false;  // Resize with max_size (not fused)
 };
 [[nodiscard]] fusable_geometry describe_geometry(const transform_op& op);
+/// For a RandomResizedCrop on a tensor whose frame already holds the crop
+/// it drew (the pipeline decoded only that region of the file): the rest
+/// of its run(), F.resized_crop's resize unless the crop has the size.
+/// False, `f` untouched, for any other op.
+bool finish_tensor_crop(const transform_op& op, frame& f, op_scratch& s);
 
 /// True for Normalize; sets its mean and std.
 [[nodiscard]] bool is_normalize_op(const transform_op& op, std::vector<double>& mean, std::vector<double>& stddev);

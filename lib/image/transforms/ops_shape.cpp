@@ -227,7 +227,7 @@ class random_resized_crop_op final : public transform_op {
     const crop_box b = random_resized_crop_box(f.size(), m_range, rng);
     if (f.kind != frame_kind::image) {  // F.resized_crop: crop, then resize unless the size is right
       crop_frame(f, b, s);
-      if (f.size() != m_size) resize_tensor_frame(f, m_size, m_tensor, s);
+      finish_tensor(f, s);
       return;
     }
     const image_view region = f.pixels.view().crop(b);
@@ -238,6 +238,9 @@ class random_resized_crop_op final : public transform_op {
     }
     std::swap(f.pixels, s.spare);
     f.set_image(f.kind);
+  }
+  void finish_tensor(frame& f, op_scratch& s) const {
+    if (f.size() != m_size) resize_tensor_frame(f, m_size, m_tensor, s);
   }
   fusable_geometry describe() const {
     fusable_geometry g;
@@ -324,6 +327,13 @@ fusable_geometry describe_geometry(const transform_op& op) {
     return g;
   }
   return {};
+}
+
+bool finish_tensor_crop(const transform_op& op, frame& f, op_scratch& s) {
+  const auto* r = dynamic_cast<const random_resized_crop_op*>(&op);
+  if (r == nullptr || f.kind == frame_kind::image) return false;
+  r->finish_tensor(f, s);
+  return true;
 }
 
 std::span<const op_entry> shape_op_entries() {

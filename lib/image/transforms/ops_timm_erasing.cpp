@@ -8,8 +8,10 @@
 // normal value per channel ('rand') or per value ('pixel', torch's
 // normal_() order: channel, row, column). num_splits only splits a batch
 // (a 4-D input); on the one image a transform sees timm ignores it.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "timm_augment.hpp"
 
@@ -111,12 +113,17 @@ class timm_erasing_op final : public transform_op {
   // order over a [C, h, w] tensor): `store(c, y * width + x, v)`.
   template <class Store>
   void fill(const erase_box& b, int channels, int width, sample_rng& rng, Store store) const {
+    thread_local std::vector<float> row;  // a row's pixel-mode values
+    row.resize(static_cast<std::size_t>(b.w));
     for (int c = 0; c < channels; ++c) {
       const float colour = m_o.mode == erase_mode::rand ? static_cast<float>(standard_normal(rng)) : 0.0f;
-      for (int y = b.top; y < b.top + b.h; ++y)
-        for (int x = b.left; x < b.left + b.w; ++x)
-          store(c, static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(x),
-                m_o.mode == erase_mode::pixel ? static_cast<float>(standard_normal(rng)) : colour);
+      if (m_o.mode != erase_mode::pixel) std::fill(row.begin(), row.end(), colour);
+      for (int y = b.top; y < b.top + b.h; ++y) {
+        if (m_o.mode == erase_mode::pixel) standard_normals(rng, row);
+        const std::size_t at =
+            static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(b.left);
+        for (int x = 0; x < b.w; ++x) store(c, at + static_cast<std::size_t>(x), row[static_cast<std::size_t>(x)]);
+      }
     }
   }
   // The fill values' draws, so the test hook's later boxes match run()'s.

@@ -335,17 +335,52 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
     if (!m_output_ops.empty()) run_output_ops(shape_for(result.plan.source), key, dst);
     return result;
   }
-  sample_result result =
-      run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
+  sample_result result;
+  if (m_crop_region && pixels == nullptr && run_crop_region(ws, encoded, name, key, result)) {
+    run_tail(ws, name, key, dst, 2);
+    return result;
+  }
+  result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
   run_tail(ws, name, key, dst);
   return result;
 }
 
+bool pipeline::run_crop_region(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
+                               const sample_key& key, sample_result& result) const {
+  if (m_mode != pipeline_mode::fast) return false;  // exact: the literal full decode, as for a PIL image
+  pipeline_workspace::impl& w = *ws.m_impl;
+  const image_info info = w.dec.read_info(encoded, name);
+  if (info.format != image_format::jpeg || (m_decode.apply_exif_orientation && info.orientation != 1)) return false;
+  // The draws of RandomResizedCrop's run() on the full decode: its stream,
+  // the image's size (the header's: no rotation).
+  const size2 source{info.width, info.height};
+  sample_rng rng(key, m_tail_streams[1]);
+  const crop_box box = random_resized_crop_box(source, describe_geometry(*m_tail[1]).range, rng);
+  if (box.empty()) return false;
+  scaled_request req;  // scale 1: the region's pixels equal a full decode's
+  req.region = box;
+  req.fail_on_any_warning = m_decode.fail_on_any_warning;
+  req.max_pixels = m_decode.max_pixels;
+  const scaled_result got = w.dec.decode_scaled(encoded, name, req, w.source);
+  frame& f = w.head;  // ToImage's uint8 tensor of the crop, then the op's resize
+  const crop_box held = {box.top - got.held.top, box.left - got.held.left, box.height, box.width};
+  f.pixels.assign(w.source.view().crop(held));
+  f.set_image(frame_kind::tensor_u8);
+  if (!finish_tensor_crop(*m_tail[1], f, w.scratch))
+    throw std::logic_error("pipeline: the region decode's second op is not a tensor RandomResizedCrop");
+  result.info = info;
+  result.plan.source = source;
+  result.plan.crop = box;
+  result.plan.resized = f.size();
+  result.plan.window = {0, 0, f.height, f.width};
+  return true;
+}
+
 void pipeline::run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key,
-                        std::span<std::byte> dst) const {
+                        std::span<std::byte> dst, std::size_t first) const {
   pipeline_workspace::impl& w = *ws.m_impl;
   frame& f = w.head;
-  for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  for (std::size_t i = first; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
   const output_shape got{f.channels, f.height, f.width, m_output};
   if (dst.size() != got.bytes())
     throw image_error(name, "the transforms made a " + std::to_string(f.channels) + "x" + std::to_string(f.height) +
@@ -422,9 +457,14 @@ sample_result pipeline::apply_after_head(pipeline_workspace& ws, image_view head
 sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                                  const sample_key& key, std::vector<std::byte>& dst, output_shape& shape) const {
   pipeline_workspace::impl& w = *ws.m_impl;
-  sample_result result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, {}, true);
+  sample_result result;
+  std::size_t first = 0;
+  if (m_crop_region && run_crop_region(ws, encoded, name, key, result))
+    first = 2;
+  else
+    result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, {}, true);
   frame& f = w.head;
-  for (std::size_t i = 0; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  for (std::size_t i = first; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
   shape = output_shape{f.channels, f.height, f.width, m_output};
   dst.resize(shape.bytes());
   write_frame(f, m_output, m_normalize, dst);

@@ -14,6 +14,7 @@
 // the same quantities from its own sample_rng, in that order.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,5 +86,9 @@ bool run_timm_erasing_on_output(const transform_op& op, std::span<std::byte> dst
 /// A standard normal and a Gamma(alpha, 1) draw (ops_augmix.cpp).
 [[nodiscard]] double standard_normal(sample_rng& rng);
 [[nodiscard]] double gamma_draw(sample_rng& rng, double alpha);
+/// standard_normal() for each value of `out` in turn, as float: the same
+/// draws and values, the uniforms drawn a run ahead so that the log and cos
+/// calls do not wait on each other.
+void standard_normals(sample_rng& rng, std::span<float> out);
 
 }  // namespace ringfeed::image

@@ -310,6 +310,9 @@ pipeline& pipeline::append(std::shared_ptr<const transform_op> op, std::uint32_t
   m_tail_shape = op->infer(last_frame());
   m_tail.push_back(std::move(op));
   m_tail_streams.push_back(stream);
+  m_crop_region = m_geometry == geometry::none && !m_center_crop && m_flip_p <= 0.0 && m_tail.size() >= 2 &&
+                  m_tail[0]->name() == "ToImage" &&
+                  describe_geometry(*m_tail[1]).type == fusable_geometry::kind::random_resized_crop;
   if (m_tail_shape.kind == frame_kind::tensor_u8) m_output = output_spec::uint8_nchw();
   if (m_tail_shape.kind == frame_kind::tensor_f32 && !m_output.normalized()) m_output = output_spec::float32_nchw();
   if (m_tail_shape.kind == frame_kind::image && m_output == output_spec::uint8_nchw()) m_output = output_spec::uint8_nhwc();
