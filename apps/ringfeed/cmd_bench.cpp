@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -489,16 +490,11 @@ int run_loader_bench(const bench_options& opt) {
                 100 * st.read_utilization(), st.io_depth, st.backend.c_str());
     std::printf("    decode   %8.3f s  %5.1f%% of %zu threads\n", st.decode.busy_s, 100 * st.decode_utilization(),
                 st.decode_threads);
-    const gpu_decode_stats& g = st.gpu_decode;
-    std::string why = g.reason;  // the loader's, else what resolve() said
-    for (const auto& r : st.reasons)
-      if (why.empty() && r.option == "decode") why = r.reason;
-    std::printf("    decoded on the %s: %s\n", g.where == "gpu" ? "GPU" : "CPU", why.c_str());
+    const gpu_decode_stats& g = st.gpu_decode;  // its reason: resolve()'s, or why the GPU could not decode
+    std::printf("    decoded on the %s: %s\n", g.where == "gpu" ? "GPU" : "CPU", g.reason.c_str());
     if (g.where == "gpu")
-      std::printf("      %llu by %d hardware engines, %llu hybrid, %llu on the CPU (%llu fallbacks); %s\n",
-                  static_cast<unsigned long long>(g.hardware), g.hardware_engines,
-                  static_cast<unsigned long long>(g.hybrid), static_cast<unsigned long long>(g.cpu),
-                  static_cast<unsigned long long>(g.fallbacks), g.decoder.c_str());
+      std::printf("      %" PRIu64 " by %d hardware engines, %" PRIu64 " hybrid, %" PRIu64 " on the CPU (%" PRIu64
+                  " fallbacks); %s\n", g.hardware, g.hardware_engines, g.hybrid, g.cpu, g.fallbacks, g.decoder.c_str());
     if (l.uses_device())
       std::printf("    upload   %8.3f s  %5.1f%% (%s made on the %s)\n", st.upload.busy_s,
                   100 * st.upload_utilization(), output_name, l.converts_on_device() ? "device" : "host");
@@ -562,8 +558,7 @@ void register_bench(CLI::App& app) {
                   "where JPEGs are decoded: auto (the GPU for device batches in fast mode when every op has a "
                   "device kernel and nvJPEG is found, else the CPU), cpu (libjpeg-turbo), gpu (nvJPEG, then "
                   "crop/resize/flip and the output on the device; refused with --exact or --device -1)")
-      ->check(accepted_by(parse_decode_where))
-      ->capture_default_str();
+      ->check(accepted_by(parse_decode_where))->capture_default_str();
   opt->memory_option = cmd->add_option("--memory-mb", opt->memory_mb,
                                        "budget for batch slabs, MiB (default: max(1 GiB, 4 batches))")
                             ->check(CLI::PositiveNumber);
