@@ -47,7 +47,7 @@ resize_image resize_of(const gpu_sample& g, std::size_t dst_offset) {
   r.src_width = right - left;
   r.src_height = bottom - top;
   r.src_pitch = pitch;
-  r.src_offset = g.scratch_offset + static_cast<std::size_t>(top - got.top) * pitch +
+  r.src_offset = g.region_offset + static_cast<std::size_t>(top - got.top) * pitch +
                  static_cast<std::size_t>(left - got.left) * 3;
   r.dst_offset = dst_offset;
   r.flip = g.plan.flip;
@@ -91,8 +91,7 @@ decode_stage::~decode_stage() {
   try {
     const device_guard on(*m_api, m_device);
     for (void* p : m_retired) m_api->deallocate(p);
-    m_api->deallocate(m_scratch);
-    m_api->deallocate(m_table);
+    for (const device_buffer* b : {&m_regions, &m_resize_scratch, &m_table}) m_api->deallocate(b->data);
   } catch (...) {
     // A lost context: the memory went with it.
   }
@@ -119,17 +118,16 @@ jpeg_route decode_stage::route(const image::image_info& info, const image::sampl
   return r;
 }
 
-std::uint8_t* decode_stage::scratch(std::size_t bytes) {
-  if (bytes > m_scratch_bytes) {
+void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity) {
+  if (bytes > b.bytes) {
     // Work already queued may still read the old one: kept until the end.
-    if (m_scratch != nullptr) m_retired.push_back(m_scratch);
-    m_scratch = nullptr;
-    m_scratch_bytes = 0;
-    const std::size_t want = align_up(bytes + bytes / 4, 1 << 20);
-    m_scratch = static_cast<std::uint8_t*>(m_api->allocate(want));
-    m_scratch_bytes = want;
+    if (b.data != nullptr) m_retired.push_back(b.data);
+    b = {};
+    const std::size_t want = align_up(bytes + bytes / 4, granularity);
+    b.data = m_api->allocate(want);
+    b.bytes = want;
   }
-  return m_scratch;
+  return b.data;
 }
 
 std::vector<std::size_t> decode_stage::decode_jobs(std::span<const jpeg_job> jobs, stream_t s) {
@@ -155,23 +153,20 @@ std::vector<std::size_t> decode_stage::decode_jobs(std::span<const jpeg_job> job
 std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, stream_t s) {
   const auto t0 = std::chrono::steady_clock::now();
   const device_guard on(*m_api, m_device);
-  // Where each region goes in the scratch, then the resize's own scratch.
+  // Where each region goes in the regions buffer.
   std::vector<std::size_t> on_gpu;
-  std::vector<resize_image> sizing;
   std::size_t offset = 0;
   for (std::size_t k = 0; k < slots.size(); ++k) {
     gpu_sample& g = slots[k];
     if (g.backend == jpeg_backend::cpu) continue;
     g.region = m_decoder->decodes_region(g.backend) ? region_of(g.plan)
                                                      : image::crop_box{0, 0, g.info.height, g.info.width};
-    g.scratch_offset = offset;
+    g.region_offset = offset;
     offset += align_up(static_cast<std::size_t>(g.region.width) * 3 * static_cast<std::size_t>(g.region.height), 256);
     on_gpu.push_back(k);
-    sizing.push_back(resize_of(g, 0));
   }
   if (on_gpu.empty()) return {};
-  m_region_bytes = offset;
-  std::uint8_t* base = scratch(offset + measure_resize(sizing).scratch_bytes);
+  auto* base = static_cast<std::uint8_t*>(reserve(m_regions, offset, 1 << 20));
 
   std::vector<jpeg_job> jobs;
   jobs.reserve(on_gpu.size());
@@ -182,7 +177,7 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
     j.size = g.encoded.size();
     j.info = g.info;
     j.region = g.region;
-    j.out = base + g.scratch_offset;
+    j.out = base + g.region_offset;
     j.pitch = static_cast<std::size_t>(g.region.width) * 3;
     j.backend = g.backend;
     jobs.push_back(j);
@@ -209,21 +204,14 @@ void decode_stage::place(std::span<const gpu_sample> slots, pinned_side& side, s
   const resize_sizes sizes = measure_resize(images);
   const std::span<std::byte> table = side.reserve(*m_api, sizes.table_bytes);
   pack_resize_table(images, table);
-  if (sizes.table_bytes > m_table_bytes) {
-    if (m_table != nullptr) m_retired.push_back(m_table);  // a queued resize may still read it
-    m_table = nullptr;
-    m_table_bytes = 0;
-    const std::size_t want = align_up(sizes.table_bytes + sizes.table_bytes / 2, 1 << 16);
-    m_table = static_cast<std::byte*>(m_api->allocate(want));
-    m_table_bytes = want;
-  }
-  m_api->copy_to_device_async(m_table, table.data(), sizes.table_bytes, s);
+  void* device_table = reserve(m_table, sizes.table_bytes, 1 << 16);
+  m_api->copy_to_device_async(device_table, table.data(), sizes.table_bytes, s);
   resize_launch k;
-  k.table = m_table;
+  k.table = static_cast<const std::byte*>(device_table);
   k.images = images.size();
-  k.source = m_scratch;
+  k.source = static_cast<const std::uint8_t*>(m_regions.data);
   k.target = target;
-  k.scratch = m_scratch + m_region_bytes;
+  k.scratch = static_cast<std::uint8_t*>(reserve(m_resize_scratch, sizes.scratch_bytes, 1 << 20));
   m_api->launch_resize(k, s);
   m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
 }

@@ -7,7 +7,7 @@
 //                   the slot's gpu_sample; the CPU route decodes into the
 //                   host slot as before.
 //   upload thread   decode(): queues the batch's GPU images on the copy
-//                   stream, each region into the stage's device scratch
+//                   stream, each region into the stage's regions buffer
 //                   (a refused batch is retried image by image; those the
 //                   decoder still refuses come back for the CPU);
 //                   then the uploader copies the host slab, and place()
@@ -50,8 +50,8 @@ struct gpu_sample {
   std::vector<std::uint8_t> encoded;  ///< the file, kept for the decoder (capacity reused)
   std::string name;                   ///< the file's name, for a CPU fallback's messages
   // Set by decode_stage::decode: where the decoded region lies in the
-  // stage's scratch, and which rectangle of the stored image it is.
-  std::size_t scratch_offset = 0;
+  // stage's regions buffer, and which rectangle of the stored image it is.
+  std::size_t region_offset = 0;
   image::crop_box region;
 };
 
@@ -116,9 +116,15 @@ class decode_stage {
   void count_fallbacks(std::size_t n) noexcept;
 
  private:
-  // Device scratch of at least `bytes`; a smaller one is kept until the
-  // stage goes (work queued on it may still run): no synchronization.
-  std::uint8_t* scratch(std::size_t bytes);
+  // A device buffer that only grows. A smaller one it replaces is kept
+  // until the stage goes (work queued on it may still run): no
+  // synchronization.
+  struct device_buffer {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  // `b`, grown to at least `bytes` (rounded up to `granularity`, with room).
+  void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity);
   // Queues `jobs`; a refused call is retried one image at a time. Returns
   // the jobs (indices into `jobs`) still refused.
   std::vector<std::size_t> decode_jobs(std::span<const jpeg_job> jobs, stream_t s);
@@ -127,12 +133,10 @@ class decode_stage {
   int m_device;
   std::unique_ptr<jpeg_decoder> m_decoder;
   std::size_t m_sample_bytes;
-  std::uint8_t* m_scratch = nullptr;
-  std::size_t m_scratch_bytes = 0;
-  std::size_t m_region_bytes = 0;  // of the current batch (the resize scratch follows)
-  std::vector<void*> m_retired;    // smaller scratches, freed by the destructor
-  std::byte* m_table = nullptr;    // device copy of the resize table
-  std::size_t m_table_bytes = 0;
+  device_buffer m_regions;        // the current batch's decoded regions
+  device_buffer m_resize_scratch;  // the resize's horizontal passes
+  device_buffer m_table;           // device copy of the resize table
+  std::vector<void*> m_retired;    // buffers grown out of, freed by the destructor
 
   std::atomic<std::uint64_t> m_hardware{0}, m_hybrid{0}, m_cpu{0}, m_fallbacks{0};
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
