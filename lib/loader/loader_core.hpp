@@ -152,7 +152,7 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   // Upload thread: queues the batch's GPU decodes before its copy; decodes
   // on the CPU what the GPU refused. False: nothing to deliver (every
   // sample failed, or one did with on_error=fail: s.error says which).
-  bool gpu_decode(run& r, slab& s);
+  bool gpu_decode(slab& s);
   [[nodiscard]] gpu_decode_stats gpu_stats() const;
   batch make_batch(delivery d);
 
@@ -176,7 +176,7 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   std::string m_backend_name;
   bool m_threads_started = false;  // consumer thread only
   std::unique_ptr<cuda::uploader> m_uploader;
-  // decode="gpu": the stage, or null (m_gpu_where says why).
+  // decode="gpu": the stage, or null (m_gpu_reason says why).
   std::unique_ptr<cuda::decode_stage> m_stage;
   std::string m_gpu_reason;
   std::unique_ptr<slab_pool> m_memory;

@@ -8,6 +8,7 @@
 #include <ringfeed/text.hpp>
 
 #include "../cuda/device_api.hpp"
+#include "gpu_obstacle.hpp"
 #include "loader_core.hpp"
 
 namespace ringfeed::detail {
@@ -32,23 +33,15 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
       if (r.option == "decode") m_gpu_reason = r.reason;
     return;
   }
-  // resolve() settles "auto" for the front ends; a C++ caller's "auto"
-  // takes the GPU only where it would.
-  std::string refusal = m_opt.pipeline.device_refusal();
+  // resolve() settles "auto" for the front ends by the same rules; a C++
+  // caller's "auto" takes the GPU only where it would. What only the open
+  // loader knows comes first: whether there is a device to decode into.
   if (!m_uploader)
     m_gpu_reason = "no device output: " + m_plan.host_reason;
   else if (m_plan.host_converted)
     m_gpu_reason = "the transforms end on the host";
-  else if (m_opt.pipeline.mode() == image::pipeline_mode::exact)
-    m_gpu_reason = "exact mode";
-  else if (!refusal.empty())
-    m_gpu_reason = refusal + " has no device kernel";
-  else if (m_opt.pixels)
-    m_gpu_reason = "the images are in memory";
-  else if (m_opt.cache == cache_kind::pixels && !m_opt.cache_dir.empty())
-    m_gpu_reason = "cache=\"pixels\" keeps CPU-decoded pixels";
-  else if (!m_opt.pipeline.fixed_shape())
-    m_gpu_reason = "the output size varies";
+  else if (const auto obstacle = gpu_decode_obstacle(m_opt, m_opt.pipeline.mode() == image::pipeline_mode::exact))
+    m_gpu_reason = obstacle->reason;
   if (!m_gpu_reason.empty()) {
     if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
     return;
@@ -82,8 +75,7 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   return true;
 }
 
-bool loader_core::gpu_decode(run& r, slab& s) {
-  (void)r;
+bool loader_core::gpu_decode(slab& s) {
   const std::vector<std::size_t> refused =
       m_stage->decode(std::span<cuda::gpu_sample>(s.gpu.data(), s.count), m_uploader->copy_stream());
   if (refused.empty()) return true;

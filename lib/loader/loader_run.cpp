@@ -334,7 +334,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       std::exception_ptr gpu_failed;
       if (m_stage) {
         try {
-          deliver = gpu_decode(*r, s);
+          deliver = gpu_decode(s);
         } catch (...) {
           gpu_failed = std::current_exception();  // the device (cuda_error), or memory
         }

@@ -13,6 +13,7 @@
 #include <ringfeed/text.hpp>
 
 #include "../cuda/device_api.hpp"
+#include "gpu_obstacle.hpp"
 
 namespace ringfeed {
 namespace {
@@ -73,48 +74,9 @@ numa_placement place_near(int device, std::size_t threads) {
   return place_near_gpu(node_sources::of_this_process(), api->pci_bus_id(device), threads);
 }
 
-// What keeps the GPU from decoding for these options, in the order auto
-// reports it, or nothing: `reason` says why the CPU decodes (decode="auto"),
-// `refusal` is decode="gpu"'s error. The device kernels cover the fused
-// crop / resize / flip head and the output conversion
-// (pipeline::device_refusal()).
-struct gpu_obstacle {
-  std::string reason;
-  std::string refusal;
-};
-
-std::optional<gpu_obstacle> gpu_decode_obstacle(const loader_options& o, bool exact) {
-  const std::string refused = "decode=\"gpu\": ";
-  if (o.device < 0)
-    return gpu_obstacle{"batches stay on the host (no device): the GPU decodes only into device batches",
-                        refused + "it decodes into batches on a CUDA device, and batches stay on the host here; "
-                                  "give the device option (Python: device=\"cuda\") or use decode=\"auto\" or "
-                                  "\"cpu\""};
-  if (exact)
-    return gpu_obstacle{"exact mode: torchvision-identical pixels need libjpeg-turbo's IDCT and chroma upsampling",
-                        refused + "not with exact=True: the GPU's IDCT and chroma upsampling are not "
-                                  "libjpeg-turbo's, so torchvision-identical pixels cannot hold; use exact=False "
-                                  "or decode=\"cpu\""};
-  if (const std::string op = o.pipeline.device_refusal(); !op.empty())
-    return gpu_obstacle{op + " has no device kernel (the GPU decode runs the crop/resize/flip head and "
-                             "ToTensor/Normalize)",
-                        refused + op + " has no device kernel (the GPU decode runs the crop/resize/flip head and "
-                                       "ToTensor/Normalize); use decode=\"auto\" or \"cpu\""};
-  if (o.pixels)
-    return gpu_obstacle{"the images are in memory as pixels: nothing to decode",
-                        refused + "the images are given in memory as pixels, so there is nothing to decode; "
-                                  "use decode=\"auto\" or \"cpu\""};
-  if (o.cache == cache_kind::pixels && !o.cache_dir.empty())
-    return gpu_obstacle{"cache=\"pixels\" keeps pixels decoded on the CPU and reads them instead of decoding",
-                        refused + "not with cache=\"pixels\", which keeps pixels decoded on the CPU (exact "
-                                  "mode's) and reads them instead of decoding; use cache=\"bytes\" or "
-                                  "decode=\"auto\" or \"cpu\""};
-  return std::nullopt;
-}
-
 // options.decode settled from what was asked (see resolve.hpp), with its reason.
 option_reason settle_decode(loader_options& o, bool exact) {
-  const std::optional<gpu_obstacle> obstacle = gpu_decode_obstacle(o, exact);
+  const std::optional<detail::gpu_obstacle> obstacle = detail::gpu_decode_obstacle(o, exact);
   switch (o.decode) {
     case decode_where::cpu:
       return {"decode", "asked"};
@@ -208,5 +170,38 @@ resolved resolve(loader_request r) {
   o.reasons = out.reasons;
   return out;
 }
+
+namespace detail {
+
+std::optional<gpu_obstacle> gpu_decode_obstacle(const loader_options& o, bool exact) {
+  const std::string refused = "decode=\"gpu\": ";
+  if (o.device < 0)
+    return gpu_obstacle{"batches stay on the host (no device): the GPU decodes only into device batches",
+                        refused + "it decodes into batches on a CUDA device, and batches stay on the host here; "
+                                  "give the device option (Python: device=\"cuda\") or use decode=\"auto\" or "
+                                  "\"cpu\""};
+  if (exact)
+    return gpu_obstacle{"exact mode: torchvision-identical pixels need libjpeg-turbo's IDCT and chroma upsampling",
+                        refused + "not with exact=True: the GPU's IDCT and chroma upsampling are not "
+                                  "libjpeg-turbo's, so torchvision-identical pixels cannot hold; use exact=False "
+                                  "or decode=\"cpu\""};
+  if (const std::string op = o.pipeline.device_refusal(); !op.empty())
+    return gpu_obstacle{op + " has no device kernel (the GPU decode runs the crop/resize/flip head and "
+                             "ToTensor/Normalize)",
+                        refused + op + " has no device kernel (the GPU decode runs the crop/resize/flip head and "
+                                       "ToTensor/Normalize); use decode=\"auto\" or \"cpu\""};
+  if (o.pixels)
+    return gpu_obstacle{"the images are in memory as pixels: nothing to decode",
+                        refused + "the images are given in memory as pixels, so there is nothing to decode; "
+                                  "use decode=\"auto\" or \"cpu\""};
+  if (o.cache == cache_kind::pixels && !o.cache_dir.empty())
+    return gpu_obstacle{"cache=\"pixels\" keeps pixels decoded on the CPU and reads them instead of decoding",
+                        refused + "not with cache=\"pixels\", which keeps pixels decoded on the CPU (exact "
+                                  "mode's) and reads them instead of decoding; use cache=\"bytes\" or "
+                                  "decode=\"auto\" or \"cpu\""};
+  return std::nullopt;
+}
+
+}  // namespace detail
 
 }  // namespace ringfeed
