@@ -72,11 +72,19 @@ double magnitude_of(mix_op o, int bin, size2 size, linspace_rule rule, bool v2) 
 
 }  // namespace
 
+namespace {
+// Box–Muller from u1 in (0, 1] and u2 in [0, 1): the one expression both
+// draws below use, so their values cannot drift apart.
+inline double box_muller(double u1, double u2) {
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+}  // namespace
+
 // A standard normal draw (Box–Muller).
 double standard_normal(sample_rng& rng) {
   const double u1 = 1.0 - rng.uniform();  // (0, 1]
   const double u2 = rng.uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  return box_muller(u1, u2);
 }
 
 void standard_normals(sample_rng& rng, std::span<float> out) {
@@ -88,8 +96,7 @@ void standard_normals(sample_rng& rng, std::span<float> out) {
       u1[i] = 1.0 - rng.uniform();
       u2[i] = rng.uniform();
     }
-    for (std::size_t i = 0; i < n; ++i)  // standard_normal's expression, as written there
-      out[at + i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1[i])) * std::cos(2.0 * std::numbers::pi * u2[i]));
+    for (std::size_t i = 0; i < n; ++i) out[at + i] = static_cast<float>(box_muller(u1[i], u2[i]));
   }
 }
 
