@@ -328,6 +328,8 @@ class pipeline {
                           std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
   frame_shape head_frame() const noexcept;
   void run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const;
+  // The appended ops from `first` on the head frame in `ws`; returns that frame.
+  frame& run_tail_ops(pipeline_workspace& ws, const sample_key& key, std::size_t first) const;
   // The appended ops from `first` on the head frame in `ws`, then the output conversion and the output ops.
   void run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key, std::span<std::byte> dst,
                 std::size_t first = 0) const;
@@ -337,6 +339,8 @@ class pipeline {
   // the same pixels as a full decode's), then the op's torch resize; the
   // head frame then holds what the two ops give, byte for byte. False
   // (nothing done) for another file, which takes the general path.
+  // The list ops run_crop_region stands for: ToImage, RandomResizedCrop.
+  static constexpr std::size_t crop_region_ops = 2;
   bool run_crop_region(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                        const sample_key& key, sample_result& result) const;
 

@@ -337,7 +337,7 @@ sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::b
   }
   sample_result result;
   if (m_crop_region && pixels == nullptr && run_crop_region(ws, encoded, name, key, result)) {
-    run_tail(ws, name, key, dst, 2);
+    run_tail(ws, name, key, dst, crop_region_ops);
     return result;
   }
   result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
@@ -354,8 +354,9 @@ bool pipeline::run_crop_region(pipeline_workspace& ws, std::span<const std::byte
   // The draws of RandomResizedCrop's run() on the full decode: its stream,
   // the image's size (the header's: no rotation).
   const size2 source{info.width, info.height};
-  sample_rng rng(key, m_tail_streams[1]);
-  const crop_box box = random_resized_crop_box(source, describe_geometry(*m_tail[1]).range, rng);
+  constexpr std::size_t crop = crop_region_ops - 1;  // the RandomResizedCrop after ToImage
+  sample_rng rng(key, m_tail_streams[crop]);
+  const crop_box box = random_resized_crop_box(source, describe_geometry(*m_tail[crop]).range, rng);
   if (box.empty()) return false;
   scaled_request req;  // scale 1: the region's pixels equal a full decode's
   req.region = box;
@@ -366,7 +367,7 @@ bool pipeline::run_crop_region(pipeline_workspace& ws, std::span<const std::byte
   const crop_box held = {box.top - got.held.top, box.left - got.held.left, box.height, box.width};
   f.pixels.assign(w.source.view().crop(held));
   f.set_image(frame_kind::tensor_u8);
-  if (!finish_tensor_crop(*m_tail[1], f, w.scratch))
+  if (!finish_tensor_crop(*m_tail[crop], f, w.scratch))
     throw std::logic_error("pipeline: the region decode's second op is not a tensor RandomResizedCrop");
   result.info = info;
   result.plan.source = source;
@@ -376,11 +377,15 @@ bool pipeline::run_crop_region(pipeline_workspace& ws, std::span<const std::byte
   return true;
 }
 
+frame& pipeline::run_tail_ops(pipeline_workspace& ws, const sample_key& key, std::size_t first) const {
+  pipeline_workspace::impl& w = *ws.m_impl;
+  for (std::size_t i = first; i < m_tail.size(); ++i) run_op(*m_tail[i], w.head, key, m_tail_streams[i], w.scratch);
+  return w.head;
+}
+
 void pipeline::run_tail(pipeline_workspace& ws, std::string_view name, const sample_key& key,
                         std::span<std::byte> dst, std::size_t first) const {
-  pipeline_workspace::impl& w = *ws.m_impl;
-  frame& f = w.head;
-  for (std::size_t i = first; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  frame& f = run_tail_ops(ws, key, first);
   const output_shape got{f.channels, f.height, f.width, m_output};
   if (dst.size() != got.bytes())
     throw image_error(name, "the transforms made a " + std::to_string(f.channels) + "x" + std::to_string(f.height) +
@@ -460,11 +465,10 @@ sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::by
   sample_result result;
   std::size_t first = 0;
   if (m_crop_region && run_crop_region(ws, encoded, name, key, result))
-    first = 2;
+    first = crop_region_ops;
   else
     result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, {}, true);
-  frame& f = w.head;
-  for (std::size_t i = first; i < m_tail.size(); ++i) run_op(*m_tail[i], f, key, m_tail_streams[i], w.scratch);
+  frame& f = run_tail_ops(ws, key, first);
   shape = output_shape{f.channels, f.height, f.width, m_output};
   dst.resize(shape.bytes());
   write_frame(f, m_output, m_normalize, dst);
