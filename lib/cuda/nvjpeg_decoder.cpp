@@ -127,7 +127,7 @@ class nvjpeg_decoder final : public jpeg_decoder {
   void decode(std::span<const jpeg_job> jobs, stream_t stream) override {
     const auto s = static_cast<cudaStream_t>(stream);
     int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess || current != m_device) cuda_check(cudaSetDevice(m_device), "cudaSetDevice");
+    if (cudaGetDevice(&current) != cudaSuccess || current != m_device) cuda::check(cudaSetDevice(m_device), "cudaSetDevice");
     std::vector<const jpeg_job*> hardware, hybrid;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       validate(jobs[i], i);
@@ -139,14 +139,14 @@ class nvjpeg_decoder final : public jpeg_decoder {
 
  private:
   void open(std::size_t budget) {
-    cuda_check(cudaSetDevice(m_device), "cudaSetDevice");
+    cuda::check(cudaSetDevice(m_device), "cudaSetDevice");
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = m_device;
-    cuda_check(cudaMemPoolCreate(&m_memory.pool, &props), "cudaMemPoolCreate");
+    cuda::check(cudaMemPoolCreate(&m_memory.pool, &props), "cudaMemPoolCreate");
     std::uint64_t keep = budget != 0 ? budget : std::numeric_limits<std::uint64_t>::max();
-    cuda_check(cudaMemPoolSetAttribute(m_memory.pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    cuda::check(cudaMemPoolSetAttribute(m_memory.pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
     m_memory.budget = budget;
     m_device_allocator = {&memory::device_malloc, &memory::device_free, &m_memory};
     m_pinned_allocator = {&memory::pinned_malloc, &memory::pinned_free, &m_memory};
@@ -303,7 +303,7 @@ class nvjpeg_decoder final : public jpeg_decoder {
       check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &slot.buffer), "nvjpegBufferPinnedCreateV2", s);
       if (const cudaError_t e = cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming); e != cudaSuccess) {
         (void)m_api.buffer_pinned_destroy(slot.buffer);
-        cuda_check(e, "cudaEventCreateWithFlags");
+        cuda::check(e, "cudaEventCreateWithFlags");
       }
       m_slots.push_back(slot);
     }
@@ -311,7 +311,7 @@ class nvjpeg_decoder final : public jpeg_decoder {
       pinned_slot& slot = m_slots[m_next_slot];
       m_next_slot = (m_next_slot + 1) % m_slots.size();
       if (slot.used && cudaEventQuery(slot.copied) == cudaErrorNotReady) {
-        cuda_check(cudaEventSynchronize(slot.copied), "cudaEventSynchronize");
+        cuda::check(cudaEventSynchronize(slot.copied), "cudaEventSynchronize");
       }
       check(m_api.state_attach_pinned_buffer(m_hybrid_state, slot.buffer), "nvjpegStateAttachPinnedBuffer", s);
       set_region(m_hybrid_params, *j, s);
@@ -320,18 +320,11 @@ class nvjpeg_decoder final : public jpeg_decoder {
             "nvjpegDecodeJpegHost", s);
       check(m_api.decode_jpeg_transfer_to_device(m_handle, m_hybrid, m_hybrid_state, m_hybrid_stream, s),
             "nvjpegDecodeJpegTransferToDevice", s);
-      cuda_check(cudaEventRecord(slot.copied, s), "cudaEventRecord");
+      cuda::check(cudaEventRecord(slot.copied, s), "cudaEventRecord");
       slot.used = true;
       nvjpegImage_t out = destination(*j);
       check(m_api.decode_jpeg_device(m_handle, m_hybrid, m_hybrid_state, &out, s), "nvjpegDecodeJpegDevice", s);
     }
-  }
-
-  // A CUDA error of ours: sticky ones are a lost device.
-  static void cuda_check(cudaError_t e, const char* call) {
-    if (e == cudaSuccess) return;
-    (void)cudaGetLastError();
-    throw cuda_error(static_cast<int>(e), std::string(call) + ": " + cuda_text(e), is_sticky(e));
   }
 
   // An nvJPEG status: a lost context behind it (the runtime's last error,
