@@ -37,18 +37,17 @@ image::crop_box region_of(const image::sample_plan& plan) {
 resize_image resize_of(const gpu_sample& g, std::size_t dst_offset) {
   const image::crop_box& crop = g.plan.crop;
   const image::crop_box& got = g.region;
-  const int top = std::max(got.top, crop.top), left = std::max(got.left, crop.left);
-  const int bottom = std::min(got.bottom(), crop.bottom()), right = std::min(got.right(), crop.right());
+  const image::crop_box use = image::intersect(got, crop);
   const std::size_t pitch = static_cast<std::size_t>(got.width) * 3;
   resize_image r;
   r.request = request_of(g.plan);
-  r.request.src_left = left - crop.left;
-  r.request.src_top = top - crop.top;
-  r.src_width = right - left;
-  r.src_height = bottom - top;
+  r.request.src_left = use.left - crop.left;
+  r.request.src_top = use.top - crop.top;
+  r.src_width = use.width;
+  r.src_height = use.height;
   r.src_pitch = pitch;
-  r.src_offset = g.region_offset + static_cast<std::size_t>(top - got.top) * pitch +
-                 static_cast<std::size_t>(left - got.left) * 3;
+  r.src_offset = g.region_offset + static_cast<std::size_t>(use.top - got.top) * pitch +
+                 static_cast<std::size_t>(use.left - got.left) * 3;
   r.dst_offset = dst_offset;
   r.flip = g.plan.flip;
   return r;
@@ -104,8 +103,7 @@ jpeg_route decode_stage::route(const image::image_info& info, const image::sampl
     r.why_cpu = "not a JPEG";
   } else if (info.orientation != 1) {
     r.why_cpu = "EXIF orientation";
-  } else if (plan.crop.empty() || w.top < 0 || w.left < 0 || w.bottom() > plan.resized.height ||
-             w.right() > plan.resized.width) {
+  } else if (plan.crop.empty() || image::intersect(w, {0, 0, plan.resized.height, plan.resized.width}) != w) {
     r.why_cpu = "padding";
   } else {
     r = m_decoder->route(info);

@@ -47,6 +47,17 @@ struct crop_box {
   friend bool operator==(const crop_box&, const crop_box&) = default;
 };
 
+/// The rectangle `a` and `b` share (empty, at their far corner's top-left,
+/// when they do not meet).
+[[nodiscard]] inline crop_box intersect(const crop_box& a, const crop_box& b) noexcept {
+  const int top = a.top > b.top ? a.top : b.top;
+  const int left = a.left > b.left ? a.left : b.left;
+  const int bottom = a.bottom() < b.bottom() ? a.bottom() : b.bottom();
+  const int right = a.right() < b.right() ? a.right() : b.right();
+  if (bottom <= top || right <= left) return {top, left, 0, 0};
+  return {top, left, bottom - top, right - left};
+}
+
 /// A width × height pair.
 struct size2 {
   int width = 0;

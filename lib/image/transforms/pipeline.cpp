@@ -40,15 +40,6 @@ pipeline_workspace& pipeline_workspace::operator=(pipeline_workspace&&) noexcept
 
 namespace {
 
-crop_box intersect(const crop_box& a, const crop_box& b) {
-  const int top = std::max(a.top, b.top);
-  const int left = std::max(a.left, b.left);
-  const int bottom = std::min(a.bottom(), b.bottom());
-  const int right = std::min(a.right(), b.right());
-  if (bottom <= top || right <= left) return {top, left, 0, 0};
-  return {top, left, bottom - top, right - left};
-}
-
 std::string size_text(size2 s) { return std::to_string(s.width) + "x" + std::to_string(s.height); }
 
 void check_dst(const output_shape& shape, std::span<std::byte> dst) {
