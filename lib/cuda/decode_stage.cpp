@@ -1,7 +1,5 @@
 // The GPU decode stage: see decode_stage.hpp.
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <utility>
 
 #include <ringfeed/cuda/uploader.hpp>

@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include <ringfeed/text.hpp>
 
 #include "../cuda/device_api.hpp"
 #include "gpu_obstacle.hpp"
