@@ -317,3 +317,40 @@ TEST_CASE("a flipped uint8 output is the unflipped one mirrored, at every width"
                   a[(static_cast<std::size_t>(y) * w + (w - 1 - x)) * 3 + c]);
   }
 }
+
+TEST_CASE("apply_pixel_rows on the rows rows_read names equals apply_pixels on the whole image", "[image][transforms]") {
+  // What a pixel cache hit relies on: it reads only the stripes holding
+  // rows_read()'s rows. Any row missing from them would be read out of
+  // bounds (the resampler refuses it); any difference in arithmetic shows.
+  const int w = 97, h = 131;
+  for (const int channels : {3, 1}) {
+    std::vector<std::uint8_t> src(static_cast<std::size_t>(w) * h * channels);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 131 + i / 7);
+    const img::image_view pixels{src.data(), w, h, channels, w * channels};
+    for (const auto filter : {img::resample_filter::bilinear, img::resample_filter::bicubic,
+                              img::resample_filter::lanczos, img::resample_filter::box}) {
+      auto train = img::pipeline::train(24, img::pipeline_mode::exact);
+      train.set_filter(filter).set_output(ringfeed::output_spec::float32_nchw());
+      img::pipeline_workspace ws;
+      int partial = 0;
+      for (std::uint64_t n = 0; n < 60; ++n) {
+        const img::sample_key key{7, n % 3, n};
+        const auto [top, bottom] = train.rows_read({w, h}, key);
+        INFO("channels " << channels << ", filter " << static_cast<int>(filter) << ", sample " << n << ": rows "
+                         << top << ".." << bottom);
+        REQUIRE((0 <= top && top < bottom && bottom <= h));
+        partial += bottom - top < h;
+        std::vector<std::byte> whole(3 * 24 * 24 * sizeof(float)), rows(whole.size());
+        train.apply_pixels(ws, pixels, "test", key, whole);
+        const img::image_rows held{pixels.crop({top, 0, bottom - top, w}), top, {w, h}};
+        train.apply_pixel_rows(ws, held, "test", key, rows);
+        REQUIRE(rows == whole);
+        if (top > 0) {  // one row fewer than named is refused, never read past
+          const img::image_rows short_by_one{pixels.crop({top + 1, 0, bottom - top - 1, w}), top + 1, {w, h}};
+          CHECK_THROWS(train.apply_pixel_rows(ws, short_by_one, "test", key, rows));
+        }
+      }
+      CHECK(partial > 30);  // most crops read part of the image
+    }
+  }
+}

@@ -82,6 +82,16 @@ struct image_view {
   }
 };
 
+/// Rows [top, top + rows.height) of a decoded image of `size`, all of its
+/// columns: what a reader kept when the transforms need only some rows
+/// (pipeline::rows_read, a pixel cache hit).
+struct image_rows {
+  image_view rows;
+  int top = 0;
+  size2 size;
+  [[nodiscard]] static image_rows whole(image_view v) noexcept { return {v, 0, v.size()}; }
+};
+
 /// Writable view of interleaved 8-bit pixels.
 struct mutable_image_view {
   std::uint8_t* data = nullptr;

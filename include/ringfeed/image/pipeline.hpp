@@ -35,6 +35,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ringfeed/image/image.hpp>
@@ -288,6 +289,16 @@ class pipeline {
   sample_result apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
                              const sample_key& key, std::span<std::byte> dst) const;
 
+  /// The rows of a decoded `source`-sized image (after orientation) that
+  /// apply_pixels() reads for `key`: [first, second), all columns; empty
+  /// when it reads none. Pure: the same draws as apply_pixels().
+  [[nodiscard]] std::pair<int, int> rows_read(size2 source, const sample_key& key) const;
+  /// apply_pixels() for some rows of an image: `pixels.rows` must hold
+  /// rows_read(pixels.size, key); the result equals apply_pixels() on the
+  /// whole image. Throws std::invalid_argument for rows outside the image.
+  sample_result apply_pixel_rows(pipeline_workspace& ws, const image_rows& pixels, std::string_view name,
+                                 const sample_key& key, std::span<std::byte> dst) const;
+
   /// What keeps a GPU decode from running this pipeline on the device: the
   /// first op with no device kernel (its name, "RandAugment"), or "" when
   /// every step can (the fused crop / resize / flip head, then the output
@@ -324,7 +335,7 @@ class pipeline {
   enum class geometry : std::uint8_t { none, resize_shorter, resize_exact, random_resized_crop };
 
   void check_can_add(int stage, const char* what) const;
-  sample_result apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_view* pixels,
+  sample_result apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_rows* pixels,
                           std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
   frame_shape head_frame() const noexcept;
   void run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const;

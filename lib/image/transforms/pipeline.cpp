@@ -141,14 +141,25 @@ struct run_context {
   }
 
   // Exact: `source` holds the whole decoded image.
-  void render_full(const sample_plan& plan, std::span<std::byte> dst) const { render_from(source.view(), plan, dst); }
-  // render_full from `whole`, the whole (RGB) source image.
-  void render_from(image_view whole, const sample_plan& plan, std::span<std::byte> dst) const {
+  void render_full(const sample_plan& plan, std::span<std::byte> dst) const {
+    render_from(image_rows::whole(source.view()), plan, dst);
+  }
+  // render_full from (RGB) rows of the source image that hold every row
+  // the crop's resample reads (rows_read()): the crop's rows outside them
+  // are never read, so the result is the whole image's.
+  void render_from(const image_rows& from, const sample_plan& plan, std::span<std::byte> dst) const {
     resample_request rq;
     rq.input = {plan.crop.width, plan.crop.height};
     rq.output = plan.resized;
     rq.filter = plan.filter;
-    render(whole.crop(plan.crop), rq, plan, dst);
+    const crop_box usable = intersect({from.top, 0, from.rows.height, from.rows.width}, plan.crop);
+    if (usable.empty()) {  // nothing of the crop is held: only right when nothing is read (an empty crop)
+      render(from.rows.crop({0, 0, 0, 0}), rq, plan, dst);
+      return;
+    }
+    rq.src_top = usable.top - plan.crop.top;
+    rq.src_left = usable.left - plan.crop.left;
+    render(from.rows.crop({usable.top - from.top, usable.left, usable.height, usable.width}), rq, plan, dst);
   }
 
   // Fast: decode only what the window reads, at the largest DCT scale the
@@ -233,7 +244,7 @@ void load_pixels(image_view pixels, image_buffer& source) {
 // `encoded` is unused.
 sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std::byte> encoded,
                        std::string_view name, const sample_key& key, std::span<std::byte> dst, bool to_head,
-                       const image_view* pixels = nullptr) {
+                       const image_rows* pixels = nullptr) {
   run_context run{w.dec, w.rs, w.source, w.window, recipe, to_head};
   const auto out_span = [&](const sample_plan& plan) {
     if (!to_head) return dst;
@@ -245,14 +256,14 @@ sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std
   if (pixels != nullptr) {
     // RGB is read where it is (an in-memory dataset, a pixel cache's read
     // buffer); L is made its RGB replicate first.
-    if (pixels->channels != 3) load_pixels(*pixels, w.source);
-    const image_view whole = pixels->channels == 3 ? *pixels : w.source.view();
-    result.info.width = pixels->width;
-    result.info.height = pixels->height;
-    result.info.components = pixels->channels;
-    result.plan = recipe.plan(whole.size(), key);
+    if (pixels->rows.channels != 3) load_pixels(pixels->rows, w.source);
+    const image_rows rgb{pixels->rows.channels == 3 ? pixels->rows : w.source.view(), pixels->top, pixels->size};
+    result.info.width = pixels->size.width;
+    result.info.height = pixels->size.height;
+    result.info.components = pixels->rows.channels;
+    result.plan = recipe.plan(pixels->size, key);
     if (!to_head) check_dst(recipe.shape_for(result.plan.source), dst);
-    run.render_from(whole, result.plan, out_span(result.plan));
+    run.render_from(rgb, result.plan, out_span(result.plan));
     return result;
   }
   if (recipe.mode() == pipeline_mode::fast) {
@@ -310,13 +321,32 @@ sample_result pipeline::apply(pipeline_workspace& ws, std::span<const std::byte>
 
 sample_result pipeline::apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
                                      const sample_key& key, std::span<std::byte> dst) const {
-  if (pixels.channels != 1 && pixels.channels != 3)
-    throw std::invalid_argument("pipeline::apply_pixels: " + std::to_string(pixels.channels) +
+  return apply_pixel_rows(ws, image_rows::whole(pixels), name, key, dst);
+}
+
+sample_result pipeline::apply_pixel_rows(pipeline_workspace& ws, const image_rows& pixels, std::string_view name,
+                                         const sample_key& key, std::span<std::byte> dst) const {
+  if (pixels.rows.channels != 1 && pixels.rows.channels != 3)
+    throw std::invalid_argument("pipeline::apply_pixels: " + std::to_string(pixels.rows.channels) +
                                 " channels (1 or 3 are taken)");
+  if (pixels.rows.width != pixels.size.width || pixels.top < 0 || pixels.top + pixels.rows.height > pixels.size.height)
+    throw std::invalid_argument("pipeline::apply_pixel_rows: rows outside the image");
   return apply_any(ws, {}, &pixels, name, key, dst);
 }
 
-sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_view* pixels,
+std::pair<int, int> pipeline::rows_read(size2 source, const sample_key& key) const {
+  const sample_plan plan = this->plan(source, key);
+  resample_request rq;
+  rq.input = {plan.crop.width, plan.crop.height};
+  rq.output = plan.resized;
+  rq.filter = plan.filter;
+  rq.window = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
+  if (plan.crop.empty() || rq.window.empty()) return {0, 0};  // all padding, or an empty crop: nothing read
+  const crop_box need = resampler::source_region(rq);
+  return {plan.crop.top + need.top, plan.crop.top + need.bottom()};
+}
+
+sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_rows* pixels,
                                   std::string_view name, const sample_key& key, std::span<std::byte> dst) const {
   if (const auto fixed = fixed_shape()) check_dst(*fixed, dst);
   pipeline_workspace::impl& w = *ws.m_impl;
@@ -421,7 +451,8 @@ image_view pipeline::apply_head(pipeline_workspace& ws, image_view pixels, std::
   if (pixels.channels != 1 && pixels.channels != 3)
     throw std::invalid_argument("pipeline::apply_head: " + std::to_string(pixels.channels) + " channels");
   pipeline_workspace::impl& w = *ws.m_impl;
-  (void)run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, {}, name, sample_key{}, {}, true, &pixels);
+  const image_rows whole = image_rows::whole(pixels);
+  (void)run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, {}, name, sample_key{}, {}, true, &whole);
   return w.head.pixels.view();
 }
 
