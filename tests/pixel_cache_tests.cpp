@@ -169,6 +169,90 @@ TEST_CASE("pixel cache: a writer killed mid-entry leaves every complete entry us
   r.stop_reads();
 }
 
+// Rows [top, bottom) of `img` packed: what a read of stripes holding them gives.
+std::vector<std::uint8_t> rows_of(const test_image& img, int top, int bottom) {
+  const auto all = img.packed();
+  const auto row = static_cast<std::ptrdiff_t>(img.width) * 3;
+  return {all.begin() + top * row, all.begin() + bottom * row};
+}
+
+TEST_CASE("pixel cache: an entry of several stripes is read only where asked, each stripe checked",
+          "[pixel_cache]") {
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  // 600-byte rows: stripes of 109 rows (64 KiB / 600), so 3 of them.
+  const test_image a(200, 300, 1), b(200, 300, 2);
+  {
+    pixel_cache w(options_for(tmp.path()));
+    REQUIRE(w.store(key(1), a.view()));
+    REQUIRE(w.store(key(2), b.view()));
+  }
+  const auto rows = [](int top, int bottom) {
+    return [=](ringfeed::image::size2 size) {
+      // Only called with the stored image's size.
+      return size == ringfeed::image::size2{200, 300} ? std::pair{top, bottom} : std::pair{0, 0};
+    };
+  };
+  SECTION("reads cover the stripes of the rows asked, no more") {
+    pixel_cache r(options_for(tmp.path()));
+    r.start_reads(pool);
+    auto got = ringfeed::sync_wait(r.read(key(1), buffer, rows(150, 160)));
+    REQUIRE(got);
+    CHECK((got->top == 109 && got->rows.height == 109 && got->size == ringfeed::image::size2{200, 300}));
+    CHECK(bytes_of(got->rows) == rows_of(a, 109, 218));
+    got = ringfeed::sync_wait(r.read(key(1), buffer, rows(100, 300)));
+    REQUIRE(got);
+    CHECK((got->top == 0 && got->rows.height == 300));
+    CHECK(bytes_of(got->rows) == a.packed());
+    got = ringfeed::sync_wait(r.read(key(2), buffer, rows(299, 300)));
+    REQUIRE(got);
+    CHECK((got->top == 218 && got->rows.height == 82));
+    CHECK(bytes_of(got->rows) == rows_of(b, 218, 300));
+    CHECK(r.counters().bytes_read == 600u * (109 + 300 + 82));
+    r.stop_reads();
+  }
+  SECTION("a flipped byte in a stripe read drops the entry; stripes not read are not judged") {
+    {
+      std::fstream f(only_file(tmp.path(), ".data"), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(600 * 5);  // entry 1, stripe 0
+      f.put(static_cast<char>(a.packed()[600 * 5] ^ 1));
+    }
+    pixel_cache r(options_for(tmp.path()));
+    r.start_reads(pool);
+    const auto got = ringfeed::sync_wait(r.read(key(1), buffer, rows(120, 130)));
+    REQUIRE(got);
+    CHECK(bytes_of(got->rows) == rows_of(a, 109, 218));
+    CHECK_FALSE(ringfeed::sync_wait(r.read(key(1), buffer, rows(0, 10))));
+    CHECK(r.counters().corrupt == 1);
+    CHECK_FALSE(ringfeed::sync_wait(r.read(key(1), buffer, rows(120, 130))));  // dropped
+    CHECK(ringfeed::sync_wait(r.read(key(2), buffer, rows(0, 10))));
+    r.stop_reads();
+  }
+  // A record is 64 bytes and 3 stripe sums padded to 16: 80 bytes.
+  const auto index = only_file(tmp.path(), ".index");
+  REQUIRE(std::filesystem::file_size(index) == 160);
+  SECTION("stripe sums cut short: the writer died appending them") {
+    std::filesystem::resize_file(index, 80 + 64 + 8);
+    pixel_cache r(options_for(tmp.path()));
+    CHECK((r.counters().entries == 1 && r.counters().torn == 1));
+  }
+  SECTION("a stripe sum flipped in the index: that entry is torn, the next still read") {
+    {
+      std::fstream f(index, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(64 + 4);
+      f.put('\x55');
+    }
+    pixel_cache r(options_for(tmp.path()));
+    r.start_reads(pool);
+    CHECK((r.counters().entries == 1 && r.counters().torn == 1));
+    const auto got = ringfeed::sync_wait(r.read(key(2), buffer));
+    REQUIRE(got);
+    CHECK(bytes_of(*got) == b.packed());
+    r.stop_reads();
+  }
+}
+
 TEST_CASE("pixel cache: pixels that fail their checksum are dropped, never served", "[pixel_cache]") {
   ringfeed::test::temp_dir tmp;
   ringfeed::thread_pool pool(2);

@@ -170,11 +170,22 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         std::optional<stream_item> streamed;  // stream_shards: the streamer read it
         // cache=pixels: the decoded image from the cache (a hit), or the key
         // to store the decode under (a miss).
-        std::optional<image::image_view> cached;
+        // An order of the caller's may repeat an index (sampling with
+        // replacement): its random choices follow the position instead.
+        const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
+        const image::sample_key sample{seed, s.epoch, key};
+        std::optional<image::image_rows> cached;
         pixel_cache::key pixel_key_of{};
         if (m_pixels) {
           pixel_key_of = pixel_key(m_ds.ref(index, path));
-          cached = co_await m_pixels->read(pixel_key_of, pixel_buffer);
+          // A kept head's output is read whole; a decoded image only where
+          // this sample's transforms read it.
+          if (m_pixel_head)
+            cached = co_await m_pixels->read(pixel_key_of, pixel_buffer, {});
+          else
+            cached = co_await m_pixels->read(pixel_key_of, pixel_buffer, [&](image::size2 size) {
+              return m_plan.pipe.rows_read(size, sample);
+            });
         }
         if (m_opt.pixels || cached) {  // nothing to read: in memory, or in the pixel cache
           if (m_opt.pixels) path.assign(m_opt.source).append(m_ds.name(index));
@@ -204,18 +215,14 @@ task<> loader_core::work(std::shared_ptr<run> r) {
         const auto t1 = clock::now();
         thread_local image::pipeline_workspace ws;
         const std::string_view name = loc.shard == data::no_shard ? std::string_view(path) : m_ds.name(index);
-        // An order of the caller's may repeat an index (sampling with
-        // replacement): its random choices follow the position instead.
-        const std::size_t key = r->order ? s.number * m_opt.batch_size + slot : index;
         const std::span<std::byte> out(s.images + slot * m_plan.sample_bytes, m_plan.sample_bytes);
-        const image::sample_key sample{seed, s.epoch, key};
         if (m_stage && gpu_route(s.gpu[slot], bytes, name, sample)) {
           // The upload thread queues its decode on the GPU with the batch.
         } else if (cached) {
           if (m_pixel_head)
-            m_plan.pipe.apply_after_head(ws, *cached, name, sample, out);
+            m_plan.pipe.apply_after_head(ws, cached->rows, name, sample, out);
           else
-            m_plan.pipe.apply_pixels(ws, *cached, name, sample, out);
+            m_plan.pipe.apply_pixel_rows(ws, *cached, name, sample, out);
         } else if (m_pixels) {
           // A miss: the full decode, and what is kept of it for the next
           // epochs (the decode, or the deterministic head's output), then
@@ -236,9 +243,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           const auto row = static_cast<std::size_t>(px.width) * static_cast<std::size_t>(px.channels);
           const image::image_view pixels{px.data + index * row * static_cast<std::size_t>(px.height), px.width,
                                          px.height, px.channels, static_cast<std::ptrdiff_t>(row)};
-          m_plan.pipe.apply_pixels(ws, pixels, name, image::sample_key{seed, s.epoch, key}, out);
+          m_plan.pipe.apply_pixels(ws, pixels, name, sample, out);
         } else {
-          m_plan.pipe.apply(ws, bytes, name, image::sample_key{seed, s.epoch, key}, out);
+          m_plan.pipe.apply(ws, bytes, name, sample, out);
         }
         s.ok[slot] = 1;
         if (m_stage && s.gpu[slot].backend == cuda::jpeg_backend::cpu) m_stage->count_cpu(ns_since(t1));

@@ -41,17 +41,40 @@ constexpr std::uint64_t align = 4096;
 constexpr std::uint64_t round_up(std::uint64_t n) { return (n + align - 1) / align * align; }
 
 // One index record: 64 bytes, little-endian as the machine (the cache is
-// local to one machine).
+// local to one machine). An entry of more than one stripe (stripe_rows > 0)
+// has its stripe sums after the record: ceil(height / stripe_rows) uint32
+// (the low half of each stripe's XXH3-64), padded to 8 bytes, and
+// `checksum` is the XXH3-64 of those sums. An entry of one stripe has no
+// sums and stripe_rows 0, and `checksum` is the XXH3-64 of its pixels (the
+// only kind the first version wrote: its caches still read).
 struct record {
   std::uint64_t key_hi, key_lo;
   std::uint64_t offset, size;
-  std::uint32_t width, height, channels, reserved;
-  std::uint64_t checksum;  // XXH3-64 of the pixels
-  std::uint64_t self;      // XXH3-64 of the 56 bytes above
+  std::uint32_t width, height, channels, stripe_rows;
+  std::uint64_t checksum;
+  std::uint64_t self;  // XXH3-64 of the 56 bytes above
 };
 static_assert(sizeof(record) == 64);
 
 std::uint64_t self_sum(const record& r) { return RF_XXH3_64(&r, offsetof(record, self)); }
+
+// A hit reads the stripes that hold the rows its transforms read (a
+// RandomResizedCrop reads about 3/4 of an image's rows), each checked on
+// its own. 64 KiB stripes: 28 bytes of sums per ImageNet image in memory.
+constexpr std::uint64_t stripe_target = 64 * 1024;
+
+std::uint32_t stripe_rows_for(std::uint64_t row_bytes, std::uint32_t height) {
+  const std::uint64_t rows = std::max<std::uint64_t>(1, stripe_target / std::max<std::uint64_t>(row_bytes, 1));
+  return rows >= height ? 0 : static_cast<std::uint32_t>(rows);  // 0: one stripe
+}
+std::uint32_t stripe_count(std::uint32_t height, std::uint32_t stripe_rows) {
+  return stripe_rows == 0 ? 1 : (height + stripe_rows - 1) / stripe_rows;
+}
+std::uint32_t stripe_sum(const void* p, std::size_t n) { return static_cast<std::uint32_t>(RF_XXH3_64(p, n)); }
+// Bytes of sums after a record of `stripes` stripes (none for one).
+std::size_t tail_bytes(std::uint32_t stripe_rows, std::uint32_t stripes) {
+  return stripe_rows == 0 ? 0 : (static_cast<std::size_t>(stripes) * 4 + 7) / 8 * 8;
+}
 
 std::string errno_text(int err) { return std::system_category().message(err); }
 
@@ -69,10 +92,18 @@ std::vector<std::filesystem::path> index_files(const std::filesystem::path& dir)
   return out;
 }
 
+struct loaded_record {
+  record r;
+  std::uint64_t sums;  // where its stripe sums start in the caller's `sums`
+};
+
 // The records of one index whose checksums hold and whose pixels lie
-// within the pack's data file; `torn` counts the others.
-std::vector<record> read_index(const std::filesystem::path& index, std::uint64_t& torn) {
-  std::vector<record> out;
+// within the pack's data file, their stripe sums appended to `sums` (when
+// given); `torn` counts the others. A record whose own checksum fails ends
+// the index (where its sums end is not known).
+std::vector<loaded_record> read_index(const std::filesystem::path& index, std::uint64_t& torn,
+                                      std::vector<std::uint32_t>* sums) {
+  std::vector<loaded_record> out;
   std::ifstream in(index, std::ios::binary);
   if (!in) return out;
   std::filesystem::path data = index;
@@ -80,13 +111,26 @@ std::vector<record> read_index(const std::filesystem::path& index, std::uint64_t
   std::error_code ec;
   const std::uint64_t data_size = std::filesystem::file_size(data, ec);
   record r{};
+  std::vector<std::uint32_t> tail;
   while (in.read(reinterpret_cast<char*>(&r), sizeof r)) {
+    if (r.self != self_sum(r)) {
+      ++torn;
+      return out;
+    }
+    const std::uint32_t stripes = stripe_count(r.height, r.stripe_rows);
+    tail.resize(tail_bytes(r.stripe_rows, stripes) / 4);
+    if (!tail.empty() && !in.read(reinterpret_cast<char*>(tail.data()), static_cast<std::streamsize>(tail.size() * 4))) {
+      ++torn;  // its sums cut short: the writer died while appending them
+      return out;
+    }
     const std::uint64_t pixels = static_cast<std::uint64_t>(r.width) * r.height * r.channels;
-    if (r.self != self_sum(r) || ec || r.offset % align != 0 || r.size != pixels || r.offset + r.size > data_size) {
+    const bool sums_hold = r.stripe_rows == 0 || RF_XXH3_64(tail.data(), std::size_t{stripes} * 4) == r.checksum;
+    if (!sums_hold || ec || r.offset % align != 0 || r.size != pixels || r.offset + r.size > data_size) {
       ++torn;
       continue;
     }
-    out.push_back(r);
+    out.push_back({r, sums ? sums->size() : 0});
+    if (sums && r.stripe_rows != 0) sums->insert(sums->end(), tail.begin(), tail.begin() + stripes);
   }
   if (in.gcount() != 0) ++torn;  // a record cut short: the writer died while appending it
   return out;
@@ -140,14 +184,14 @@ pixel_cache::~pixel_cache() = default;
 void pixel_cache::load_indexes() {
   std::uint64_t torn = 0;
   for (const auto& index : index_files(m_opt.dir)) {
-    const auto records = read_index(index, torn);
+    const auto records = read_index(index, torn, &m_sums);
     auto p = std::make_unique<pack>();
     p->data = index;
     p->data.replace_extension(".data");
     const auto pack_no = static_cast<std::uint32_t>(m_packs.size());
     m_packs.push_back(std::move(p));
-    for (const record& r : records) {
-      const entry e{pack_no, r.offset, r.size, r.width, r.height, r.channels, r.checksum};
+    for (const auto& [r, sums] : records) {
+      const entry e{pack_no, r.offset, r.size, r.width, r.height, r.channels, r.stripe_rows, r.checksum, sums};
       if (m_entries.emplace(key{r.key_hi, r.key_lo}, e).second) m_bytes += round_up(r.size);
     }
   }
@@ -187,7 +231,15 @@ void pixel_cache::stop_reads() noexcept {
 }
 
 task<std::optional<image::image_view>> pixel_cache::read(key k, io::read_buffer& buffer) {
+  const std::optional<image::image_rows> got = co_await read(k, buffer, {});
+  if (!got) co_return std::nullopt;
+  co_return got->rows;
+}
+
+task<std::optional<image::image_rows>> pixel_cache::read(key k, io::read_buffer& buffer, const row_picker& rows) {
   entry e;
+  std::uint32_t first = 0, last = 1;  // the stripes read: [first, last)
+  std::vector<std::uint32_t> sums;    // theirs, copied under the lock
   std::span<const std::byte> got;
   std::string failure;  // a pack that cannot be opened or read: the sample is decoded instead
   const auto t0 = std::chrono::steady_clock::now();
@@ -201,22 +253,49 @@ task<std::optional<image::image_view>> pixel_cache::read(key k, io::read_buffer&
         co_return std::nullopt;
       }
       e = it->second;
+      if (e.stripe_rows != 0) {
+        const int h = static_cast<int>(e.height);
+        auto [top, bottom] = rows ? rows({static_cast<int>(e.width), h}) : std::pair<int, int>{0, h};
+        top = std::clamp(top, 0, h);
+        bottom = std::clamp(bottom, top, h);
+        if (top == bottom) bottom = std::min(top + 1, h);  // none needed: one row read all the same
+        first = static_cast<std::uint32_t>(top) / e.stripe_rows;
+        last = (static_cast<std::uint32_t>(bottom) + e.stripe_rows - 1) / e.stripe_rows;
+        sums.assign(m_sums.begin() + static_cast<std::ptrdiff_t>(e.sums + first),
+                    m_sums.begin() + static_cast<std::ptrdiff_t>(e.sums + last));
+      }
       pack& p = *m_packs[e.pack];
       if (!p.handle) p.handle = m_reader->open(p.data.string());
       handle = *p.handle;
     }
-    got = co_await m_reader->read_range(handle, e.offset, e.size, buffer);
+    const std::uint64_t row = std::uint64_t{e.width} * e.channels;
+    const std::uint64_t begin = std::uint64_t{first} * e.stripe_rows * row;
+    const std::uint64_t end = e.stripe_rows == 0 ? e.size : std::min(e.size, std::uint64_t{last} * e.stripe_rows * row);
+    got = co_await m_reader->read_range(handle, e.offset + begin, end - begin, buffer);
+    if (got.size() != end - begin) failure = "cut short";
   } catch (const std::system_error& err) {
     failure = err.what();
   }
   m_read_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
                       std::memory_order_relaxed);
-  if (failure.empty() && got.size() == e.size && RF_XXH3_64(got.data(), got.size()) == e.checksum) {
+  bool holds = failure.empty();
+  if (holds && e.stripe_rows == 0) {
+    holds = RF_XXH3_64(got.data(), got.size()) == e.checksum;
+  } else if (holds) {
+    const std::size_t stripe = std::size_t{e.stripe_rows} * e.width * e.channels;
+    for (std::size_t i = 0; holds && i < sums.size(); ++i)
+      holds = stripe_sum(got.data() + i * stripe, std::min(stripe, got.size() - i * stripe)) == sums[i];
+  }
+  if (holds) {
     m_hits.fetch_add(1, std::memory_order_relaxed);
     m_bytes_read.fetch_add(got.size(), std::memory_order_relaxed);
     const auto row = static_cast<std::ptrdiff_t>(e.width) * e.channels;
-    co_return image::image_view{reinterpret_cast<const std::uint8_t*>(got.data()), static_cast<int>(e.width),
-                                static_cast<int>(e.height), static_cast<int>(e.channels), row};
+    const auto top = static_cast<int>(first * e.stripe_rows);
+    co_return image::image_rows{{reinterpret_cast<const std::uint8_t*>(got.data()), static_cast<int>(e.width),
+                                 static_cast<int>(got.size() / static_cast<std::size_t>(row)),
+                                 static_cast<int>(e.channels), row},
+                                top,
+                                {static_cast<int>(e.width), static_cast<int>(e.height)}};
   }
   // Corrupt, cut short or unreadable: dropped (a store replaces it), never served.
   std::lock_guard lock(m_mutex);
@@ -275,8 +354,13 @@ void pixel_cache::stop_filling(std::string reason) {
 bool pixel_cache::store(key k, image::image_view pixels) {
   const auto row = static_cast<std::size_t>(pixels.width) * static_cast<std::size_t>(pixels.channels);
   const std::uint64_t size = row * static_cast<std::size_t>(pixels.height);
-  record r{k.hi, k.lo, 0, size, static_cast<std::uint32_t>(pixels.width), static_cast<std::uint32_t>(pixels.height),
-           static_cast<std::uint32_t>(pixels.channels), 0, 0, 0};
+  const auto height = static_cast<std::uint32_t>(pixels.height);
+  const std::uint32_t stripe_rows = stripe_rows_for(row, height);
+  record r{k.hi, k.lo, 0, size, static_cast<std::uint32_t>(pixels.width), height,
+           static_cast<std::uint32_t>(pixels.channels), stripe_rows, 0, 0};
+  // The record and its stripe sums, appended by one write().
+  std::vector<std::uint64_t> out((sizeof r + tail_bytes(stripe_rows, stripe_count(height, stripe_rows))) / 8, 0);
+  auto* sums = reinterpret_cast<std::uint32_t*>(out.data() + sizeof r / 8);
   int data_fd = -1, index_fd = -1;
   std::uint32_t pack_no = 0;
   {
@@ -310,7 +394,15 @@ bool pixel_cache::store(key k, image::image_view pixels) {
       for (int y = 0; y < pixels.height; ++y) std::memcpy(packed.data() + y * row, pixels.row(y), row);
       src = packed.data();
     }
-    sum = RF_XXH3_64(src, size);
+    if (stripe_rows == 0) {
+      sum = RF_XXH3_64(src, size);
+    } else {
+      const std::uint32_t stripes = stripe_count(height, stripe_rows);
+      const std::size_t stripe = std::size_t{stripe_rows} * row;
+      for (std::uint32_t i = 0; i < stripes; ++i)
+        sums[i] = stripe_sum(src + i * stripe, std::min<std::size_t>(stripe, size - i * stripe));
+      sum = RF_XXH3_64(sums, std::size_t{stripes} * 4);
+    }
     for (std::uint64_t done = 0; done < size && err == 0;) {
       const ssize_t n = ::pwrite(data_fd, src + done, size - done, static_cast<off_t>(r.offset + done));
       if (n > 0)
@@ -324,8 +416,10 @@ bool pixel_cache::store(key k, image::image_view pixels) {
   if (err == 0) {
     r.checksum = sum;
     r.self = self_sum(r);
-    const ssize_t n = ::write(index_fd, &r, sizeof r);
-    if (n != static_cast<ssize_t>(sizeof r)) err = n < 0 ? errno : EIO;
+    std::memcpy(out.data(), &r, sizeof r);
+    const std::size_t bytes = out.size() * 8;
+    const ssize_t n = ::write(index_fd, out.data(), bytes);
+    if (n != static_cast<ssize_t>(bytes)) err = n < 0 ? errno : EIO;
   }
   std::lock_guard lock(m_mutex);
   if (err != 0) {
@@ -334,10 +428,13 @@ bool pixel_cache::store(key k, image::image_view pixels) {
     m_not_stored.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (!m_entries.emplace(k, entry{pack_no, r.offset, size, r.width, r.height, r.channels, sum}).second) {
+  const std::uint64_t sums_at = m_sums.size();
+  if (!m_entries.emplace(k, entry{pack_no, r.offset, size, r.width, r.height, r.channels, stripe_rows, sum, sums_at})
+           .second) {
     m_bytes -= round_up(size);  // another thread stored it meanwhile; ours is an unused duplicate
     return false;
   }
+  if (stripe_rows != 0) m_sums.insert(m_sums.end(), sums, sums + stripe_count(height, stripe_rows));
   m_stores.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -367,7 +464,8 @@ pixel_cache_info pixel_cache::inspect(const std::filesystem::path& dir) {
   std::unordered_map<key, bool, key_hash> seen;
   for (const auto& index : index_files(dir)) {
     ++info.packs;
-    for (const record& r : read_index(index, info.torn)) {
+    for (const auto& loaded : read_index(index, info.torn, nullptr)) {
+      const record& r = loaded.r;
       if (!seen.emplace(key{r.key_hi, r.key_lo}, true).second) {
         ++info.duplicates;
         continue;

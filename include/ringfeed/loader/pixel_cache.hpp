@@ -10,10 +10,16 @@
 //
 // On disk, under `dir` (the loader's cache_dir + "/pixels"):
 //   pack-<writer>.data   pixels, each entry at a 4096-byte boundary (O_DIRECT)
-//   pack-<writer>.index  64-byte records, one per entry: key (XXH3-128 of
-//                        the sample's identity and the decode settings),
-//                        offset, size, width, height, channels, the pixels'
-//                        XXH3-64 and the record's own XXH3-64
+//   pack-<writer>.index  a 64-byte record per entry: key (XXH3-128 of the
+//                        sample's identity and the decode settings), offset,
+//                        size, width, height, channels, stripe rows, a
+//                        checksum and the record's own XXH3-64; then, for an
+//                        entry of over 64 KiB, a 32-bit XXH3 of each stripe
+//                        of rows (about 64 KiB each), which the checksum
+//                        covers. A hit reads only the stripes holding the
+//                        rows its transforms read (pipeline::rows_read) and
+//                        checks each; a smaller entry is one stripe, checked
+//                        whole.
 // Each writer (a loader in one process) appends to a pack of its own,
 // created with O_EXCL, so several ranks or processes share one directory
 // with one writer per entry; the first entry of a key found wins. A record
@@ -34,12 +40,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <ringfeed/image/image.hpp>
@@ -112,6 +120,12 @@ class pixel_cache {
   /// The entry's pixels (valid until `buffer` is reused), or nullopt: no
   /// entry, or a corrupt one (dropped, so the caller's store() replaces it).
   [[nodiscard]] task<std::optional<image::image_view>> read(key k, io::read_buffer& buffer);
+  /// Given the image's size, the rows [first, second) that will be used.
+  using row_picker = std::function<std::pair<int, int>(image::size2)>;
+  /// read() of the stripes that hold the rows `rows` picks (all when it is
+  /// empty): at least those rows, each stripe read checked on its own.
+  /// `rows` is called under the cache's lock: keep it short and pure.
+  [[nodiscard]] task<std::optional<image::image_rows>> read(key k, io::read_buffer& buffer, const row_picker& rows);
   /// Adds `pixels` under `k` unless it is there; false when not stored.
   bool store(key k, image::image_view pixels);
 
@@ -126,7 +140,9 @@ class pixel_cache {
     std::uint64_t offset = 0;
     std::uint64_t size = 0;  // pixel bytes
     std::uint32_t width = 0, height = 0, channels = 0;
+    std::uint32_t stripe_rows = 0;  // 0: one stripe, `checksum` covers the pixels
     std::uint64_t checksum = 0;
+    std::uint64_t sums = 0;  // else: its stripe sums start at m_sums[sums]
   };
   struct key_hash {
     std::size_t operator()(const key& k) const noexcept { return static_cast<std::size_t>(k.lo); }
@@ -140,6 +156,7 @@ class pixel_cache {
   pixel_cache_options m_opt;
   mutable std::mutex m_mutex;
   std::unordered_map<key, entry, key_hash> m_entries;  // guarded by m_mutex
+  std::vector<std::uint32_t> m_sums;                   // guarded: the entries' stripe sums
   std::vector<std::unique_ptr<pack>> m_packs;          // guarded by m_mutex; only grows
   std::uint64_t m_bytes = 0;                           // guarded: pack bytes of m_entries
   int m_writer = -1;                                   // guarded: index into m_packs, -1 none yet
@@ -147,7 +164,6 @@ class pixel_cache {
   bool m_filling = true;                               // guarded
   std::string m_reason;                                // guarded
   std::unique_ptr<io::reader> m_reader;
-  std::vector<std::size_t> m_handles;  // guarded: reader handle per pack, opened on first read
   std::atomic<std::uint64_t> m_hits{0}, m_misses{0}, m_stores{0}, m_not_stored{0}, m_corrupt{0}, m_torn{0},
       m_bytes_read{0};
   std::atomic<std::int64_t> m_read_ns{0};
