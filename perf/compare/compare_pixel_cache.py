@@ -20,8 +20,9 @@ Warm (page cache warm), interleaved rounds, the order rotated each round:
 Cold (page cache dropped before each run, needs root; --no-cold skips it):
   pixel cache --direct: the cache read with O_DIRECT, one epoch, its
   images/s and the bytes it read per second; fio random reads of the
-  cache's pack file (the same file system) with --bs the mean entry size
-  rounded up to 4 KiB, io_uring, O_DIRECT, iodepth = ringfeed's io depth.
+  cache's pack file (the same file system) with --bs the mean bytes a hit
+  read (the stripes holding its crop's rows) rounded up to 4 KiB, io_uring,
+  O_DIRECT, iodepth = ringfeed's io depth.
 
 Disk cost: `ringfeed cache info D --json`: bytes per image, and the
 projection for ImageNet-1k train (1,281,167 images) at this set's mean
@@ -212,7 +213,10 @@ def cold(args, cache, info):
     pc = out["pixel_cache"]
     packs = [os.path.join(cache, "pixels", f) for f in os.listdir(os.path.join(cache, "pixels")) if f.endswith(".data")]
     pack = max(packs, key=os.path.getsize)
-    bs = -(-int(info["pixel_bytes"] / max(info["entries"], 1)) // 4096) * 4096
+    # A hit reads the stripes holding the rows its crop reads, not the whole
+    # entry: fio reads blocks of what a hit read on average.
+    per_hit = pc["bytes_read"] / max(pc["hits"], 1)
+    bs = -(-int(per_hit) // 4096) * 4096
     drop_caches()
     fio = run_json(["fio", "--name=r", f"--filename={pack}", "--rw=randread", f"--bs={bs}", "--direct=1",
                     "--ioengine=io_uring", f"--iodepth={out['io_depth']}", "--time_based", "--runtime=5",
@@ -222,11 +226,14 @@ def cold(args, cache, info):
     return {
         "ringfeed_images_per_s": out["images_per_s"],
         "ringfeed_cache_mb_per_s": pc["bytes_read"] / 1e6 / seconds if seconds else 0.0,
-        "ringfeed_direct": pc["direct"], "hits": pc["hits"],
+        "ringfeed_direct": pc["direct"], "hits": pc["hits"], "bytes_read_per_hit": per_hit,
+        "entry_pixel_bytes": info["pixel_bytes"] / max(info["entries"], 1),
         "fio_block_bytes": bs, "fio_iodepth": out["io_depth"],
         "fio_mb_per_s": job["bw_bytes"] / 1e6, "fio_iops": job["iops"],
         "fio_images_per_s_equivalent": job["iops"],
         "ratio_images_per_s_to_fio_iops": out["images_per_s"] / job["iops"] if job["iops"] else None,
+        "ratio_mb_per_s_to_fio": (pc["bytes_read"] / 1e6 / seconds) / (job["bw_bytes"] / 1e6)
+        if seconds and job["bw_bytes"] else None,
     }
 
 
