@@ -53,6 +53,9 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     if (m_opt.stop.stop_requested())
       throw std::system_error(ECANCELED, std::generic_category(),
                               "loader: opening '" + escape_bytes(m_opt.source) + "' was interrupted");
+    // The listing and index are made: what reads learn from now on is no
+    // version, so the caches' keys hold still all run long.
+    m_src->seal_versions();
     m_where = m_src->storage();
     m_opt.io_depth = m_src->depth();
   } else if (m_opt.pixels) {
