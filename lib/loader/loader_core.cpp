@@ -7,7 +7,9 @@
 #include <stop_token>
 #include <system_error>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/text.hpp>
@@ -46,6 +48,14 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
       std::stop_callback on_stop(m_opt.stop, [this] { m_src->cancel_reads(true); });
       try {
         m_ds = data::open_dataset(*m_src, m_opt.dataset);
+        // A manifest names objects without a listing: a cache keys them by the
+        // ETags a listing of their prefix pins (a replaced object is a miss).
+        if (!m_opt.cache_dir.empty() && m_ds.kind() == data::dataset_kind::manifest) {
+          std::vector<std::string> files(m_ds.size());
+          std::string scratch;
+          for (std::size_t i = 0; i < files.size(); ++i) files[i] = m_ds.ref(i, scratch).file;
+          m_src->pin_versions(files);
+        }
       } catch (...) {
         if (!m_opt.stop.stop_requested()) throw;
       }

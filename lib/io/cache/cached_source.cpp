@@ -57,6 +57,7 @@ class cached_source final : public source {
   void resume_reads() noexcept override { m_inner->resume_reads(); }
   std::uint64_t file_size(const std::string& file) override { return m_inner->file_size(file); }
   std::string version(const std::string& file) const override { return m_inner->version(file); }
+  void pin_versions(std::span<const std::string> files) override { m_inner->pin_versions(files); }
   void seal_versions() noexcept override { m_inner->seal_versions(); }
 
   task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) override {
