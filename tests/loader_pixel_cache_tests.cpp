@@ -195,3 +195,29 @@ TEST_CASE("cache=pixels over tar shards: members are keyed by shard and range", 
   CHECK(p.hits == 16);
   CHECK(p.misses == 0);
 }
+
+TEST_CASE("cache=pixels with stream_shards: hits drop the streamed bytes, batches equal the uncached run",
+          "[loader][pixel_cache]") {
+  watchdog dog("loader pixel cache, stream_shards", std::chrono::seconds(240));
+  temp_dir tmp;
+  const auto shards = make_shards(tmp.path(), 2);  // 16 photos in 2 shards
+  auto streamed = exact_options(shards);
+  streamed.stream_shards = true;
+  const auto want = epochs_of(streamed, 2);
+  auto o = cached(streamed, tmp.path() / "cache");
+  {
+    loader l(o);
+    REQUIRE(l.stats().pixel_cache);
+    require_same_batches(drain_epoch(l), want[0]);
+    require_same_batches(drain_epoch(l), want[1]);
+    const auto p = l.stats().pixels;
+    CHECK(p.stores == 16);
+    CHECK(p.hits >= 1);  // epoch 1's samples decoded in epoch 0 are read, not decoded
+  }
+  loader later(o);
+  require_same_batches(drain_epoch(later), want[0]);
+  require_same_batches(drain_epoch(later), want[1]);
+  const auto p = later.stats().pixels;
+  CHECK(p.misses == 0);
+  CHECK(p.hits >= 32);
+}

@@ -13,10 +13,13 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/io/cache.hpp>
 #include <ringfeed/io/source.hpp>
 #include <ringfeed/loader/loader.hpp>
@@ -24,6 +27,7 @@
 #include <ringfeed/thread_pool.hpp>
 
 #include "nfs_loader.hpp"
+#include "files.hpp"
 #include "nfs_server.hpp"
 #include "test_support.hpp"
 
@@ -204,9 +208,20 @@ TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loader
   }
   // An entry of the wrong size (the file changed on the server, or a torn
   // write) is not served: that sample is read from the server again.
+  // Entries are keyed by the file's version: the size and mtime its listing gave.
+  const std::string astronaut = imgs_url + "/class0/astronaut.jpg";
+  const std::string key = [&] {
+    thread_pool pool(1);
+    const auto src = ringfeed::io::source::open(imgs_url, pool);
+    (void)src->list("class0");
+    src->seal_versions();
+    const std::string version = src->version(astronaut);
+    CHECK_THAT(version, Catch::Contains("mtime"));
+    return ringfeed::io::sample_cache_key(astronaut, false, 0, version);
+  }();
   {
     ringfeed::io::cache c(cache_at(dir));
-    const fs::path entry = c.file_of(imgs_url + "/class0/astronaut.jpg");
+    const fs::path entry = c.file_of(key);
     REQUIRE(fs::exists(entry));
     fs::resize_file(entry, fs::file_size(entry) - 100);
   }
@@ -219,7 +234,6 @@ TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loader
   {
     ringfeed::io::cache c(cache_at(dir));
     ringfeed::io::read_buffer b;
-    const std::string key = imgs_url + "/class0/astronaut.jpg";
     CHECK(c.get(key, fs::file_size(server().export_dir() / "imgs" / "class0" / "astronaut.jpg"), b));
   }
   // Local storage: the option is ignored, with one line saying so.
@@ -238,6 +252,101 @@ TEST_CASE("--cache-dir: the first epoch fills the cache, later epochs and loader
     CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& x) {
             return x.find("cache_dir") != std::string::npos && x.find("local storage") != std::string::npos;
           }) == 1);
+  }
+}
+
+namespace {
+
+// `jpeg` with its first quantization table's first value changed: the same
+// number of bytes, a valid file, other pixels.
+std::vector<std::byte> same_size_other_pixels(std::vector<std::byte> jpeg) {
+  for (std::size_t i = 0; i + 5 < jpeg.size(); ++i)
+    if (jpeg[i] == std::byte{0xFF} && jpeg[i + 1] == std::byte{0xDB}) {  // DQT: length (2), precision and id (1)
+      const int v = std::to_integer<int>(jpeg[i + 5]);
+      jpeg[i + 5] = std::byte(static_cast<unsigned char>(v < 255 ? v + 1 : v - 1));
+      return jpeg;
+    }
+  throw std::runtime_error("no quantization table in the JPEG");
+}
+
+}  // namespace
+
+TEST_CASE("nfs:// files replaced in place (same size, new mtime) are read anew, never served from a cache",
+          "[nfs][loader][cache]") {
+  ringfeed::test::watchdog dog("nfs cache versions", 240s);
+  require_server();
+  ringfeed::test::temp_dir tmp;
+  const fs::path victim = server().export_dir() / "imgs" / "class0" / "astronaut.jpg";
+  const std::vector<std::byte> original = ringfeed::test::read_file(victim);
+  const fs::file_time_type original_mtime = fs::last_write_time(victim);
+  struct restore_at_exit {
+    const fs::path& victim;
+    const std::vector<std::byte>& original;
+    fs::file_time_type mtime;
+    ~restore_at_exit() {
+      ringfeed::test::write_file(victim, original);
+      fs::last_write_time(victim, mtime);
+      (void)server().relaunch();  // attributes ganesha holds of the replacement
+    }
+  } restore{victim, original, original_mtime};
+
+  // Exact mode: what the pixel cache equals (it keeps the full decode).
+  const auto exact = [] {
+    auto o = loader_options_for(imgs_url);
+    o.pipeline = ringfeed::image::pipeline::train(32, ringfeed::image::pipeline_mode::exact);
+    return o;
+  };
+  const auto cached = [&](ringfeed::cache_kind kind, const char* name) {
+    auto o = exact();
+    o.cache = kind;
+    o.cache_dir = (tmp.path() / name).string();
+    o.end = ringfeed::loader_end{0};  // nothing of epoch 1 read ahead: exact counts
+    return o;
+  };
+  const auto pixels = cached(ringfeed::cache_kind::pixels, "pixels");
+  const auto bytes = cached(ringfeed::cache_kind::bytes, "bytes");
+  const auto epoch0 = [](const ringfeed::loader_options& o) {
+    ringfeed::loader l(o);
+    return drain(l, 0);
+  };
+  const epoch_bytes before = epoch0(exact());
+  CHECK(epoch0(pixels) == before);  // fill both caches
+  CHECK(epoch0(bytes) == before);
+  {
+    // The listing told every file's version: no line saying entries are
+    // keyed by name and size.
+    auto logged = pixels;
+    std::vector<std::string> lines;
+    std::mutex m;
+    logged.log = [&](std::string_view line) {
+      std::lock_guard lock(m);
+      lines.emplace_back(line);
+    };
+    ringfeed::loader l(logged);
+    CHECK(drain(l, 0) == before);
+    CHECK(l.stats().pixels.hits == 14);
+    std::lock_guard lock(m);
+    for (const std::string& line : lines) CHECK_THAT(line, !Catch::Contains("no version"));
+  }
+
+  // Another JPEG of the same size under the same name, with a new mtime; a
+  // fresh server process, as ganesha keeps attributes for a while.
+  ringfeed::test::write_file(victim, same_size_other_pixels(original));
+  fs::last_write_time(victim, original_mtime + std::chrono::seconds(100));
+  REQUIRE(server().relaunch().empty());
+  const epoch_bytes want = epoch0(exact());
+  REQUIRE(want != before);
+  {
+    ringfeed::loader l(pixels);
+    CHECK(drain(l, 0) == want);
+    CHECK(l.stats().pixels.hits == 13);
+    CHECK(l.stats().pixels.misses == 1);
+  }
+  {
+    ringfeed::loader l(bytes);
+    CHECK(drain(l, 0) == want);
+    CHECK(l.stats().cache_hits == 13);
+    CHECK(l.stats().cache_misses == 1);
   }
 }
 

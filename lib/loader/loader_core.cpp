@@ -7,7 +7,9 @@
 #include <stop_token>
 #include <system_error>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <ringfeed/cuda/device.hpp>
 #include <ringfeed/text.hpp>
@@ -46,6 +48,14 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
       std::stop_callback on_stop(m_opt.stop, [this] { m_src->cancel_reads(true); });
       try {
         m_ds = data::open_dataset(*m_src, m_opt.dataset);
+        // A manifest names objects without a listing: a cache keys them by the
+        // ETags a listing of their prefix pins (a replaced object is a miss).
+        if (!m_opt.cache_dir.empty() && m_ds.kind() == data::dataset_kind::manifest) {
+          std::vector<std::string> files(m_ds.size());
+          std::string scratch;
+          for (std::size_t i = 0; i < files.size(); ++i) files[i] = m_ds.ref(i, scratch).file;
+          m_src->pin_versions(files);
+        }
       } catch (...) {
         if (!m_opt.stop.stop_requested()) throw;
       }
@@ -53,6 +63,9 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
     if (m_opt.stop.stop_requested())
       throw std::system_error(ECANCELED, std::generic_category(),
                               "loader: opening '" + escape_bytes(m_opt.source) + "' was interrupted");
+    // The listing and index are made: what reads learn from now on is no
+    // version, so the caches' keys hold still all run long.
+    m_src->seal_versions();
     m_where = m_src->storage();
     m_opt.io_depth = m_src->depth();
   } else if (m_opt.pixels) {

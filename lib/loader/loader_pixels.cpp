@@ -21,10 +21,6 @@ void loader_core::open_pixel_cache() {
     log("cache_dir '" + dir + "' not used: the samples are pixels in memory already");
     return;
   }
-  if (m_opt.stream_shards) {
-    log("cache_dir '" + dir + "' (pixels) not used: not yet with stream_shards");
-    return;
-  }
   pixel_cache_options po;
   po.dir = std::filesystem::path(m_opt.cache_dir) / "pixels";
   // The option's default means "not set": the pixel cache then sizes itself by the disk.

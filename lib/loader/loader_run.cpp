@@ -187,13 +187,17 @@ task<> loader_core::work(std::shared_ptr<run> r) {
               return m_plan.pipe.rows_read(size, sample);
             });
         }
-        if (m_opt.pixels || cached) {  // nothing to read: in memory, or in the pixel cache
-          if (m_opt.pixels) path.assign(m_opt.source).append(m_ds.name(index));
-        } else if (m_opt.stream_shards) {
+        if (m_opt.stream_shards) {
+          // The streamer hands over every sample of the run (it reads whole
+          // shards): a pixel-cache hit's bytes, or its read error, are dropped.
           streamed = co_await r->store.take(stream_key(s.epoch, index));
           if (!streamed) throw run_stopped{};
-          if (streamed->error) std::rethrow_exception(streamed->error);
-          bytes = streamed->bytes;
+          if (!cached) {
+            if (streamed->error) std::rethrow_exception(streamed->error);
+            bytes = streamed->bytes;
+          }
+        } else if (m_opt.pixels || cached) {  // nothing to read: in memory, or in the pixel cache
+          if (m_opt.pixels) path.assign(m_opt.source).append(m_ds.name(index));
         } else {
           read_slot held;  // given back at the end of this block, before the decode
           if (r->gate_reads) {

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import ringfeed
-from conftest import assert_same_batches, epoch_batches, run_cli
+from conftest import assert_same_batches, brace, epoch_batches, run_cli, shard_names
 
 torch = pytest.importorskip("torch")
 
@@ -33,6 +33,20 @@ def test_epochs_after_the_first_hit_and_equal_an_uncached_exact_run(train_dir, t
     # fast mode (no exact=True) with the cache reads the full decode: exact mode's batches
     assert_same_batches(got0, want[0], "epoch 0")
     assert_same_batches(got1, want[1], "epoch 1")
+
+
+def test_stream_shards_with_the_cache_equals_the_uncached_streamed_run(shards, tmp_path):
+    # The streamer reads whole shards: a hit's bytes are dropped, its pixels read from the cache.
+    source = str(shards / brace(shard_names(shards)))
+    kw = dict(batch_size=16, size=64, exact=True, seed=3, stream_shards=True, epochs=2)
+    want = two_epochs(ringfeed.Loader(source, **kw))
+    loader = ringfeed.Loader(source, cache_dir=tmp_path, cache="pixels", **kw)
+    assert_same_batches(epoch_batches(loader), want[0], "epoch 0")
+    n = loader.dataset_size
+    assert loader.stats()["pixel_cache"]["stores"] == n
+    assert_same_batches(epoch_batches(loader), want[1], "epoch 1")
+    p = loader.stats()["pixel_cache"]
+    assert p["hits"] + p["misses"] == 2 * n and p["hits"] >= n - 64, p
 
 
 def test_dataloader_with_the_cache_equals_torchs_dataloader(train_dir, tmp_path):

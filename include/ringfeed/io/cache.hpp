@@ -2,7 +2,8 @@
 // a local directory, bounded in bytes, least recently used evicted first.
 //
 // The loader asks get() before reading `nfs://...`; on a miss it reads the
-// remote file and hands the bytes to put(). A cache never fails a read: a
+// remote file and hands the bytes to put(). Keys carry the file's version
+// (sample_cache_key), so a replaced file is a miss. A cache never fails a read: a
 // damaged, missing or mismatched entry is a miss, a failed store is counted
 // and logged once, and the remote read goes on.
 //
@@ -43,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include <ringfeed/io/buffer.hpp>
@@ -71,6 +73,14 @@ struct cache_stats {
   std::uint64_t invalidated = 0;  ///< entries get() found wrong (size, torn, gone) and dropped
   std::uint64_t entries = 0;      ///< entries now held
 };
+
+/// The key a read-through cache (source_options::cache_dir) keeps a
+/// sample under: its file, ":<offset>" for a range, then "|" and `version`
+/// when not empty (source::version(), or a local file's size and mtime), so
+/// a file replaced by another of the same name and size is read anew. Does
+/// not throw but std::bad_alloc.
+[[nodiscard]] std::string sample_cache_key(std::string_view file, bool range, std::uint64_t offset,
+                                           std::string_view version);
 
 class cache {
  public:

@@ -124,6 +124,10 @@ class nfs_client {
     std::string name;
     bool is_directory = false;
     std::uint64_t size = 0;
+    /// The modification time READDIRPLUS sent with the entry (0 and 0 when
+    /// the server sent no attributes).
+    std::int64_t mtime_sec = 0;
+    std::uint32_t mtime_nsec = 0;
   };
 
   /// The directory `dir` (relative to the export root), sorted by name,

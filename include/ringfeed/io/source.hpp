@@ -171,6 +171,14 @@ class source {
   /// local file: the caller stats it). Derived data kept across runs (the
   /// pixel cache) is keyed by it. Any thread; no I/O.
   [[nodiscard]] virtual std::string version(const std::string& file) const;
+  /// Learns the versions of `files` (as read() names them) that the data
+  /// set named without a listing (an s3:// manifest's keys), in few
+  /// requests: s3:// lists the keys' common prefix with ListObjectsV2 and
+  /// pins each key's ETag. Blocking; call before seal_versions(). Throws
+  /// std::system_error naming the URL and key of a file the listing lacks
+  /// (ENOENT), or the listing's error. By default nothing: the storage's
+  /// listing told them, or it has no listing (https://). Decorators pass it on.
+  virtual void pin_versions(std::span<const std::string> files) { static_cast<void>(files); }
   /// Called once the data set is opened: what reads learn from now on (an
   /// ETag first seen on a read) is not a version, so version() gives the
   /// same answer for a file all run long. Decorators pass it on.

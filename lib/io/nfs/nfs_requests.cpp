@@ -227,7 +227,7 @@ void nfs_client::core::on_reply(int status, nfs_context* nfs, void* data, void* 
       auto* dir = static_cast<nfsdir*>(data);
       while (nfsdirent* e = nfs_readdir(nfs, dir)) {
         if (std::strcmp(e->name, ".") == 0 || std::strcmp(e->name, "..") == 0) continue;
-        r.entries.push_back({e->name, e->type == NF3DIR, e->size});
+        r.entries.push_back({e->name, e->type == NF3DIR, e->size, e->mtime.tv_sec, e->mtime_nsec});
       }
       nfs_closedir(nfs, dir);
       break;

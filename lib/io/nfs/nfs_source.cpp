@@ -1,8 +1,13 @@
 // `nfs://server/export/dir` as an io::source: one libnfs client, listings
-// and reads under the directory the URL names.
+// and reads under the directory the URL names. The listing's attributes
+// (READDIRPLUS: size and mtime) are each file's version.
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <mutex>
 #include <system_error>
+#include <unordered_map>
 
 #include <ringfeed/io/location.hpp>
 #include <ringfeed/io/nfs.hpp>
@@ -33,10 +38,35 @@ class nfs_source final : public source {
       at.push_back('/');
       at.append(dir);
     }
+    std::vector<nfs_client::entry> entries = m_client->list(at);
+    {
+      std::lock_guard lock(m_versions_mutex);
+      if (!m_sealed.load(std::memory_order_relaxed))
+        for (const auto& e : entries)
+          if (!e.is_directory && (e.mtime_sec != 0 || e.mtime_nsec != 0)) {
+            char text[96];
+            std::snprintf(text, sizeof text, "size %llu mtime %lld.%09u", static_cast<unsigned long long>(e.size),
+                          static_cast<long long>(e.mtime_sec), e.mtime_nsec);
+            m_versions.insert_or_assign(at + "/" + e.name, text);
+          }
+    }
     std::vector<source_entry> out;
-    for (auto& e : m_client->list(at))
-      out.push_back({std::move(e.name), e.is_directory, e.is_directory ? unknown_size : e.size});
+    for (auto& e : entries) out.push_back({std::move(e.name), e.is_directory, e.is_directory ? unknown_size : e.size});
     return out;
+  }
+
+  /// The size and mtime the listing gave (before seal_versions()); "" for
+  /// a file not listed (or listed after).
+  std::string version(const std::string& file) const override {
+    std::unique_lock lock(m_versions_mutex, std::defer_lock);
+    if (!m_sealed.load(std::memory_order_acquire)) lock.lock();  // sealed: nothing writes the map any more
+    const auto it = m_versions.find(path_of(file));
+    return it == m_versions.end() ? std::string() : it->second;
+  }
+
+  void seal_versions() noexcept override {
+    std::lock_guard lock(m_versions_mutex);
+    m_sealed.store(true, std::memory_order_release);
   }
 
   task<std::span<const std::byte>> read(sample_ref sample, read_buffer& buffer) override {
@@ -74,6 +104,9 @@ class nfs_source final : public source {
 
   std::string m_root;  // the URL's path under the export ("" or "/train")
   std::unique_ptr<nfs_client> m_client;
+  mutable std::mutex m_versions_mutex;
+  std::unordered_map<std::string, std::string> m_versions;  // path under the export -> "size … mtime …"
+  std::atomic<bool> m_sealed{false};
 };
 
 }  // namespace

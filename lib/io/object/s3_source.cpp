@@ -4,13 +4,16 @@
 // and the prefix listed with ListObjectsV2 (s3_xml.hpp) once, on the first
 // list(): the whole tree in pages of 1000 keys, then every directory's
 // entries answered from it, so an ImageFolder of N classes costs N/1000
-// requests, not one per class. The listing's ETags pin the objects.
+// requests, not one per class. The listing's ETags pin the objects; a
+// manifest's keys are pinned by one listing of their common prefix
+// (pin_versions).
 #include <algorithm>
 #include <cerrno>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <system_error>
 
 #include <ringfeed/io/aws_config.hpp>
@@ -68,6 +71,32 @@ class s3_source final : public object_source {
     std::vector<source_entry> out;
     for (const auto& [name, e] : it->second) out.push_back(e);
     return out;
+  }
+
+  // A manifest's keys: per bucket, one listing of the keys' common prefix
+  // (up to its last '/'), each key pinned to the ETag listed.
+  void pin_versions(std::span<const std::string> files) override {
+    std::map<std::string, std::set<std::string>> wanted;  // bucket -> keys
+    for (const std::string& f : files) {
+      auto [bucket, key] = object_of(f);
+      if (!bucket.empty()) wanted[std::move(bucket)].insert(std::move(key));  // bucket "": an https:// URL
+    }
+    for (auto& [bucket, keys] : wanted) {
+      std::string prefix = *keys.begin();  // sorted: the common prefix of all is that of the first and last
+      const std::string& last = *keys.rbegin();
+      prefix.resize(std::mismatch(prefix.begin(), prefix.end(), last.begin(), last.end()).first - prefix.begin());
+      const auto slash = prefix.rfind('/');
+      prefix.resize(slash == std::string::npos ? 0 : slash + 1);
+      list_objects(bucket, prefix, [&, &b = bucket, &k = keys](const s3_object_info& o) {
+        if (k.erase(o.key) != 0) pins().pin(m_endpoint.object_url(b, o.key), o.etag);
+      });
+      if (!keys.empty())
+        throw std::system_error(ENOENT, std::generic_category(),
+                                "read s3://" + bucket + "/" + *keys.begin() + ": no such key (the listing of s3://" +
+                                    bucket + "/" + prefix + " does not hold it" +
+                                    (keys.size() > 1 ? ", nor " + std::to_string(keys.size() - 1) + " more keys" : "") +
+                                    ")");
+    }
   }
 
  protected:
@@ -129,18 +158,20 @@ class s3_source final : public object_source {
     };
   }
 
-  // ListObjectsV2 over the prefix, every page; builds m_tree.
-  void list_prefix() {
+  // ListObjectsV2 over `prefix` of `bucket`, every page (1000 keys each):
+  // `on_object` is called for each object.
+  template <typename F>
+  void list_objects(const std::string& bucket, const std::string& prefix, F&& on_object) {
     std::optional<std::string> token;
     std::size_t pages = 0;
     do {
-      query_list q{{"list-type", "2"}, {"prefix", m_prefix}, {"encoding-type", "url"}};
+      query_list q{{"list-type", "2"}, {"prefix", prefix}, {"encoding-type", "url"}};
       if (token) q.emplace_back("continuation-token", *token);
       http_request r;
-      r.url = m_endpoint.object_url(m_bucket, "");
+      r.url = m_endpoint.object_url(bucket, "");
       const std::string query = canonical_query(q);
       r.url += "?" + query;
-      r.sign = signer(m_bucket, "", q);
+      r.sign = signer(bucket, "", q);
       read_buffer body;
       const http_response resp = sync_wait(client().fetch(std::move(r), body));
       s3_list_page page;
@@ -149,14 +180,20 @@ class s3_source final : public object_source {
             std::string_view(reinterpret_cast<const char*>(body.data()), resp.bytes));
       } catch (const std::invalid_argument& e) {
         throw std::system_error(EIO, std::generic_category(),
-                                "list s3://" + m_bucket + "/" + m_prefix + ": page " + std::to_string(pages + 1) +
+                                "list s3://" + bucket + "/" + prefix + ": page " + std::to_string(pages + 1) +
                                     " is not a ListObjectsV2 response: " + e.what());
       }
       ++pages;
-      for (const s3_object_info& o : page.objects) add(o);
+      for (const s3_object_info& o : page.objects) on_object(o);
       token = page.truncated ? page.next_continuation_token : std::nullopt;
     } while (token);
   }
+
+  // The whole prefix; builds m_tree.
+  void list_prefix() {
+    list_objects(m_bucket, m_prefix, [this](const s3_object_info& o) { add(o); });
+  }
+
 
   std::vector<excluded_entry> excluded() override {
     std::call_once(m_listed, [this] { list_prefix(); });
