@@ -128,10 +128,13 @@ class timm_erasing_op final : public transform_op {
   }
   // The fill values' draws, so the test hook's later boxes match run()'s.
   void skip_values(sample_rng& rng, const erase_box& b, int channels) const {
-    const long n = m_o.mode == erase_mode::pixel ? static_cast<long>(channels) * b.h * b.w
-                   : m_o.mode == erase_mode::rand ? channels
-                                                  : 0;
-    for (long i = 0; i < n; ++i) (void)standard_normal(rng);
+    if (m_o.mode == erase_mode::pixel) {  // standard_normals() row by row
+      const std::size_t n = static_cast<std::size_t>(channels) * static_cast<std::size_t>(b.h) *
+                            standard_normals_draws(static_cast<std::size_t>(b.w));
+      for (std::size_t i = 0; i < n; ++i) (void)rng.uniform();
+    } else if (m_o.mode == erase_mode::rand) {
+      for (int i = 0; i < channels; ++i) (void)standard_normal(rng);
+    }
   }
   options m_o;
 };

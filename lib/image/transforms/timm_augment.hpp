@@ -86,9 +86,10 @@ bool run_timm_erasing_on_output(const transform_op& op, std::span<std::byte> dst
 /// A standard normal and a Gamma(alpha, 1) draw (ops_augmix.cpp).
 [[nodiscard]] double standard_normal(sample_rng& rng);
 [[nodiscard]] double gamma_draw(sample_rng& rng, double alpha);
-/// standard_normal() for each value of `out` in turn, as float: the same
-/// draws and values, the uniforms drawn a run ahead so that the log and cos
-/// calls do not wait on each other.
+/// Standard normals for every value of `out`, as float: Box–Muller's two
+/// normals from each pair of uniforms (an odd count drops the last sin).
 void standard_normals(sample_rng& rng, std::span<float> out);
+/// The uniforms standard_normals() draws for `n` values.
+[[nodiscard]] std::size_t standard_normals_draws(std::size_t n);
 
 }  // namespace ringfeed::image
