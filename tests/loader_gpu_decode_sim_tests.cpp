@@ -227,6 +227,29 @@ TEST_CASE("bfloat16 and NHWC outputs: the device paths give the host path's byte
   }
 }
 
+TEST_CASE("the files kept for the decoder stay within memory_budget; the rest decode on the CPU",
+          "[device_sim][gpu_decode]") {
+  // Two slabs of 4 uint8 samples (a page each) and 96 KiB for the files:
+  // the slots' file buffers (26 to 105 KB photos) cannot all be kept.
+  gpu_fixture f("gpu decode file budget");
+  ringfeed::loader_options o = options(f.root, 0);
+  o.prefetch_batches = 1;
+  o.memory_budget = 2 * 4096 + 96 * 1024;
+  const epoch_out want = host_epochs(o, 2);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  ringfeed::loader l(for_epochs(o, 2));
+  require_same(epochs(l, 2, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  const auto why = reasons_of(g);
+  REQUIRE(why.count("files over their share of memory_budget") == 1);
+  const std::uint64_t over = why.at("files over their share of memory_budget");
+  CHECK(over > 0);
+  CHECK(g.hardware + g.hybrid > 0);  // the files that fit still decode on the GPU
+  CHECK(g.hardware + g.hybrid + over == 2 * 18);
+  CHECK(g.cpu == 2 * 4 + over);
+  CHECK(dec.rec->decoded == g.hardware + g.hybrid);
+}
+
 TEST_CASE("a batch the decoder refuses is retried image by image, the rest on the CPU", "[device_sim][gpu_decode]") {
   gpu_fixture f("gpu decode refusal");
   const ringfeed::loader_options o = options(f.root, 0);

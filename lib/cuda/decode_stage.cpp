@@ -79,8 +79,12 @@ std::span<std::byte> pinned_side::reserve(device_api& api, std::size_t bytes) {
 // --- decode_stage -------------------------------------------------------------------
 
 decode_stage::decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
-                           std::size_t sample_bytes)
-    : m_api(std::move(api)), m_device(device), m_decoder(std::move(decoder)), m_sample_bytes(sample_bytes) {}
+                           std::size_t sample_bytes, std::size_t file_bytes)
+    : m_api(std::move(api)),
+      m_device(device),
+      m_decoder(std::move(decoder)),
+      m_sample_bytes(sample_bytes),
+      m_file_cap(file_bytes) {}
 
 decode_stage::~decode_stage() {
   // The uploader's destructor has waited for the copy stream (the loader
@@ -108,10 +112,44 @@ jpeg_route decode_stage::route(const image::image_info& info, const image::sampl
     if (r.backend != jpeg_backend::cpu) return r;
     if (r.why_cpu.empty()) r.why_cpu = "the decoder does not take it";
   }
+  count_cpu_route(r.why_cpu);
+  return r;
+}
+
+void decode_stage::count_cpu_route(std::string_view why) {
   m_cpu.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(m_reasons_mutex);
-  ++m_cpu_reasons[std::string(r.why_cpu)];
-  return r;
+  ++m_cpu_reasons[std::string(why)];
+}
+
+bool decode_stage::keep_file(gpu_sample& g, std::span<const std::byte> file) {
+  const std::size_t had = g.encoded.capacity();
+  if (file.size() > had) {
+    // Claim the growth before allocating. Relaxed: the count guards no
+    // other memory, only the total (a CAS loop so it never passes the cap,
+    // even for a moment another thread could see).
+    const std::size_t grow = file.size() - had;
+    std::size_t held = m_file_held.load(std::memory_order_relaxed);
+    do {
+      if (held + grow > m_file_cap) {
+        g.backend = jpeg_backend::cpu;
+        count_cpu_route("files over their share of memory_budget");
+        return false;
+      }
+    } while (!m_file_held.compare_exchange_weak(held, held + grow, std::memory_order_relaxed));
+    try {
+      g.encoded.reserve(file.size());
+    } catch (...) {
+      m_file_held.fetch_sub(grow, std::memory_order_relaxed);
+      throw;
+    }
+    // reserve() may round up: what it holds is what counts.
+    if (g.encoded.capacity() > file.size())
+      m_file_held.fetch_add(g.encoded.capacity() - file.size(), std::memory_order_relaxed);
+  }
+  const auto* p = reinterpret_cast<const std::uint8_t*>(file.data());
+  g.encoded.assign(p, p + file.size());
+  return true;
 }
 
 void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity) {

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ringfeed/cuda/stream.hpp>
@@ -84,9 +85,10 @@ class pinned_side {
 class decode_stage {
  public:
   /// On `device` of `api` (current on the calling thread), with `decoder`,
-  /// for samples of `sample_bytes` (height × width × 3 uint8).
+  /// for samples of `sample_bytes` (height × width × 3 uint8). The files
+  /// kept for the decoder (keep_file) hold at most `file_bytes` in all.
   decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
-               std::size_t sample_bytes);
+               std::size_t sample_bytes, std::size_t file_bytes);
   ~decode_stage();
   decode_stage(const decode_stage&) = delete;
   decode_stage& operator=(const decode_stage&) = delete;
@@ -96,6 +98,15 @@ class decode_stage {
   /// resized image), or the decoder does not take. Any thread; counts the
   /// CPU reasons for stats().
   [[nodiscard]] jpeg_route route(const image::image_info& info, const image::sample_plan& plan);
+
+  /// Decode threads, after route() chose a GPU backend: copies `file` into
+  /// g.encoded. Every slot's buffer is counted at its capacity, and a
+  /// buffer grows only while all of them stay within the stage's
+  /// file_bytes (the files' share of memory_budget): when it would not,
+  /// nothing is kept, g.backend becomes cpu, the image counts as a CPU one
+  /// ("files over their share of memory_budget") and false comes back.
+  /// Any thread, one slot each.
+  [[nodiscard]] bool keep_file(gpu_sample& g, std::span<const std::byte> file);
 
   /// Upload thread, the device current: queues the decode of the first `n`
   /// slots' GPU images on `s`. Returns the slots whose images the decoder
@@ -125,6 +136,8 @@ class decode_stage {
   };
   // `b`, grown to at least `bytes` (rounded up to `granularity`, with room).
   void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity);
+  // Counts an image routed to the CPU for `why`.
+  void count_cpu_route(std::string_view why);
   // Queues `jobs`; a refused call is retried one image at a time. Returns
   // the jobs (indices into `jobs`) still refused.
   std::vector<std::size_t> decode_jobs(std::span<const jpeg_job> jobs, stream_t s);
@@ -138,6 +151,8 @@ class decode_stage {
   device_buffer m_table;           // device copy of the resize table
   std::vector<void*> m_retired;    // buffers grown out of, freed by the destructor
 
+  const std::size_t m_file_cap;             // keep_file's bound
+  std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers
   std::atomic<std::uint64_t> m_hardware{0}, m_hybrid{0}, m_cpu{0}, m_fallbacks{0};
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
   mutable std::mutex m_reasons_mutex;
