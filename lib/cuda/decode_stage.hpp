@@ -4,14 +4,16 @@
 //   decode thread   reads the file, parses its header, asks route(): a GPU
 //                   backend keeps the file's bytes and the sample's plan
 //                   (the crop, size and flip the CPU path would draw) in
-//                   the slot's gpu_sample; the CPU route decodes into the
-//                   host slot as before.
+//                   the slot's gpu_sample, with the region to decode and
+//                   the resize's coefficients (plan_resize); the CPU route
+//                   decodes into the host slot as before.
 //   upload thread   decode(): queues the batch's GPU images on the copy
 //                   stream, each region into the stage's regions buffer
 //                   (a refused batch is retried image by image; those the
 //                   decoder still refuses come back for the CPU);
 //                   then the uploader copies the host slab, and place()
-//                   (its fill hook) queues the resize of every decoded
+//                   (its fill hook) joins the slots' planned resize pieces
+//                   into the batch's table and queues the resize of every decoded
 //                   region into its slot of the same device buffer, before
 //                   the uploader's conversion to the output dtype.
 //
@@ -50,10 +52,12 @@ struct gpu_sample {
   image::sample_plan plan;
   std::vector<std::uint8_t> encoded;  ///< the file, kept for the decoder (capacity reused)
   std::string name;                   ///< the file's name, for a CPU fallback's messages
-  // Set by decode_stage::decode: where the decoded region lies in the
-  // stage's regions buffer, and which rectangle of the stored image it is.
-  std::size_t region_offset = 0;
+  // Set by decode_stage::plan_resize (decode thread): which rectangle of
+  // the stored image the decoder writes, and its resize, planned. By
+  // decode_stage::decode: where the region lies in the regions buffer.
   image::crop_box region;
+  resize_piece resize;
+  std::size_t region_offset = 0;
 };
 
 /// What the stage did so far (the loader's stats().gpu_decode).
@@ -107,6 +111,12 @@ class decode_stage {
   /// ("files over their share of memory_budget") and false comes back.
   /// Any thread, one slot each.
   [[nodiscard]] bool keep_file(gpu_sample& g, std::span<const std::byte> file);
+  /// Decode threads, for a slot keep_file kept: the region the decoder
+  /// will write (the resize's reads, or the whole image for a backend
+  /// without regions) and the resize's piece of the launch table
+  /// (plan_resize_piece), so the upload thread's place() only copies.
+  /// Throws std::invalid_argument when the plan does not fit the region.
+  void plan_resize(gpu_sample& g) const;
 
   /// Upload thread, the device current: queues the decode of the first `n`
   /// slots' GPU images on `s`. Returns the slots whose images the decoder

@@ -73,6 +73,12 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   if (r.backend == cuda::jpeg_backend::cpu) return false;
   g.backend = r.backend;
   if (!m_stage->keep_file(g, bytes)) return false;  // the files' share of memory_budget is full
+  try {
+    m_stage->plan_resize(g);  // here, so the upload thread only copies the coefficients
+  } catch (...) {
+    g.backend = cuda::jpeg_backend::cpu;  // the sample fails; nothing of it goes to the GPU
+    throw;
+  }
   g.name.assign(name);
   return true;
 }
