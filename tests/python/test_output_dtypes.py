@@ -76,3 +76,20 @@ def test_cli_bench_takes_the_new_outputs(val_dir):
     out = json.loads(run_cli("bench", val_dir, "--pipeline", "val", "--size", 32, "--batch", 8, "--threads", 2,
                              "--epochs", 1, "--output", "bfloat16_nhwc", "--json").stdout.splitlines()[-1])
     assert out["output"] == "bfloat16 NHWC"
+
+
+def test_dataloader_fallback_says_the_output_is_not_applied():
+    from ringfeed import DataLoader
+
+    class Own(torch.utils.data.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return torch.zeros(3, 4, 4), 0
+
+    with pytest.warns(UserWarning, match=r"own __getitem__.*output='bfloat16' is not applied"):
+        dl = DataLoader(Own(), batch_size=2, output="bfloat16")
+    assert dl.backend == "torch"
+    with pytest.raises(ValueError, match="output"):
+        DataLoader(Own(), batch_size=2, output="int8")
