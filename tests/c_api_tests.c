@@ -439,6 +439,9 @@ int main(int argc, char** argv) {
     check_decode();
     check_epoch("float32", RF_FLOAT32, RF_NCHW, 4);
     check_epoch("float16", RF_FLOAT16, RF_NCHW, 2);
+    check_epoch("bfloat16", RF_BFLOAT16, RF_NCHW, 2);
+    check_epoch("float16_nhwc", RF_FLOAT16, RF_NHWC, 2);
+    check_epoch("bfloat16_nhwc", RF_BFLOAT16, RF_NHWC, 2);
     check_epoch("uint8", RF_UINT8, RF_NHWC, 1);
     check_shuffle();
     check_resume();

@@ -184,3 +184,41 @@ TEST_CASE("sizes: one scratch intermediate per image with both passes", "[device
   CHECK(cu::measure_resize(images).scratch_bytes == 0);
   CHECK(cu::measure_resize({}).table_bytes == 0);
 }
+
+TEST_CASE("pieces planned apart and joined are pack_resize_table's table", "[device_sim][resize]") {
+  // The GPU decode plans each image's piece on its decode thread with the
+  // source offset relative to its region, and the upload thread joins
+  // them at the regions' offsets: the same table, byte for byte.
+  std::mt19937 rng(43);
+  for (int i = 0; i < 100; ++i) {
+    const resize_batch b = ringfeed::test::random_batch(rng);
+    INFO("batch " << i << ": " << b.description);
+    const cu::resize_sizes sizes = cu::measure_resize(b.images);
+    aligned_bytes packed(sizes.table_bytes);
+    cu::pack_resize_table(b.images, {packed.data(), packed.size()});
+
+    std::vector<cu::resize_piece> pieces(b.images.size());
+    std::vector<cu::placed_piece> placed;
+    for (std::size_t k = 0; k < b.images.size(); ++k) {
+      cu::resize_image relative = b.images[k];
+      const std::size_t base = relative.src_offset / 2;  // the region's start, say
+      relative.src_offset -= base;
+      relative.dst_offset = 12345;  // not read: the join places the target
+      cu::plan_resize_piece(relative, pieces[k]);
+      placed.push_back({&pieces[k], base, b.images[k].dst_offset});
+    }
+    const cu::resize_sizes joined_sizes = cu::measure_pieces(placed);
+    CHECK(joined_sizes.table_bytes == sizes.table_bytes);
+    CHECK(joined_sizes.scratch_bytes == sizes.scratch_bytes);
+    aligned_bytes joined(joined_sizes.table_bytes);
+    cu::join_resize_table(placed, {joined.data(), joined.size()});
+    REQUIRE(std::memcmp(joined.data(), packed.data(), sizes.table_bytes) == 0);
+  }
+  aligned_bytes small(16);
+  const std::vector<cu::resize_image> one{whole(simple_request())};
+  cu::resize_piece piece;
+  cu::plan_resize_piece(one[0], piece);
+  const cu::placed_piece placed[] = {{&piece, 0, 0}};
+  CHECK_THROWS_WITH(cu::join_resize_table(placed, {small.data(), small.size()}),
+                    Catch::Contains("smaller than measured"));
+}

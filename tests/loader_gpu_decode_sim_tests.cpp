@@ -196,6 +196,60 @@ TEST_CASE("decode=gpu with uint8 output and a val recipe", "[device_sim][gpu_dec
   CHECK(g.hybrid == 3);
 }
 
+TEST_CASE("bfloat16 and NHWC outputs: the device paths give the host path's bytes", "[device_sim][gpu_decode]") {
+  // The host path writes them per sample (write_output); the upload
+  // stage's kernel converts uint8 batches with the same table, after a
+  // CPU decode (decode=cpu) or after the GPU decode's resize (decode=gpu).
+  gpu_fixture f("gpu decode outputs");
+  using ringfeed::dtype;
+  using ringfeed::layout;
+  for (const ringfeed::output_spec spec : {ringfeed::output_spec{dtype::bfloat16, layout::nchw},
+                                           ringfeed::output_spec{dtype::float32, layout::nhwc},
+                                           ringfeed::output_spec{dtype::float16, layout::nhwc},
+                                           ringfeed::output_spec{dtype::bfloat16, layout::nhwc}}) {
+    INFO(ringfeed::to_string(spec));
+    ringfeed::loader_options o = options(f.root, 0);
+    o.output = spec;
+    const epoch_out want = host_epochs(o, 1);
+    for (const auto where : {ringfeed::decode_where::cpu, ringfeed::decode_where::gpu}) {
+      INFO("decode=" << ringfeed::to_string(where));
+      o.decode = where;
+      sim_jpeg_decoder::installed dec(*f.sim.dev);
+      ringfeed::loader l(for_epochs(o, 1));
+      REQUIRE(l.converts_on_device());
+      const ringfeed::tensor_view v = l.batch_layout();
+      CHECK(v.dtype == spec.dtype);
+      CHECK(v.layout == spec.layout);
+      CHECK(v.shape[spec.layout == layout::nhwc ? 3 : 1] == 3);
+      require_same(epochs(l, 1, f.sim.dev.get()), want);
+      CHECK(dec.rec->decoded == (where == ringfeed::decode_where::gpu ? 18u : 0u));
+    }
+  }
+}
+
+TEST_CASE("the files kept for the decoder stay within memory_budget; the rest decode on the CPU",
+          "[device_sim][gpu_decode]") {
+  // Two slabs of 4 uint8 samples (a page each) and 96 KiB for the files:
+  // the slots' file buffers (26 to 105 KB photos) cannot all be kept.
+  gpu_fixture f("gpu decode file budget");
+  ringfeed::loader_options o = options(f.root, 0);
+  o.prefetch_batches = 1;
+  o.memory_budget = 2 * 4096 + 96 * 1024;
+  const epoch_out want = host_epochs(o, 2);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  ringfeed::loader l(for_epochs(o, 2));
+  require_same(epochs(l, 2, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  const auto why = reasons_of(g);
+  REQUIRE(why.count("files over their share of memory_budget") == 1);
+  const std::uint64_t over = why.at("files over their share of memory_budget");
+  CHECK(over > 0);
+  CHECK(g.hardware + g.hybrid > 0);  // the files that fit still decode on the GPU
+  CHECK(g.hardware + g.hybrid + over == 2 * 18);
+  CHECK(g.cpu == 2 * 4 + over);
+  CHECK(dec.rec->decoded == g.hardware + g.hybrid);
+}
+
 TEST_CASE("a batch the decoder refuses is retried image by image, the rest on the CPU", "[device_sim][gpu_decode]") {
   gpu_fixture f("gpu decode refusal");
   const ringfeed::loader_options o = options(f.root, 0);

@@ -80,6 +80,35 @@ TEST_CASE("plan: batch memory is whole pages per batch, up to 8 batches of the b
   CHECK(plan_loader(o, ds, smp, no_gpu()).slabs == 3);
 }
 
+TEST_CASE("plan: decode=gpu's files share memory_budget with the slabs", "[plan]") {
+  const dataset ds = folder_of(10);
+  auto o = options_for(4);
+  const sampler smp(ds.size(), o.sampler);
+  const auto shared = [&] {
+    auto p = plan_loader(o, ds, smp, no_gpu());
+    ringfeed::detail::share_budget_with_files(o, p);
+    CHECK(p.slabs * p.slab_bytes + p.file_bytes <= o.memory_budget);  // the budget holds both
+    return p;
+  };
+  o.memory_budget = 20 * slab;  // 8 slabs leave the files more than a quarter
+  auto p = shared();
+  CHECK(p.slabs == ringfeed::detail::max_default_slabs);
+  CHECK(p.file_bytes == 12 * slab);
+  o.memory_budget = 8 * slab;  // 8 slabs would fill it: 6 leave the files a quarter
+  p = shared();
+  CHECK(p.slabs == 6);
+  CHECK(p.file_bytes == 2 * slab);
+  o.memory_budget = 2 * slab + 100;  // never fewer than 2 slabs; the files get what is left
+  p = shared();
+  CHECK(p.slabs == 2);
+  CHECK(p.file_bytes == 100);
+  o.memory_budget = 8 * slab;
+  o.prefetch_batches = 6;  // asked for: 7 slabs kept, the files get the eighth
+  p = shared();
+  CHECK(p.slabs == 7);
+  CHECK(p.file_bytes == slab);
+}
+
 TEST_CASE("plan: a worker per thread even when io_depth is shallower, else one per read", "[plan]") {
   const dataset ds = folder_of(10);
   auto o = options_for(4);

@@ -10,6 +10,7 @@
 #include <ringfeed/image/pipeline.hpp>
 #include <ringfeed/io/reader.hpp>
 #include <ringfeed/loader/loader.hpp>
+#include <ringfeed/loader/resolve.hpp>
 #include <ringfeed/output_spec.hpp>
 
 using ringfeed::dtype;
@@ -31,23 +32,24 @@ std::string invalid_argument_of(F&& f) {
 
 }  // namespace
 
-TEST_CASE("four dtype/layout combinations are supported, checked in one place", "[names]") {
-  CHECK(output_spec::uint8_nhwc().supported());
-  CHECK(output_spec::uint8_nchw().supported());  // a transform list's PILToTensor
-  CHECK(output_spec::float32_nchw().supported());
-  CHECK(output_spec::float16_nchw().supported());
+TEST_CASE("every dtype and layout is supported, checked in one place", "[names]") {
   CHECK(output_spec{} == output_spec::uint8_nhwc());
-  CHECK(output_spec::float16_nchw().element_size() == 2);
-  CHECK(output_spec::float32_nchw().normalized());
-  CHECK_FALSE(output_spec::uint8_nhwc().normalized());
-  for (const output_spec bad : {output_spec{dtype::float32, layout::nhwc}, output_spec{dtype::float16, layout::nhwc}}) {
-    CHECK_FALSE(bad.supported());
-    const std::string what = invalid_argument_of([&] { bad.check(); });
-    INFO(what);
-    CHECK(what.find(to_string(bad)) != std::string::npos);
-    CHECK(what.find("uint8 NHWC, uint8 NCHW, float32 NCHW and float16 NCHW") != std::string::npos);
-    // Every user of the vocabulary refuses it the same way.
-    CHECK(invalid_argument_of([&] { ringfeed::image::pipeline().set_output(bad); }) == what);
+  for (const dtype t : {dtype::uint8, dtype::float32, dtype::float16, dtype::bfloat16})
+    for (const layout l : {layout::nhwc, layout::nchw}) {
+      const output_spec s{t, l};
+      CHECK(s.supported());
+      CHECK(s.normalized() == (t != dtype::uint8));
+      CHECK(s.element_size() == (t == dtype::float32 ? 4u : t == dtype::uint8 ? 1u : 2u));
+    }
+  CHECK(to_string(output_spec{dtype::bfloat16, layout::nhwc}) == "bfloat16 NHWC");
+  // A value no enum names (a bad cast from C) is refused by every user alike.
+  const output_spec bad{static_cast<dtype>(9), layout::nchw};
+  CHECK_FALSE(bad.supported());
+  const std::string what = invalid_argument_of([&] { bad.check(); });
+  INFO(what);
+  CHECK(what.find("supported are uint8, float32, float16 and bfloat16, NHWC or NCHW") != std::string::npos);
+  CHECK(invalid_argument_of([&] { ringfeed::image::pipeline().set_output(bad); }) == what);
+  {
     std::uint8_t px[3] = {};
     float out[3] = {};
     CHECK(invalid_argument_of([&] { ringfeed::cuda::convert_batch_cpu(px, 1, 1, 1, bad, nullptr, out); }) == what);
@@ -63,13 +65,22 @@ TEST_CASE("four dtype/layout combinations are supported, checked in one place", 
             .find("uint8 NCHW is the output of PILToTensor") != std::string::npos);
 }
 
-TEST_CASE("output names: float32, float16, uint8 with their one layout", "[names]") {
+TEST_CASE("output names: float32, float16, bfloat16 (NCHW or _nhwc) and uint8", "[names]") {
   CHECK(ringfeed::parse_output("float32") == output_spec::float32_nchw());
   CHECK(ringfeed::parse_output("float16") == output_spec::float16_nchw());
+  CHECK(ringfeed::parse_output("bfloat16") == output_spec{dtype::bfloat16, layout::nchw});
   CHECK(ringfeed::parse_output("uint8") == output_spec::uint8_nhwc());
+  CHECK(ringfeed::parse_output("float32_nhwc") == output_spec{dtype::float32, layout::nhwc});
+  CHECK(ringfeed::parse_output("float16_nhwc") == output_spec{dtype::float16, layout::nhwc});
+  CHECK(ringfeed::parse_output("bfloat16_nhwc") == output_spec{dtype::bfloat16, layout::nhwc});
+  for (const std::string_view name : ringfeed::accepted_names("output"))
+    CHECK(ringfeed::output_name(ringfeed::parse_output(name)) == name);
+  CHECK(ringfeed::output_name(output_spec::uint8_nchw()) == "uint8");  // PILToTensor's end
   CHECK(invalid_argument_of([] { (void)ringfeed::parse_output("int8"); }) ==
-        R"(output must be "float32", "float16" or "uint8", not "int8")");
+        R"(output must be "float32", "float16", "bfloat16", "uint8", "float32_nhwc", "float16_nhwc" or )"
+        R"("bfloat16_nhwc", not "int8")");
   CHECK_THROWS_AS(ringfeed::parse_output("Float32"), std::invalid_argument);
+  CHECK_THROWS_AS(ringfeed::parse_output("uint8_nhwc"), std::invalid_argument);
   CHECK_THROWS_AS(ringfeed::parse_output(""), std::invalid_argument);
 }
 

@@ -10,6 +10,7 @@
 #include <ringfeed/image/transform_spec.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +53,25 @@ img::pipeline unfused(const img::transform_list& t) {
   p.set_mode(img::pipeline_mode::exact);
   for (std::size_t i = 0; i < t.ops().size(); ++i) p.append(t.ops()[i], static_cast<std::uint32_t>(i + 1));
   return p;
+}
+
+// A float32 NCHW output as `spec`: each value rounded to its dtype
+// (float_to_half, float_to_bfloat16), placed in its layout.
+std::vector<std::byte> as_output(const std::vector<std::byte>& f32, const img::output_shape& shape, output_spec spec) {
+  const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
+  const auto ch = static_cast<std::size_t>(shape.channels);
+  const std::size_t es = spec.element_size();
+  std::vector<std::byte> out(f32.size() / 4 * es);
+  for (std::size_t c = 0; c < ch; ++c)
+    for (std::size_t i = 0; i < plane; ++i) {
+      float v;
+      std::memcpy(&v, &f32[(c * plane + i) * 4], 4);
+      const std::size_t at = spec.layout == ringfeed::layout::nchw ? c * plane + i : i * ch + c;
+      const std::uint16_t half = spec.dtype == ringfeed::dtype::bfloat16 ? img::float_to_bfloat16(v)
+                                                                         : img::float_to_half(v);
+      std::memcpy(&out[at * es], es == 4 ? static_cast<const void*>(&v) : &half, es);
+    }
+  return out;
 }
 
 }  // namespace
@@ -106,7 +126,8 @@ TEST_CASE("a fused head gives the pixels of the same ops run one by one", "[tran
 TEST_CASE("trailing RandomErasing on the written output equals it on the tensor", "[transform_list]") {
   // compile() runs a list's trailing RandomErasing ops on the float output
   // in the slot; the unfused pipeline runs them on the float tensor and
-  // converts after. Same draws, same values, float32 and float16.
+  // converts after. Same draws, same values, in every float dtype and
+  // layout: float32 NCHW's values rounded and placed.
   const char* const specs[] = {
       "RandomResizedCrop(48); RandomHorizontalFlip(); ToTensor(); Normalize((0.5,), (0.25,)); "
       "RandomErasing(p=0.8, value='random')",  // nothing left between the decoder and the output
@@ -124,7 +145,11 @@ TEST_CASE("trailing RandomErasing on the written output equals it on the tensor"
     img::pipeline plain = unfused(list);
     const std::string head(spec, std::string_view(spec).find("; RandomErasing"));
     img::pipeline without_erasing = img::transform_list::parse(head).compile(img::pipeline_mode::exact);
-    for (const auto out : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
+    using ringfeed::dtype;
+    using ringfeed::layout;
+    for (const auto out : {output_spec::float32_nchw(), output_spec::float16_nchw(),
+                           output_spec{dtype::bfloat16, layout::nchw}, output_spec{dtype::float32, layout::nhwc},
+                           output_spec{dtype::float16, layout::nhwc}, output_spec{dtype::bfloat16, layout::nhwc}}) {
       fused.set_output(out);
       plain.set_output(out);
       without_erasing.set_output(out);
@@ -139,6 +164,11 @@ TEST_CASE("trailing RandomErasing on the written output equals it on the tensor"
           REQUIRE(a == b);
           CHECK(x == y);
           CHECK(run_slot(fused, bytes, {9, 1, index}) == x);  // apply(), into a batch slot
+          if (out != output_spec::float32_nchw()) {
+            fused.set_output(output_spec::float32_nchw());
+            CHECK(x == as_output(run(fused, bytes, {9, 1, index}), a, out));
+            fused.set_output(out);
+          }
           erased += x != run(without_erasing, bytes, {9, 1, index});  // a box was erased
         }
       }
@@ -201,7 +231,11 @@ TEST_CASE("v2's ToDtype(float32, scale=True) is written by the output, as its op
     for (const auto& op : fused.tail()) CHECK(op->name() != "ToDtype");
     CHECK(fused.last_frame().kind != img::frame_kind::tensor_f32);  // converted by the output write
     img::pipeline plain = unfused(list);
-    for (const auto out : {output_spec::float32_nchw(), output_spec::float16_nchw()}) {
+    using ringfeed::dtype;
+    using ringfeed::layout;
+    for (const auto out : {output_spec::float32_nchw(), output_spec::float16_nchw(),
+                           output_spec{dtype::bfloat16, layout::nchw}, output_spec{dtype::float32, layout::nhwc},
+                           output_spec{dtype::float16, layout::nhwc}, output_spec{dtype::bfloat16, layout::nhwc}}) {
       fused.set_output(out);
       plain.set_output(out);
       for (const char* name : photo_names) {

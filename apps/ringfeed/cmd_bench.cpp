@@ -431,9 +431,8 @@ int run_loader_bench(const bench_options& opt) {
       steady_images > 0 && steady_s > 0 ? nlohmann::json(static_cast<double>(steady_images) / steady_s) : nlohmann::json();
   const double mb_per_s = static_cast<double>(st.read.bytes) / 1e6 / seconds;
   const std::string bottleneck = st.bottleneck();
-  const char* output_name = l.batch_layout().dtype == dtype::float32   ? "float32 NCHW"
-                            : l.batch_layout().dtype == dtype::float16 ? "float16 NCHW"
-                                                                       : "uint8 NHWC";
+  const tensor_view layout = l.batch_layout();
+  const std::string output_text = to_string(output_spec{layout.dtype, layout.layout});
   if (opt.json) {
     // The loader's own counters, under the names every binding uses, plus
     // what only the command knows.
@@ -459,7 +458,7 @@ int run_loader_bench(const bench_options& opt) {
         {"device", l.uses_device() ? "cuda:" + std::to_string(opt.device) : "host"},
         {"host_reason", l.host_reason()},
         {"output_made_on", l.converts_on_device() ? "device" : "host"},
-        {"output", output_name},
+        {"output", output_text},
         {"batch", opt.batch},
         {"epochs", opt.epochs},
         {"step_ms", opt.step_ms},
@@ -477,7 +476,7 @@ int run_loader_bench(const bench_options& opt) {
     std::printf("%s\n", detail::json_text(out).c_str());
   } else {
     std::printf("ringfeed bench: %s (--pipeline %s, %s mode, %zu images/batch, %s on %s)\n", opt.source.c_str(),
-                (opt.recipe.transform.empty() ? opt.recipe.pipeline : opt.recipe.transform).c_str(), opt.exact ? "exact" : "fast", opt.batch, output_name,
+                (opt.recipe.transform.empty() ? opt.recipe.pipeline : opt.recipe.transform).c_str(), opt.exact ? "exact" : "fast", opt.batch, output_text.c_str(),
                 l.uses_device() ? ("cuda:" + std::to_string(opt.device)).c_str() : "host");
     std::printf("  %zu images in %.3f s: %.0f images/s; read %.1f MB (%.1f MB/s)\n", images, seconds, images_per_s,
                 static_cast<double>(st.read.bytes) / 1e6, mb_per_s);
@@ -497,7 +496,7 @@ int run_loader_bench(const bench_options& opt) {
                   " fallbacks); %s\n", g.hardware, g.hardware_engines, g.hybrid, g.cpu, g.fallbacks, g.decoder.c_str());
     if (l.uses_device())
       std::printf("    upload   %8.3f s  %5.1f%% (%s made on the %s)\n", st.upload.busy_s,
-                  100 * st.upload_utilization(), output_name, l.converts_on_device() ? "device" : "host");
+                  100 * st.upload_utilization(), output_text.c_str(), l.converts_on_device() ? "device" : "host");
     else
       std::printf("    upload   none: %s\n", l.host_reason().c_str());
     std::printf("    consumer waited %.3f s (%.1f%% of the run)\n", st.consumer_wait_s,
@@ -551,7 +550,8 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--no-dct-scale", opt->no_dct_scale,
                 "fast mode without DCT-domain scaling (region decode only): to measure what scaling contributes");
   add_max_pixels_option(cmd, opt->max_pixels);
-  opt->output_option = cmd->add_option("--output", opt->output, "what batches hold: float32 or float16 (normalized NCHW) or uint8 (NHWC)")
+  opt->output_option = cmd->add_option("--output", opt->output, "what batches hold: float32, float16 or bfloat16 (normalized NCHW), the same "
+                                       "with _nhwc (float16_nhwc: NHWC) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
   cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
   cmd->add_option("--decode", opt->decode,

@@ -3,17 +3,20 @@
 // image pipeline, the CUDA uploader, batches (tensor_view) and every front
 // end (C API, Python, CLI) speak it.
 //
-// Four combinations are supported, and output_spec::check() is the one place
-// that says so:
+// The combinations:
 //  - uint8 NHWC: RGB bytes, rows of width × 3 (what crosses PCIe; the
 //    consumer, e.g. the device kernel, normalizes);
 //  - uint8 NCHW: planes of bytes (a transform list ending with PILToTensor);
-//  - float32 NCHW, float16 NCHW: ToTensor + Normalize, planes R, G, B
-//    (float16 as IEEE binary16 bits, round to nearest even).
+//  - float32, float16, bfloat16, NCHW or NHWC: ToTensor + Normalize, as
+//    planes R, G, B (NCHW) or interleaved R, G, B per pixel (NHWC, what
+//    torch's channels_last memory format holds). float16 is IEEE binary16,
+//    bfloat16 the top half of the float32 value, both rounded to nearest
+//    even from the float32 value (what torch's .to(dtype) gives).
 //
 // parse_output() reads the user-facing names ("float32", "float16",
-// "uint8", each with its one layout) for the CLI's --output, the C API's
-// "output" key and Python's output=.
+// "bfloat16", "uint8", and "float32_nhwc", "float16_nhwc", "bfloat16_nhwc")
+// for the CLI's --output, the C API's "output" key and Python's output=;
+// output_name() gives them back.
 #pragma once
 
 #include <cstddef>
@@ -23,15 +26,15 @@
 
 namespace ringfeed {
 
-enum class dtype : std::uint8_t { uint8, float32, float16 };
+enum class dtype : std::uint8_t { uint8, float32, float16, bfloat16 };
 enum class layout : std::uint8_t { nhwc, nchw };
 
 /// Bytes of one element.
 [[nodiscard]] constexpr std::size_t element_size(dtype t) noexcept {
-  return t == dtype::float32 ? 4 : t == dtype::float16 ? 2 : 1;
+  return t == dtype::float32 ? 4 : t == dtype::uint8 ? 1 : 2;
 }
 
-/// "uint8", "float32", "float16".
+/// "uint8", "float32", "float16", "bfloat16".
 [[nodiscard]] std::string_view to_string(dtype t) noexcept;
 /// "NHWC", "NCHW".
 [[nodiscard]] std::string_view to_string(layout l) noexcept;
@@ -47,10 +50,10 @@ struct output_spec {
   /// uint8 CHW: what a transform list ending with PILToTensor gives.
   [[nodiscard]] static constexpr output_spec uint8_nchw() noexcept { return {dtype::uint8, layout::nchw}; }
 
-  /// Whether this is one of the four supported combinations (floats are
-  /// NCHW only).
+  /// Whether dtype and layout are values of their enums (every pair of
+  /// them is a supported output).
   [[nodiscard]] constexpr bool supported() const noexcept {
-    return dtype == ringfeed::dtype::uint8 || layout == ringfeed::layout::nchw;
+    return dtype <= ringfeed::dtype::bfloat16 && layout <= ringfeed::layout::nchw;
   }
   /// Throws std::invalid_argument naming this combination and the supported
   /// ones unless supported().
@@ -65,9 +68,12 @@ struct output_spec {
 /// "float32 NCHW", "uint8 NHWC", ...
 [[nodiscard]] std::string to_string(output_spec s);
 
-/// The user-facing output names: "float32" (float32 NCHW), "float16"
-/// (float16 NCHW), "uint8" (uint8 NHWC). Throws std::invalid_argument
-/// naming `name` and listing the accepted names.
+/// The user-facing output names: "float32", "float16", "bfloat16" (NCHW),
+/// the same with "_nhwc" (NHWC), "uint8" (uint8 NHWC). Throws
+/// std::invalid_argument naming `name` and listing the accepted names.
 [[nodiscard]] output_spec parse_output(std::string_view name);
+/// The user-facing name of `s` (parse_output's inverse); "uint8" for both
+/// uint8 layouts (NCHW is what a list ending with PILToTensor gives).
+[[nodiscard]] std::string output_name(output_spec s);
 
 }  // namespace ringfeed

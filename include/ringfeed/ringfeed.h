@@ -49,9 +49,11 @@ typedef struct rf_loader rf_loader;
 typedef struct rf_batch rf_batch;
 
 /** Element type of a batch's images. */
-typedef enum rf_dtype { RF_UINT8 = 0, RF_FLOAT32 = 1, RF_FLOAT16 = 2 } rf_dtype;
+typedef enum rf_dtype { RF_UINT8 = 0, RF_FLOAT32 = 1, RF_FLOAT16 = 2, RF_BFLOAT16 = 3 } rf_dtype;
 
-/** Order of a batch's image dimensions: uint8 batches are NHWC, float ones NCHW. */
+/** Order of a batch's image dimensions: uint8 batches are NHWC (NCHW after
+ *  PILToTensor), float ones NCHW unless the output asked for NHWC
+ *  ("float32_nhwc", ...). */
 typedef enum rf_layout { RF_NHWC = 0, RF_NCHW = 1 } rf_layout;
 
 /** Where a loader is in its stream of batches: enough to continue exactly
@@ -114,10 +116,11 @@ void rf_options_free(rf_options* options) RF_NOEXCEPT;
  *  exact          bit-exact torchvision transforms (else fast)  false
  *  max_pixels     refuse images declaring more pixels, before   178956970
  *                 allocating (a decompression bomb)
- *  output         float32 | float16 (normalized NCHW) | uint8   float32
- *                 (NHWC); with transform: float32 or float16    (transform:
- *                 for a list ending with a float tensor, else   its end)
- *                 uint8
+ *  output         float32 | float16 | bfloat16 (normalized      float32
+ *                 NCHW), the same + _nhwc (NHWC, e.g.           (transform:
+ *                 "float16_nhwc") | uint8 (NHWC); with          its end)
+ *                 transform: a float one for a list ending
+ *                 with a float tensor, else uint8
  *  batch_size     samples per batch (>= 1)                      256
  *  shuffle        overrides the pipeline's choice               train: true, val: false
  *  seed           sampler and augmentation seed                 0

@@ -205,6 +205,8 @@ rf_dtype to_c(ringfeed::dtype t) noexcept {
       return RF_FLOAT32;
     case ringfeed::dtype::float16:
       return RF_FLOAT16;
+    case ringfeed::dtype::bfloat16:
+      return RF_BFLOAT16;
     case ringfeed::dtype::uint8:
       break;
   }

@@ -12,6 +12,8 @@ std::string_view to_string(dtype t) noexcept {
       return "float32";
     case dtype::float16:
       return "float16";
+    case dtype::bfloat16:
+      return "bfloat16";
     case dtype::uint8:
       break;
   }
@@ -29,7 +31,7 @@ std::string to_string(output_spec s) {
 void output_spec::check() const {
   if (supported()) return;
   throw std::invalid_argument("output " + to_string(*this) +
-                              " is not supported; supported are uint8 NHWC, uint8 NCHW, float32 NCHW and float16 NCHW");
+                              " is not supported; supported are uint8, float32, float16 and bfloat16, NHWC or NCHW");
 }
 
 }  // namespace ringfeed

@@ -20,33 +20,47 @@ namespace {
 // --- the conversion kernel ----------------------------------------------------
 //
 // One thread per pixel (grid-stride, so any batch size fits the grid): reads
-// its 3 bytes of NHWC input and writes one element to each of the image's 3
-// planes, so consecutive threads write consecutive addresses of each plane
-// (coalesced). The values are table lookups: table[c * 256 + v] holds the
-// output element's bits, as computed on the host by
-// image::normalize_table, the same function the CPU path uses, so both give
-// identical bits with no floating-point arithmetic on the device.
-template <class T>
-__global__ void nhwc_to_nchw(const std::uint8_t* __restrict__ in, T* __restrict__ out,
-                             const std::uint32_t* __restrict__ table, std::size_t pixels_per_image,
-                             std::size_t total_pixels) {
+// its 3 bytes of NHWC input and writes its 3 elements, to the image's 3
+// planes (NCHW: consecutive threads write consecutive addresses of each
+// plane, coalesced) or side by side (NHWC: a warp writes one contiguous
+// run). The values are table lookups: table[c * 256 + v] holds the output
+// element's bits (float32, or float16 / bfloat16 in the low half), as
+// computed on the host by image::normalize_table, the same function the
+// CPU path uses, so both give identical bits with no floating-point
+// arithmetic on the device.
+template <class T, bool Planes>
+__global__ void convert_pixels(const std::uint8_t* __restrict__ in, T* __restrict__ out,
+                               const std::uint32_t* __restrict__ table, std::size_t pixels_per_image,
+                               std::size_t total_pixels) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_pixels;
        p += stride) {
-    const std::size_t image = p / pixels_per_image;
-    const std::size_t offset = p - image * pixels_per_image;
     const std::uint8_t* px = in + 3 * p;
-    T* plane0 = out + 3 * image * pixels_per_image + offset;
+    T* first = out + 3 * p;  // NHWC: element c at first[c]
+    std::size_t step = 1;
+    if constexpr (Planes) {
+      const std::size_t image = p / pixels_per_image;
+      first = out + 3 * image * pixels_per_image + (p - image * pixels_per_image);
+      step = pixels_per_image;
+    }
 #pragma unroll
     for (int c = 0; c < 3; ++c) {
       const std::uint32_t bits = __ldg(&table[c * 256 + px[c]]);
       if constexpr (sizeof(T) == 4) {
-        plane0[static_cast<std::size_t>(c) * pixels_per_image] = __uint_as_float(bits);
+        first[static_cast<std::size_t>(c) * step] = __uint_as_float(bits);
       } else {
-        plane0[static_cast<std::size_t>(c) * pixels_per_image] = static_cast<T>(bits);
+        first[static_cast<std::size_t>(c) * step] = static_cast<T>(bits);
       }
     }
   }
+}
+
+template <class T>
+void launch_convert_as(const convert_launch& k, T* out, unsigned blocks, int threads, cudaStream_t s) {
+  if (k.layout == layout::nchw)
+    convert_pixels<T, true><<<blocks, threads, 0, s>>>(k.in, out, k.table, k.pixels, k.images * k.pixels);
+  else
+    convert_pixels<T, false><<<blocks, threads, 0, s>>>(k.in, out, k.table, k.pixels, k.images * k.pixels);
 }
 
 cudaStream_t native(stream_t s) noexcept { return reinterpret_cast<cudaStream_t>(s); }
@@ -140,12 +154,10 @@ class cuda_device final : public device_api {
     const auto blocks = static_cast<unsigned>(std::min<std::size_t>((total + threads - 1) / threads, 65535));
     (void)cudaGetLastError();  // report this launch's error, not an earlier one
     if (k.dtype == dtype::float32)
-      nhwc_to_nchw<float><<<blocks, threads, 0, native(s)>>>(k.in, static_cast<float*>(k.out), k.table, k.pixels,
-                                                             total);
+      launch_convert_as(k, static_cast<float*>(k.out), blocks, threads, native(s));
     else
-      nhwc_to_nchw<std::uint16_t>
-          <<<blocks, threads, 0, native(s)>>>(k.in, static_cast<std::uint16_t*>(k.out), k.table, k.pixels, total);
-    check(cudaGetLastError(), "nhwc_to_nchw launch");
+      launch_convert_as(k, static_cast<std::uint16_t*>(k.out), blocks, threads, native(s));
+    check(cudaGetLastError(), "convert_pixels launch");
   }
   void launch_resize(const resize_launch& k, stream_t s) override { launch_resize_kernels(k, native(s)); }
   void record(event_t e, stream_t s) override { check(cudaEventRecord(native(e), native(s)), "cudaEventRecord"); }

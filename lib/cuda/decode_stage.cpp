@@ -79,8 +79,12 @@ std::span<std::byte> pinned_side::reserve(device_api& api, std::size_t bytes) {
 // --- decode_stage -------------------------------------------------------------------
 
 decode_stage::decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
-                           std::size_t sample_bytes)
-    : m_api(std::move(api)), m_device(device), m_decoder(std::move(decoder)), m_sample_bytes(sample_bytes) {}
+                           std::size_t sample_bytes, std::size_t file_bytes)
+    : m_api(std::move(api)),
+      m_device(device),
+      m_decoder(std::move(decoder)),
+      m_sample_bytes(sample_bytes),
+      m_file_cap(file_bytes) {}
 
 decode_stage::~decode_stage() {
   // The uploader's destructor has waited for the copy stream (the loader
@@ -108,10 +112,53 @@ jpeg_route decode_stage::route(const image::image_info& info, const image::sampl
     if (r.backend != jpeg_backend::cpu) return r;
     if (r.why_cpu.empty()) r.why_cpu = "the decoder does not take it";
   }
+  count_cpu_route(r.why_cpu);
+  return r;
+}
+
+void decode_stage::count_cpu_route(std::string_view why) {
   m_cpu.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(m_reasons_mutex);
-  ++m_cpu_reasons[std::string(r.why_cpu)];
-  return r;
+  ++m_cpu_reasons[std::string(why)];
+}
+
+bool decode_stage::keep_file(gpu_sample& g, std::span<const std::byte> file) {
+  const std::size_t had = g.encoded.capacity();
+  if (file.size() > had) {
+    // Claim the growth before allocating. Relaxed: the count guards no
+    // other memory, only the total (a CAS loop so it never passes the cap,
+    // even for a moment another thread could see).
+    const std::size_t grow = file.size() - had;
+    std::size_t held = m_file_held.load(std::memory_order_relaxed);
+    do {
+      if (held + grow > m_file_cap) {
+        g.backend = jpeg_backend::cpu;
+        count_cpu_route("files over their share of memory_budget");
+        return false;
+      }
+    } while (!m_file_held.compare_exchange_weak(held, held + grow, std::memory_order_relaxed));
+    try {
+      g.encoded.reserve(file.size());
+    } catch (...) {
+      m_file_held.fetch_sub(grow, std::memory_order_relaxed);
+      throw;
+    }
+    // reserve() may round up: what it holds is what counts.
+    if (g.encoded.capacity() > file.size())
+      m_file_held.fetch_add(g.encoded.capacity() - file.size(), std::memory_order_relaxed);
+  }
+  const auto* p = reinterpret_cast<const std::uint8_t*>(file.data());
+  g.encoded.assign(p, p + file.size());
+  return true;
+}
+
+void decode_stage::plan_resize(gpu_sample& g) const {
+  g.region = m_decoder->decodes_region(g.backend) ? region_of(g.plan)
+                                                   : image::crop_box{0, 0, g.info.height, g.info.width};
+  // Relative to the region's start: join_resize_table adds where decode()
+  // puts it.
+  g.region_offset = 0;
+  plan_resize_piece(resize_of(g, 0), g.resize);
 }
 
 void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity) {
@@ -155,9 +202,7 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
   for (std::size_t k = 0; k < slots.size(); ++k) {
     gpu_sample& g = slots[k];
     if (g.backend == jpeg_backend::cpu) continue;
-    g.region = m_decoder->decodes_region(g.backend) ? region_of(g.plan)
-                                                     : image::crop_box{0, 0, g.info.height, g.info.width};
-    g.region_offset = offset;
+    g.region_offset = offset;  // g.region: plan_resize's
     offset += align_up(static_cast<std::size_t>(g.region.width) * 3 * static_cast<std::size_t>(g.region.height), 256);
     on_gpu.push_back(k);
   }
@@ -193,18 +238,21 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
 
 void decode_stage::place(std::span<const gpu_sample> slots, pinned_side& side, std::uint8_t* target, stream_t s) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<resize_image> images;
+  // The decode threads planned each resize (plan_resize): this only
+  // places the pieces at their region's and slot's offsets.
+  std::vector<placed_piece> pieces;
   for (std::size_t k = 0; k < slots.size(); ++k)
-    if (slots[k].backend != jpeg_backend::cpu) images.push_back(resize_of(slots[k], k * m_sample_bytes));
-  if (images.empty()) return;
-  const resize_sizes sizes = measure_resize(images);
+    if (slots[k].backend != jpeg_backend::cpu)
+      pieces.push_back({&slots[k].resize, slots[k].region_offset, k * m_sample_bytes});
+  if (pieces.empty()) return;
+  const resize_sizes sizes = measure_pieces(pieces);
   const std::span<std::byte> table = side.reserve(*m_api, sizes.table_bytes);
-  pack_resize_table(images, table);
+  join_resize_table(pieces, table);
   void* device_table = reserve(m_table, sizes.table_bytes, 1 << 16);
   m_api->copy_to_device_async(device_table, table.data(), sizes.table_bytes, s);
   resize_launch k;
   k.table = static_cast<const std::byte*>(device_table);
-  k.images = images.size();
+  k.images = pieces.size();
   k.source = static_cast<const std::uint8_t*>(m_regions.data);
   k.target = target;
   k.scratch = static_cast<std::uint8_t*>(reserve(m_resize_scratch, sizes.scratch_bytes, 1 << 20));

@@ -4,14 +4,16 @@
 //   decode thread   reads the file, parses its header, asks route(): a GPU
 //                   backend keeps the file's bytes and the sample's plan
 //                   (the crop, size and flip the CPU path would draw) in
-//                   the slot's gpu_sample; the CPU route decodes into the
-//                   host slot as before.
+//                   the slot's gpu_sample, with the region to decode and
+//                   the resize's coefficients (plan_resize); the CPU route
+//                   decodes into the host slot as before.
 //   upload thread   decode(): queues the batch's GPU images on the copy
 //                   stream, each region into the stage's regions buffer
 //                   (a refused batch is retried image by image; those the
 //                   decoder still refuses come back for the CPU);
 //                   then the uploader copies the host slab, and place()
-//                   (its fill hook) queues the resize of every decoded
+//                   (its fill hook) joins the slots' planned resize pieces
+//                   into the batch's table and queues the resize of every decoded
 //                   region into its slot of the same device buffer, before
 //                   the uploader's conversion to the output dtype.
 //
@@ -29,6 +31,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ringfeed/cuda/stream.hpp>
@@ -49,10 +52,12 @@ struct gpu_sample {
   image::sample_plan plan;
   std::vector<std::uint8_t> encoded;  ///< the file, kept for the decoder (capacity reused)
   std::string name;                   ///< the file's name, for a CPU fallback's messages
-  // Set by decode_stage::decode: where the decoded region lies in the
-  // stage's regions buffer, and which rectangle of the stored image it is.
-  std::size_t region_offset = 0;
+  // Set by decode_stage::plan_resize (decode thread): which rectangle of
+  // the stored image the decoder writes, and its resize, planned. By
+  // decode_stage::decode: where the region lies in the regions buffer.
   image::crop_box region;
+  resize_piece resize;
+  std::size_t region_offset = 0;
 };
 
 /// What the stage did so far (the loader's stats().gpu_decode).
@@ -84,9 +89,10 @@ class pinned_side {
 class decode_stage {
  public:
   /// On `device` of `api` (current on the calling thread), with `decoder`,
-  /// for samples of `sample_bytes` (height × width × 3 uint8).
+  /// for samples of `sample_bytes` (height × width × 3 uint8). The files
+  /// kept for the decoder (keep_file) hold at most `file_bytes` in all.
   decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
-               std::size_t sample_bytes);
+               std::size_t sample_bytes, std::size_t file_bytes);
   ~decode_stage();
   decode_stage(const decode_stage&) = delete;
   decode_stage& operator=(const decode_stage&) = delete;
@@ -96,6 +102,21 @@ class decode_stage {
   /// resized image), or the decoder does not take. Any thread; counts the
   /// CPU reasons for stats().
   [[nodiscard]] jpeg_route route(const image::image_info& info, const image::sample_plan& plan);
+
+  /// Decode threads, after route() chose a GPU backend: copies `file` into
+  /// g.encoded. Every slot's buffer is counted at its capacity, and a
+  /// buffer grows only while all of them stay within the stage's
+  /// file_bytes (the files' share of memory_budget): when it would not,
+  /// nothing is kept, g.backend becomes cpu, the image counts as a CPU one
+  /// ("files over their share of memory_budget") and false comes back.
+  /// Any thread, one slot each.
+  [[nodiscard]] bool keep_file(gpu_sample& g, std::span<const std::byte> file);
+  /// Decode threads, for a slot keep_file kept: the region the decoder
+  /// will write (the resize's reads, or the whole image for a backend
+  /// without regions) and the resize's piece of the launch table
+  /// (plan_resize_piece), so the upload thread's place() only copies.
+  /// Throws std::invalid_argument when the plan does not fit the region.
+  void plan_resize(gpu_sample& g) const;
 
   /// Upload thread, the device current: queues the decode of the first `n`
   /// slots' GPU images on `s`. Returns the slots whose images the decoder
@@ -125,6 +146,8 @@ class decode_stage {
   };
   // `b`, grown to at least `bytes` (rounded up to `granularity`, with room).
   void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity);
+  // Counts an image routed to the CPU for `why`.
+  void count_cpu_route(std::string_view why);
   // Queues `jobs`; a refused call is retried one image at a time. Returns
   // the jobs (indices into `jobs`) still refused.
   std::vector<std::size_t> decode_jobs(std::span<const jpeg_job> jobs, stream_t s);
@@ -138,6 +161,8 @@ class decode_stage {
   device_buffer m_table;           // device copy of the resize table
   std::vector<void*> m_retired;    // buffers grown out of, freed by the destructor
 
+  const std::size_t m_file_cap;             // keep_file's bound
+  std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers
   std::atomic<std::uint64_t> m_hardware{0}, m_hybrid{0}, m_cpu{0}, m_fallbacks{0};
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
   mutable std::mutex m_reasons_mutex;

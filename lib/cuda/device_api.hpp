@@ -36,15 +36,16 @@
 namespace ringfeed::cuda {
 
 /// One launch of the conversion kernel: `images` × `pixels` uint8 RGB
-/// pixels (NHWC) at `in` into `out` as `dtype` NCHW planes, each value
-/// table[c * 256 + v] (image::normalize_table's bits).
+/// pixels (NHWC) at `in` into `out` as `dtype`, NCHW planes or NHWC, each
+/// value table[c * 256 + v] (image::normalize_table's bits).
 struct convert_launch {
   const std::uint8_t* in = nullptr;
   void* out = nullptr;
   const std::uint32_t* table = nullptr;  // device memory, 3 × 256 entries
   std::size_t pixels = 0;                // per image
   std::size_t images = 0;
-  ringfeed::dtype dtype = ringfeed::dtype::float32;  // float32 or float16
+  ringfeed::dtype dtype = ringfeed::dtype::float32;  // float32, float16 or bfloat16
+  ringfeed::layout layout = ringfeed::layout::nchw;
 };
 
 /// The conversion kernel's work on the CPU, with `table` in host memory

@@ -34,7 +34,7 @@ class no_device final : public device_api {
   void copy_to_device(void*, const void*, std::size_t) override { no_cuda("cudaMemcpy"); }
   void copy_to_device_async(void*, const void*, std::size_t, stream_t) override { no_cuda("cudaMemcpyAsync"); }
   void launch_host_func(stream_t, void (*)(void*), void*) override { no_cuda("cudaLaunchHostFunc"); }
-  void launch_convert(const convert_launch&, stream_t) override { no_cuda("nhwc_to_nchw launch"); }
+  void launch_convert(const convert_launch&, stream_t) override { no_cuda("convert_pixels launch"); }
   void launch_resize(const resize_launch&, stream_t) override { no_cuda("resize launch"); }
   void record(event_t, stream_t) override { no_cuda("cudaEventRecord"); }
   void wait(stream_t, event_t) override { no_cuda("cudaStreamWaitEvent"); }

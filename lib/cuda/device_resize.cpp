@@ -1,10 +1,12 @@
 // The device resize's host side: each image's plan (image::plan_resample,
-// the CPU resampler's own bounds and coefficients) packed into the launch
-// table of resize_arith.hpp, and the kernels' arithmetic run on the host.
+// the CPU resampler's own bounds and coefficients) packed into a piece,
+// pieces joined into the launch table of resize_arith.hpp, and the
+// kernels' arithmetic run on the host.
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <ringfeed/image/resample_plan.hpp>
 
@@ -65,66 +67,114 @@ void write_block(const image::resample_axis& a, std::byte* at) {
   std::memcpy(at, a.len.data(), count * sizeof(std::int32_t));
 }
 
+// plan_resize_piece, its errors naming `call` and image i. The piece's
+// entry: source from im.src_offset, target and scratch 0, the blocks'
+// offsets from the piece's start.
+void plan_piece(const char* call, std::size_t i, const resize_image& im, resize_piece& piece) {
+  thread_local image::resample_plan plan;  // its vectors reused
+  const image::crop_box reads = plan_image(call, i, im, plan);
+  const auto& rq = im.request;
+  resize_entry e{};
+  e.source_pitch =
+      im.src_pitch != 0 ? static_cast<std::int64_t>(im.src_pitch) : static_cast<std::int64_t>(im.src_width) * 3;
+  e.source = im.src_offset +
+             static_cast<std::uint64_t>(reads.top - rq.src_top) * static_cast<std::uint64_t>(e.source_pitch) +
+             static_cast<std::uint64_t>(reads.left - rq.src_left) * 3;
+  e.width = plan.window.width;
+  e.height = plan.window.height;
+  e.h_rows = reads.height;
+  e.flags = (plan.need_horizontal ? resize_detail::pass_horizontal : 0u) |
+            (plan.need_vertical ? resize_detail::pass_vertical : 0u) | (im.flip ? resize_detail::mirror : 0u);
+  std::size_t bytes = sizeof e;
+  if (plan.need_horizontal) bytes += block_bytes(plan.horizontal);
+  if (plan.need_vertical) bytes += block_bytes(plan.vertical);
+  piece.bytes.resize(bytes);
+  std::size_t at = sizeof e;
+  // The blocks' lo relative to the first read column / row.
+  const auto place = [&](image::resample_axis& a, int first_read, std::uint64_t& offset, std::int32_t& ksize) {
+    for (int j = 0; j < a.count; ++j) a.lo[static_cast<std::size_t>(j)] -= first_read;
+    write_block(a, piece.bytes.data() + at);
+    offset = at;
+    ksize = a.ksize;
+    at += block_bytes(a);
+  };
+  if (plan.need_horizontal) place(plan.horizontal, reads.left, e.h_block, e.h_ksize);
+  if (plan.need_vertical) place(plan.vertical, reads.top, e.v_block, e.v_ksize);
+  piece.scratch_bytes =
+      both_passes(plan) ? align16(static_cast<std::size_t>(reads.height) * static_cast<std::size_t>(e.width) * 3) : 0;
+  std::memcpy(piece.bytes.data(), &e, sizeof e);
+}
+
+// The pieces of `images`, each planned (errors naming `call`), placed at
+// the images' offsets.
+std::vector<placed_piece> pieces_of(const char* call, std::span<const resize_image> images,
+                                    std::vector<resize_piece>& pieces) {
+  pieces.resize(images.size());
+  std::vector<placed_piece> placed(images.size());
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    plan_piece(call, i, images[i], pieces[i]);
+    placed[i] = {&pieces[i], 0, images[i].dst_offset};  // the piece holds src_offset
+  }
+  return placed;
+}
+
 }  // namespace
 
-resize_sizes measure_resize(std::span<const resize_image> images) {
+void plan_resize_piece(const resize_image& im, resize_piece& piece) {
+  plan_piece("cuda::plan_resize_piece", 0, im, piece);
+}
+
+resize_sizes measure_pieces(std::span<const placed_piece> pieces) noexcept {
   resize_sizes s;
-  s.table_bytes = align16(images.size() * sizeof(resize_entry));
-  image::resample_plan plan;
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    const image::crop_box reads = plan_image("cuda::measure_resize", i, images[i], plan);
-    if (plan.need_horizontal) s.table_bytes += block_bytes(plan.horizontal);
-    if (plan.need_vertical) s.table_bytes += block_bytes(plan.vertical);
-    if (both_passes(plan))
-      s.scratch_bytes +=
-          align16(static_cast<std::size_t>(reads.height) * static_cast<std::size_t>(plan.window.width) * 3);
+  s.table_bytes = align16(pieces.size() * sizeof(resize_entry));
+  for (const placed_piece& p : pieces) {
+    s.table_bytes += p.piece->bytes.size() - sizeof(resize_entry);
+    s.scratch_bytes += p.piece->scratch_bytes;
   }
   return s;
 }
 
-void pack_resize_table(std::span<const resize_image> images, std::span<std::byte> table) {
+void join_resize_table(std::span<const placed_piece> pieces, std::span<std::byte> table) {
   static_assert(sizeof(resize_entry) % 16 == 0);
   if (reinterpret_cast<std::uintptr_t>(table.data()) % 16 != 0)
-    throw std::invalid_argument("cuda::pack_resize_table: the table is not 16-byte aligned");
-  std::size_t at = align16(images.size() * sizeof(resize_entry));
+    throw std::invalid_argument("cuda::join_resize_table: the table is not 16-byte aligned");
+  if (table.size() < measure_pieces(pieces).table_bytes)
+    throw std::invalid_argument("cuda::join_resize_table: the table is smaller than measured");
+  std::size_t at = align16(pieces.size() * sizeof(resize_entry));
   std::size_t scratch = 0;
-  if (table.size() < at) throw std::invalid_argument("cuda::pack_resize_table: the table is smaller than measured");
-  image::resample_plan plan;
-  for (std::size_t i = 0; i < images.size(); ++i) {
-    const resize_image& im = images[i];
-    const image::crop_box reads = plan_image("cuda::pack_resize_table", i, im, plan);
-    const auto& rq = im.request;
-    resize_entry e{};
-    e.source_pitch = im.src_pitch != 0 ? static_cast<std::int64_t>(im.src_pitch)
-                                       : static_cast<std::int64_t>(im.src_width) * 3;
-    e.source = im.src_offset +
-               static_cast<std::uint64_t>(reads.top - rq.src_top) * static_cast<std::uint64_t>(e.source_pitch) +
-               static_cast<std::uint64_t>(reads.left - rq.src_left) * 3;
-    e.target = im.dst_offset;
-    e.width = plan.window.width;
-    e.height = plan.window.height;
-    e.h_rows = reads.height;
-    e.flags = (plan.need_horizontal ? resize_detail::pass_horizontal : 0u) |
-              (plan.need_vertical ? resize_detail::pass_vertical : 0u) | (im.flip ? resize_detail::mirror : 0u);
-    // The blocks' lo relative to the first read column / row.
-    const auto place = [&](image::resample_axis& a, int first_read, std::uint64_t& offset, std::int32_t& ksize) {
-      const std::size_t bytes = block_bytes(a);
-      if (table.size() - at < bytes)
-        throw std::invalid_argument("cuda::pack_resize_table: the table is smaller than measured");
-      for (int j = 0; j < a.count; ++j) a.lo[static_cast<std::size_t>(j)] -= first_read;
-      write_block(a, table.data() + at);
-      offset = at;
-      ksize = a.ksize;
-      at += bytes;
-    };
-    if (plan.need_horizontal) place(plan.horizontal, reads.left, e.h_block, e.h_ksize);
-    if (plan.need_vertical) place(plan.vertical, reads.top, e.v_block, e.v_ksize);
-    if (both_passes(plan)) {
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const resize_piece& piece = *pieces[i].piece;
+    resize_entry e;
+    std::memcpy(&e, piece.bytes.data(), sizeof e);
+    // The blocks move from the piece's offsets to the table's.
+    const std::size_t blocks = piece.bytes.size() - sizeof e;
+    std::memcpy(table.data() + at, piece.bytes.data() + sizeof e, blocks);
+    if ((e.flags & resize_detail::pass_horizontal) != 0) e.h_block += at - sizeof e;
+    if ((e.flags & resize_detail::pass_vertical) != 0) e.v_block += at - sizeof e;
+    at += blocks;
+    e.source += pieces[i].src_offset;
+    e.target = pieces[i].dst_offset;
+    if (piece.scratch_bytes != 0) {
       e.scratch = scratch;
-      scratch += align16(static_cast<std::size_t>(reads.height) * static_cast<std::size_t>(e.width) * 3);
+      scratch += piece.scratch_bytes;
     }
-    std::memcpy(table.data() + i * sizeof(resize_entry), &e, sizeof e);
+    std::memcpy(table.data() + i * sizeof e, &e, sizeof e);
   }
+}
+
+resize_sizes measure_resize(std::span<const resize_image> images) {
+  std::vector<resize_piece> pieces;
+  return measure_pieces(pieces_of("cuda::measure_resize", images, pieces));
+}
+
+void pack_resize_table(std::span<const resize_image> images, std::span<std::byte> table) {
+  if (reinterpret_cast<std::uintptr_t>(table.data()) % 16 != 0)
+    throw std::invalid_argument("cuda::pack_resize_table: the table is not 16-byte aligned");
+  std::vector<resize_piece> pieces;
+  const std::vector<placed_piece> placed = pieces_of("cuda::pack_resize_table", images, pieces);
+  if (table.size() < measure_pieces(placed).table_bytes)
+    throw std::invalid_argument("cuda::pack_resize_table: the table is smaller than measured");
+  join_resize_table(placed, table);
 }
 
 void resize_with_table(const resize_launch& k) {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include <ringfeed/cuda/stream.hpp>
 #include <ringfeed/image/resample.hpp>
@@ -50,12 +51,47 @@ struct resize_sizes {
   std::size_t scratch_bytes = 0;
 };
 
-/// Sizes for `images`. Throws std::invalid_argument naming what is wrong
-/// with an image (as resampler::resize would).
+/// One image's share of a launch table, planned apart from the launch (by
+/// a decode thread, so the upload thread only copies): its entry and
+/// coefficient blocks, every offset relative (to the decoded region, the
+/// slot, the piece's own start), and the scratch it needs.
+struct resize_piece {
+  std::vector<std::byte> bytes;  // the entry, then its blocks
+  std::size_t scratch_bytes = 0;
+};
+
+/// Plans `im` into `piece` (its memory reused); im.dst_offset is not read
+/// (join_resize_table sets the target) and join adds its source offset to
+/// im.src_offset (then relative, to the decoded region's start, say). Throws
+/// std::invalid_argument naming what is wrong with the image (as
+/// resampler::resize would). Host; any thread.
+void plan_resize_piece(const resize_image& im, resize_piece& piece);
+
+/// A planned piece and where its image lies: bytes into the launch's
+/// source (added to the piece's own src_offset: the decoded region's
+/// start, say) and target (the slot).
+struct placed_piece {
+  const resize_piece* piece = nullptr;
+  std::size_t src_offset = 0;
+  std::size_t dst_offset = 0;
+};
+
+/// Sizes of the table and scratch for `pieces`.
+[[nodiscard]] resize_sizes measure_pieces(std::span<const placed_piece> pieces) noexcept;
+
+/// Writes the launch table of `pieces` into `table` (measure_pieces'
+/// table_bytes, 16-byte aligned): copies and offsets only, the bytes
+/// pack_resize_table writes for the same images. Throws
+/// std::invalid_argument for a table too small or misaligned.
+void join_resize_table(std::span<const placed_piece> pieces, std::span<std::byte> table);
+
+/// Sizes for `images` (plan_resize_piece each, measure_pieces). Throws
+/// std::invalid_argument naming the image and what is wrong with it.
 [[nodiscard]] resize_sizes measure_resize(std::span<const resize_image> images);
 
 /// Writes the table for `images` into `table` (measure_resize's
-/// table_bytes, 16-byte aligned). Host; any thread.
+/// table_bytes, 16-byte aligned): plan_resize_piece each, then
+/// join_resize_table. Host; any thread.
 void pack_resize_table(std::span<const resize_image> images, std::span<std::byte> table);
 
 /// One batched launch: the table (device memory on a device, host memory

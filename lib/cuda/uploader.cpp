@@ -217,6 +217,7 @@ void uploader::enqueue_on_device(std::size_t i, const std::uint8_t* host_nhwc, s
         k.pixels = m.pixels;
         k.images = n;
         k.dtype = m.opt.output.dtype;
+        k.layout = m.opt.output.layout;
         api.launch_convert(k, m.kernels);
       }
       api.record(m.converted[j], m.kernels);

@@ -55,7 +55,11 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
     if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
     return;
   }
-  m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes);
+  // The files kept for the decoder count in memory_budget: the slabs make
+  // room for them before the pool is made.
+  share_budget_with_files(m_opt, m_plan);
+  m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes,
+                                                 m_plan.file_bytes);
   m_gpu_reason = want == decode_where::gpu ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
 }
 
@@ -68,8 +72,13 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   const cuda::jpeg_route r = m_stage->route(g.info, g.plan);
   if (r.backend == cuda::jpeg_backend::cpu) return false;
   g.backend = r.backend;
-  const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  g.encoded.assign(p, p + bytes.size());
+  if (!m_stage->keep_file(g, bytes)) return false;  // the files' share of memory_budget is full
+  try {
+    m_stage->plan_resize(g);  // here, so the upload thread only copies the coefficients
+  } catch (...) {
+    g.backend = cuda::jpeg_backend::cpu;  // the sample fails; nothing of it goes to the GPU
+    throw;
+  }
   g.name.assign(name);
   return true;
 }

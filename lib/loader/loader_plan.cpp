@@ -77,6 +77,15 @@ void size_memory(const loader_options& opt, loader_plan& p) {
 
 }  // namespace
 
+void share_budget_with_files(const loader_options& opt, loader_plan& p) noexcept {
+  if (opt.prefetch_batches == 0) {
+    const std::size_t for_slabs = opt.memory_budget - opt.memory_budget / 4;
+    p.slabs = std::max<std::size_t>(2, std::min(p.slabs, for_slabs / p.slab_bytes));
+  }
+  const std::size_t slabs_bytes = p.slabs * p.slab_bytes;
+  p.file_bytes = opt.memory_budget > slabs_bytes ? opt.memory_budget - slabs_bytes : 0;
+}
+
 loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, const data::sampler& smp,
                         const cuda::device_probe& devices) {
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");

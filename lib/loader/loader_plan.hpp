@@ -36,6 +36,10 @@ struct loader_plan {
   std::string host_reason;            ///< why they stay in host memory ("" on a device)
   std::uint64_t first_epoch = 0;      ///< where delivery starts (the resume state)
   std::size_t first_batch = 0;
+  /// decode="gpu": bytes of memory_budget the GPU route's files may hold
+  /// (kept from the decode threads to the upload thread's decode),
+  /// share_budget_with_files; 0 before.
+  std::size_t file_bytes = 0;
 };
 
 /// Slabs when prefetch_batches is 0: as many as the budget holds, at most this.
@@ -46,5 +50,15 @@ inline constexpr std::size_t max_default_slabs = 8;
 /// std::invalid_argument naming the option, the value and the way out.
 [[nodiscard]] loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, const data::sampler& smp,
                                       const cuda::device_probe& devices);
+
+/// The GPU decode's share of the budget: the encoded files of the batches
+/// in flight are held until the upload thread decodes them, so they count
+/// in memory_budget beside the slabs. Without prefetch_batches the slabs
+/// give up what they must for the files to have at least a quarter of the
+/// budget (never fewer than 2 slabs); the files get the rest, budget −
+/// slabs × slab_bytes. With prefetch_batches the slabs are what was asked
+/// and the files get the rest (maybe 0: every image then decodes on the
+/// CPU, which stats()' cpu_reasons say). Pure.
+void share_budget_with_files(const loader_options& opt, loader_plan& p) noexcept;
 
 }  // namespace ringfeed::detail

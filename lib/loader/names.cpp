@@ -16,7 +16,11 @@ namespace {
 constexpr detail::named<output_spec> output_names[] = {
     {"float32", output_spec::float32_nchw()},
     {"float16", output_spec::float16_nchw()},
+    {"bfloat16", {dtype::bfloat16, layout::nchw}},
     {"uint8", output_spec::uint8_nhwc()},
+    {"float32_nhwc", {dtype::float32, layout::nhwc}},
+    {"float16_nhwc", {dtype::float16, layout::nhwc}},
+    {"bfloat16_nhwc", {dtype::bfloat16, layout::nhwc}},
 };
 
 constexpr detail::named<io::backend> backend_names[] = {
@@ -54,6 +58,13 @@ std::string_view to_string(decode_where d) noexcept {
 cache_kind parse_cache_kind(std::string_view name) { return detail::parse_name("cache", name, cache_kind_names); }
 
 output_spec parse_output(std::string_view name) { return detail::parse_name("output", name, output_names); }
+
+std::string output_name(output_spec s) {
+  if (s.dtype == dtype::uint8) return "uint8";
+  for (const auto& e : output_names)
+    if (e.value == s) return std::string(e.name);
+  return to_string(s);  // not reached: every float spec has a name
+}
 
 error_policy parse_error_policy(std::string_view name) {
   return detail::parse_name("on_error", name, error_policy_names);

@@ -133,7 +133,7 @@ resolved resolve(loader_request r) {
                                                               : "the val preset reads in dataset order"});
   }
   if (r.shuffle) o.sampler.shuffle = *r.shuffle;
-  out.output = std::string(to_string(o.output.dtype));
+  out.output = output_name(o.output);
 
   if (o.batch_size == 0) throw std::invalid_argument("batch_size must be at least 1");
   const std::size_t slab = o.batch_size * sample_bytes(o, out.recipe);

@@ -161,7 +161,31 @@ struct batch_owner final : tensor_owner {
 };
 
 DLDataType dl_type(dtype t) noexcept {
-  return t == dtype::float32 ? dl_float32() : t == dtype::float16 ? dl_float16() : dl_uint8();
+  switch (t) {
+    case dtype::float32:
+      return dl_float32();
+    case dtype::float16:
+      return dl_float16();
+    case dtype::bfloat16:
+      return dl_bfloat16();
+    case dtype::uint8:
+      break;
+  }
+  return dl_uint8();
+}
+
+// The images' shape and strides as torch sees them. A float NHWC batch is
+// torch's channels_last memory format: shape [N, C, H, W] (what every
+// model's forward() takes) over the NHWC bytes, so
+// x.is_contiguous(memory_format=torch.channels_last) holds and a
+// channels_last model reads it without a copy. uint8 batches stay [N, H,
+// W, C] (bytes to convert, not a model input).
+void set_geometry(tensor_owner& o, const tensor_view& v) {
+  o.shape.assign(v.shape.begin(), v.shape.end());
+  if (v.layout != layout::nhwc || v.dtype == dtype::uint8) return;
+  const std::int64_t n = v.shape[0], h = v.shape[1], w = v.shape[2], c = v.shape[3];
+  o.shape = {n, c, h, w};
+  o.strides = {h * w * c, 1, w * c, c};
 }
 
 // Marks a call in progress: the loader has one consumer.
@@ -323,7 +347,7 @@ py::object py_loader::next(std::uintptr_t stream, double timeout) {
   py::capsule labels = host_capsule(std::vector<std::int64_t>(b.labels().begin(), b.labels().end()),
                                     {static_cast<std::int64_t>(b.size())}, dl_int64());
   auto owner = std::make_unique<batch_owner>(std::move(b), m_held);
-  owner->shape.assign(v.shape.begin(), v.shape.end());
+  set_geometry(*owner, v);
   owner->managed.dl_tensor.data = v.data;
   owner->managed.dl_tensor.dtype = dl_type(v.dtype);
   owner->managed.dl_tensor.device =

@@ -46,7 +46,7 @@ pybind11::capsule to_capsule(std::unique_ptr<tensor_owner> owner) {
   DLTensor& t = owner->managed.dl_tensor;
   t.ndim = static_cast<std::int32_t>(owner->shape.size());
   t.shape = owner->shape.data();
-  t.strides = nullptr;  // compact, row-major
+  t.strides = owner->strides.empty() ? nullptr : owner->strides.data();  // null: compact, row-major
   t.byte_offset = 0;
   owner->managed.manager_ctx = owner.get();
   owner->managed.deleter = delete_owner;
@@ -61,5 +61,6 @@ DLDataType dl_uint8() noexcept { return dl(kDLUInt, 8); }
 DLDataType dl_int64() noexcept { return dl(kDLInt, 64); }
 DLDataType dl_float32() noexcept { return dl(kDLFloat, 32); }
 DLDataType dl_float16() noexcept { return dl(kDLFloat, 16); }
+DLDataType dl_bfloat16() noexcept { return dl(kDLBfloat, 16); }
 
 }  // namespace ringfeed::python

@@ -40,11 +40,15 @@ struct tensor_owner {
 
   DLManagedTensor managed{};
   std::vector<std::int64_t> shape;
+  /// Elements between neighbours along each dimension; empty: compact,
+  /// row-major.
+  std::vector<std::int64_t> strides;
   std::uint64_t generation;
 };
 
 /// Wraps `owner` (which has set managed.dl_tensor's data, dtype and device;
-/// shape comes from owner->shape, contiguous) into a "dltensor" capsule.
+/// shape and strides come from owner->shape and owner->strides) into a
+/// "dltensor" capsule.
 /// The capsule owns it until a consumer takes it over.
 [[nodiscard]] pybind11::capsule to_capsule(std::unique_ptr<tensor_owner> owner);
 
@@ -58,6 +62,7 @@ struct vector_owner final : tensor_owner {
 [[nodiscard]] DLDataType dl_int64() noexcept;
 [[nodiscard]] DLDataType dl_float32() noexcept;
 [[nodiscard]] DLDataType dl_float16() noexcept;
+[[nodiscard]] DLDataType dl_bfloat16() noexcept;
 
 /// A host tensor over a copy of `values` (int64 labels, decoded pixels).
 template <class T>

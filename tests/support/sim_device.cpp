@@ -339,7 +339,7 @@ void sim_device::launch_convert(const cuda::convert_launch& k, cuda::stream_t s)
     std::memcpy(table.data(), k.table, sizeof table);
     // An image at a time over the kernel's time, so early readers see part.
     const std::size_t in_image = k.pixels * 3;
-    const std::size_t out_image = in_image * (k.dtype == dtype::float32 ? 4 : 2);
+    const std::size_t out_image = in_image * element_size(k.dtype);
     for (std::size_t i = 0; i < k.images; ++i) {
       if (i % std::max<std::size_t>(k.images / chunks, 1) == 0) pause(t);
       cuda::convert_launch one = k;

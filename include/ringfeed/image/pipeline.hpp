@@ -228,8 +228,8 @@ class pipeline {
   /// The stream horizontal_flip draws from (2 by default: the train preset's).
   pipeline& set_flip_stream(std::uint32_t stream) noexcept;
 
-  /// uint8 NHWC (the default), float32 or float16 NCHW (see
-  /// output_spec.hpp); uint8 NCHW when appended ops end with a uint8
+  /// uint8 NHWC (the default), float32, float16 or bfloat16, NCHW or NHWC
+  /// (see output_spec.hpp); uint8 NCHW when appended ops end with a uint8
   /// tensor (PILToTensor). A pipeline ending with a float tensor takes only
   /// float outputs. Throws std::invalid_argument for another combination.
   pipeline& set_output(output_spec spec);
@@ -403,8 +403,8 @@ void write_output(image_view src, bool flip, output_spec spec, const normalize_p
                   std::span<std::byte> dst);
 
 /// Per channel, per byte value: the output element's bits as `type`
-/// (float32 bits; binary16 bits in the low half; the value itself for
-/// uint8). The one definition of ToTensor + Normalize that write_output,
+/// (float32 bits; binary16 or bfloat16 bits in the low half; the value
+/// itself for uint8). The one definition of ToTensor + Normalize that write_output,
 /// cuda::convert_batch_cpu and the device kernel all use, so their outputs
 /// are bit-identical. Pure.
 using normalize_table_t = std::array<std::array<std::uint32_t, 256>, 3>;
@@ -412,5 +412,9 @@ using normalize_table_t = std::array<std::array<std::uint32_t, 256>, 3>;
 
 /// IEEE binary16 bits of `value`, rounded to nearest even. Pure.
 [[nodiscard]] std::uint16_t float_to_half(float value) noexcept;
+/// bfloat16 bits of `value` (its top 16 bits, rounded to nearest even; a
+/// NaN gives 0x7FC0): c10::BFloat16's conversion, so what
+/// torch.Tensor.to(torch.bfloat16) gives. Pure.
+[[nodiscard]] std::uint16_t float_to_bfloat16(float value) noexcept;
 
 }  // namespace ringfeed::image

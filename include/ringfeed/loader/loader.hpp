@@ -163,7 +163,7 @@ struct loader_options {
   /// exact resize). The loader sets its output: uint8 NHWC when batches go
   /// to a device (the device converts to `output`), else `output`.
   image::pipeline pipeline = image::pipeline::train(224);
-  /// What the consumer gets: float32/float16 NCHW normalized with the
+  /// What the consumer gets: float32/float16/bfloat16, NCHW or NHWC, normalized with the
   /// pipeline's normalize() (plain v/255 without one), or uint8 NHWC
   /// (output_spec.hpp; parse_output() reads the user-facing names).
   output_spec output = output_spec::float32_nchw();

@@ -7,7 +7,7 @@
 // others, so the front ends cannot drift apart:
 //
 //   - a transform list replaces the train/val preset and its size (not both);
-//   - the output is the list's end; given, it must fit it (float16 only for
+//   - the output is the list's end; given, it must fit it (a float dtype only for
 //     a list that ends with a float tensor);
 //   - shuffle defaults to the recipe's: "train" and lists with a random op
 //     are shuffled, "val" and deterministic lists are not;
@@ -65,7 +65,8 @@ struct loader_request {
   /// torchvision-identical pixels instead of fast mode.
   bool exact = false;
   std::uint64_t max_pixels = image::default_max_pixels;
-  /// "float32", "float16" or "uint8" (parse_output); unset: float32 for a
+  /// "float32", "float16", "bfloat16" (each also "_nhwc") or "uint8"
+  /// (parse_output); unset: float32 for a
   /// preset, the list's end for a transform.
   std::optional<std::string> output;
   std::optional<bool> shuffle;
@@ -86,7 +87,7 @@ struct resolved {
   loader_options options;
   /// "train", "val" or "transform".
   std::string recipe;
-  /// The output's user-facing name ("float32", "float16", "uint8").
+  /// The output's user-facing name (output_name: "float32", "bfloat16_nhwc", "uint8", ...).
   std::string output;
   /// The defaults picked, in the order above (also options.reasons, which
   /// the loader reports in stats()).

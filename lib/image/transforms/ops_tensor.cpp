@@ -218,14 +218,10 @@ class random_erasing_op final : public transform_op {
     const params p = draw(rng, {shape.width, shape.height});
     if (!p.erase) return;
     const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
-    if (shape.spec.dtype == dtype::float32) {
-      auto* out = reinterpret_cast<float*>(dst.data());
-      fill(p, shape.channels, rng, [&](int c, std::size_t at, float v) { out[c * plane + at] = v; }, shape.width);
-    } else {
-      auto* out = reinterpret_cast<std::uint16_t*>(dst.data());
-      fill(p, shape.channels, rng, [&](int c, std::size_t at, float v) { out[c * plane + at] = float_to_half(v); },
-           shape.width);
-    }
+    const auto store = [&](int c, std::size_t at, float v) {
+      detail::store_output(dst.data(), shape.spec, shape.channels, plane, c, at, v);
+    };
+    fill(p, shape.channels, rng, store, shape.width);
   }
 
  private:

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "image/transforms/planes.hpp"
 #include "timm_augment.hpp"
 
 namespace ringfeed::image {
@@ -92,19 +93,14 @@ class timm_erasing_op final : public transform_op {
       fill(b, f.channels, f.width, rng, [&](int c, std::size_t at, float v) { f.plane(c)[at] = v; });
     });
   }
-  // run() on the float32 or float16 NCHW output the list's ToTensor
+  // run() on the float output (any float dtype and layout) the list's ToTensor
   // [+ Normalize] wrote (run_on_output): the same values, then converted.
   void erase_output(std::span<std::byte> dst, const output_shape& shape, sample_rng& rng) const {
     const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
     erase(rng, {shape.width, shape.height}, [&](const erase_box& b) {
-      if (shape.spec.dtype == dtype::float32) {
-        auto* out = reinterpret_cast<float*>(dst.data());
-        fill(b, shape.channels, shape.width, rng, [&](int c, std::size_t at, float v) { out[c * plane + at] = v; });
-      } else {
-        auto* out = reinterpret_cast<std::uint16_t*>(dst.data());
-        fill(b, shape.channels, shape.width, rng,
-             [&](int c, std::size_t at, float v) { out[c * plane + at] = float_to_half(v); });
-      }
+      fill(b, shape.channels, shape.width, rng, [&](int c, std::size_t at, float v) {
+        detail::store_output(dst.data(), shape.spec, shape.channels, plane, c, at, v);
+      });
     });
   }
 

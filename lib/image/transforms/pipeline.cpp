@@ -287,7 +287,8 @@ sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std
 
 // Writes the last frame of the appended ops to `dst` as `spec`: an image
 // as bytes (NHWC) or as ToTensor [+ Normalize] (the recipe's normalize),
-// a uint8 tensor as NCHW bytes, a float tensor as float32 or float16.
+// a uint8 tensor as NCHW bytes, a float tensor as spec's float dtype and
+// layout.
 void write_frame(frame& f, output_spec spec, const std::optional<normalize_params>& norm, std::span<std::byte> dst) {
   const std::size_t plane = static_cast<std::size_t>(f.height) * f.width;
   const int ch = f.channels;
@@ -300,15 +301,17 @@ void write_frame(frame& f, output_spec spec, const std::optional<normalize_param
     return;
   }
   if (f.kind != frame_kind::tensor_f32) {  // ToTensor [+ Normalize], as write_output
-    detail::write_normalized(f.pixels.view(), false, spec.dtype, spec.normalized() && norm ? &*norm : nullptr,
+    detail::write_normalized(f.pixels.view(), false, spec, spec.normalized() && norm ? &*norm : nullptr,
                              dst.data());
     return;
   }
-  if (spec.dtype == dtype::float32) {
+  if (spec == output_spec::float32_nchw()) {
     std::memcpy(dst.data(), f.values.data(), f.values.size() * sizeof(float));
-  } else {
-    auto* out = reinterpret_cast<std::uint16_t*>(dst.data());
-    for (std::size_t i = 0; i < f.values.size(); ++i) out[i] = float_to_half(f.values[i]);
+    return;
+  }
+  for (int c = 0; c < ch; ++c) {
+    const float* in = f.values.data() + static_cast<std::size_t>(c) * plane;
+    for (std::size_t i = 0; i < plane; ++i) detail::store_output(dst.data(), spec, ch, plane, c, i, in[i]);
   }
 }
 

@@ -353,6 +353,41 @@ void lookup_planes(image_view src, bool flip, const std::uint32_t* const table[3
   planes_of(src, flip, table, out);
 }
 
+void lookup_interleaved(image_view src, bool flip, const std::uint32_t* const table[3], std::size_t element_bytes,
+                        std::byte* out) noexcept {
+  // Portable: each entry's low bytes (little-endian, as every target of
+  // this project) stored in place; the compiler unrolls the fixed sizes.
+  const int ch = src.channels;
+  const std::size_t row_elements = static_cast<std::size_t>(src.width) * static_cast<std::size_t>(ch);
+  const auto store = [&]<std::size_t Bytes>(std::integral_constant<std::size_t, Bytes>) {
+    for (int y = 0; y < src.height; ++y) {
+      const std::uint8_t* in = src.row(y);
+      std::byte* o = out + static_cast<std::size_t>(y) * row_elements * Bytes;
+      for (int x = 0; x < src.width; ++x) {
+        const std::uint8_t* px = in + static_cast<std::ptrdiff_t>(flip ? src.width - 1 - x : x) * ch;
+        for (int c = 0; c < ch; ++c, o += Bytes) std::memcpy(o, &table[c][px[c]], Bytes);
+      }
+    }
+  };
+  if (element_bytes == 4)
+    store(std::integral_constant<std::size_t, 4>{});
+  else
+    store(std::integral_constant<std::size_t, 2>{});
+}
+
+void store_output(std::byte* dst, output_spec spec, int channels, std::size_t plane, int c, std::size_t at,
+                  float value) noexcept {
+  const auto ch = static_cast<std::size_t>(c);
+  const std::size_t index =
+      spec.layout == layout::nchw ? ch * plane + at : at * static_cast<std::size_t>(channels) + ch;
+  if (spec.dtype == dtype::float32) {
+    std::memcpy(dst + index * 4, &value, 4);
+    return;
+  }
+  const std::uint16_t bits = spec.dtype == dtype::bfloat16 ? float_to_bfloat16(value) : float_to_half(value);
+  std::memcpy(dst + index * 2, &bits, 2);
+}
+
 void compute_planes(image_view src, bool flip, const normalize_params* norm, const std::uint32_t* const table[3],
                     float* out) noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -39,12 +39,26 @@ void compute_planes(image_view src, bool flip, const normalize_params* norm, con
 /// AVX2, RGB eight pixels at a time.
 void split_planes(const std::uint8_t* in, std::size_t pixels, int channels, std::uint8_t* out) noexcept;
 
-/// ToTensor [+ Normalize] of `src` (1 to 3 channels) into float32 or
-/// float16 CHW planes at `dst`: lookup_planes through normalize_table(type,
-/// norm) (pipeline.hpp), kept per thread for the next sample of the same
-/// recipe (768 float divisions saved per sample). write_output and the
-/// transform lists' output write both end here.
-void write_normalized(image_view src, bool flip, dtype type, const normalize_params* norm, std::byte* dst);
+/// out[(y · width + x) · channels + c] = table[c][pixel (y, sx) channel c]
+/// (sx as in lookup_planes_row), each entry's low `element_bytes` (4 or
+/// 2) bytes: the table's values interleaved, HWC (an NHWC output).
+void lookup_interleaved(image_view src, bool flip, const std::uint32_t* const table[3], std::size_t element_bytes,
+                        std::byte* out) noexcept;
+
+/// ToTensor [+ Normalize] of `src` (1 to 3 channels) into `spec` (float32,
+/// float16 or bfloat16; CHW planes or HWC) at `dst`: lookup_planes or
+/// lookup_interleaved through normalize_table(spec.dtype, norm)
+/// (pipeline.hpp), kept per thread for the next sample of the same recipe
+/// (768 float divisions saved per sample). write_output and the transform
+/// lists' output write both end here.
+void write_normalized(image_view src, bool flip, output_spec spec, const normalize_params* norm, std::byte* dst);
+
+/// Element (c, at) of a float output `spec` (`channels` × `plane`
+/// elements, at = y · width + x) set to `value` as spec.dtype (float32,
+/// float16 or bfloat16 bits, rounded to nearest even): what writes a float
+/// tensor, or a RandomErasing box, into an output of either layout.
+void store_output(std::byte* dst, output_spec spec, int channels, std::size_t plane, int c, std::size_t at,
+                  float value) noexcept;
 
 /// For tests: false makes lookup_planes_row and split_planes use the
 /// portable loop. Default true.

@@ -74,6 +74,15 @@ std::uint16_t float_to_half(float value) noexcept {
   return static_cast<std::uint16_t>(sign | h);
 }
 
+std::uint16_t float_to_bfloat16(float value) noexcept {
+  const auto bits = std::bit_cast<std::uint32_t>(value);
+  // c10::BFloat16's round_to_nearest_even: a NaN becomes the quiet NaN
+  // 0x7FC0; else add 0x7FFF plus the lowest kept bit, so a tie rounds to
+  // the even neighbour (an overflow carries into infinity, as it should).
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
 namespace {
 
 // ToTensor + Normalize for one channel value, in float32 as torch computes
@@ -97,6 +106,8 @@ normalize_table_t normalize_table(dtype type, const normalize_params* norm) {
         bits = std::bit_cast<std::uint32_t>(normalized(v, c, norm));
       } else if (type == dtype::float16) {
         bits = float_to_half(normalized(v, c, norm));
+      } else if (type == dtype::bfloat16) {
+        bits = float_to_bfloat16(normalized(v, c, norm));
       }
       table[static_cast<std::size_t>(c)][static_cast<std::size_t>(v)] = bits;
     }
@@ -133,10 +144,13 @@ const normalize_table_t& cached_normalize_table(dtype type, const normalize_para
 
 namespace detail {
 
-void write_normalized(image_view src, bool flip, dtype type, const normalize_params* norm, std::byte* dst) {
+void write_normalized(image_view src, bool flip, output_spec spec, const normalize_params* norm, std::byte* dst) {
+  const dtype type = spec.dtype;
   const normalize_table_t& table = cached_normalize_table(type, norm);
   const std::uint32_t* const lut[3] = {table[0].data(), table[1].data(), table[2].data()};
-  if (type == dtype::float32)
+  if (spec.layout == layout::nhwc)
+    lookup_interleaved(src, flip, lut, element_size(type), dst);
+  else if (type == dtype::float32)
     compute_planes(src, flip, norm, lut, reinterpret_cast<float*>(dst));
   else
     lookup_planes(src, flip, lut, reinterpret_cast<std::uint16_t*>(dst));
@@ -171,7 +185,8 @@ void write_output(image_view src, bool flip, output_spec spec, const normalize_p
       break;
     }
     case dtype::float32:
-    case dtype::float16: detail::write_normalized(src, flip, spec.dtype, norm, dst.data()); break;
+    case dtype::float16:
+    case dtype::bfloat16: detail::write_normalized(src, flip, spec, norm, dst.data()); break;
   }
 }
 
@@ -269,7 +284,7 @@ pipeline& pipeline::set_output(output_spec spec) {
     const std::string why =
         m_output_ops.empty() ? "" : " (" + std::string(m_output_ops.back()->name()) + " runs on the float output)";
     throw std::invalid_argument("pipeline: the transforms end with a float tensor" + why +
-                                "; the output must be float32 or float16, not " + to_string(spec));
+                                "; the output must be float32, float16 or bfloat16, not " + to_string(spec));
   }
   if (last.kind == frame_kind::tensor_u8 && !to_float && spec != output_spec::uint8_nchw())
     throw std::invalid_argument("pipeline: the transforms end with a uint8 tensor (PILToTensor); the output is "

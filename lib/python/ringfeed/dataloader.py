@@ -49,8 +49,12 @@ class DataLoader:
     memory_budget (bytes of batch buffers), cache_dir + cache="pixels"
     (decoded pixels kept on local disk: epochs after the first skip the
     decode; cache_bytes bounds it), decode ("auto", "cpu" or "gpu": where
-    JPEGs are decoded, as Loader's; "gpu" needs device=), strict (raise
-    instead of falling back).
+    JPEGs are decoded, as Loader's; "gpu" needs device=), output (None:
+    what the transform ends with; for a transform ending with a float
+    tensor "float16", "bfloat16" or a "_nhwc" name, as Loader's: NHWC is
+    torch.channels_last memory format; torch's fallback keeps the
+    transform's float32 and its warning says so), strict (raise instead of
+    falling back).
 
     num_workers and persistent_workers are accepted and checked as torch
     checks them; the work runs in ringfeed's threads in this process, never
@@ -64,8 +68,10 @@ class DataLoader:
                 multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                 persistent_workers=False, pin_memory_device="",
                 seed=None, device=None, exact=False, threads=None, memory_budget=None, strict=False,
-                cache_dir=None, cache="bytes", cache_bytes=None, decode="auto"):
+                cache_dir=None, cache="bytes", cache_bytes=None, decode="auto", output=None):
         flag("strict", strict)
+        if output is not None:
+            choice("output", output, tuple(_ringfeed._accepted_names("output")))
         flag("exact", exact)
         choice("decode", decode, tuple(_ringfeed._accepted_names("decode")))  # also when torch's runs instead
         if seed is not None:
@@ -99,7 +105,7 @@ class DataLoader:
             core = Loader(source, batch_size=per_batch, shuffle=False, seed=seed, exact=exact, device=device,
                           rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
                           prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
-                          cache_bytes=cache_bytes, decode=decode)
+                          cache_bytes=cache_bytes, decode=decode, output=output)
             return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
 
         reason, found = native_source(dataset)
@@ -109,7 +115,9 @@ class DataLoader:
             if strict:
                 raise ValueError(f"ringfeed.DataLoader cannot run this natively: {reason}")
             fallback = _torch_loader(dataset, torch_args)
-            warnings.warn(f"ringfeed.DataLoader: using torch's DataLoader: {reason}", UserWarning, stacklevel=2)
+            unapplied = f" (output={output!r} is not applied)" if output is not None else ""
+            warnings.warn(f"ringfeed.DataLoader: using torch's DataLoader: {reason}{unapplied}", UserWarning,
+                          stacklevel=2)
             fallback.backend = "torch"
             fallback.fallback_reason = reason
             return fallback
@@ -117,7 +125,7 @@ class DataLoader:
         core_args = dict(batch_size=per_batch, exact=exact, device=device, shuffle=False, seed=seed,
                          drop_last=False, rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
                          prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
-                         cache_bytes=cache_bytes, decode=decode)
+                         cache_bytes=cache_bytes, decode=decode, output=output)
         self = cls._native(dataset, torch_args, _open_core(found, core_args), torch_loader, found)
         self._core_args = core_args
         self._fingerprint = fingerprint(dataset)

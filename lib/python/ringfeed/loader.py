@@ -21,7 +21,8 @@ DEFAULT_MAX_PIXELS = _ringfeed.DEFAULT_MAX_PIXELS  # Pillow's decompression-bomb
 
 class Batch(NamedTuple):
     """What iterating a Loader yields: `images, labels = batch` works too.
-    images: [B,3,H,W] float32/float16 normalized, or [B,H,W,3] uint8;
+    images: [B,3,H,W] float32/float16/bfloat16 normalized (output="..._nhwc":
+    the same shape in torch.channels_last memory format), or [B,H,W,3] uint8;
     labels: int64 [B]."""
     images: Any
     labels: Any
