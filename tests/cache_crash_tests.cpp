@@ -66,8 +66,13 @@ std::size_t check_entries(const fs::path& dir) {
       const std::string key(reinterpret_cast<const char*>(f.data() + 12), key_size);
       const std::uint64_t payload = load_le(f.data() + 12 + key_size, 8);
       REQUIRE(f.size() == 20 + key_size + payload);  // not torn
-      REQUIRE(key.rfind(imgs_url + "/", 0) == 0);
-      const auto source = ringfeed::test::read_file(server().export_dir() / "imgs" / key.substr(imgs_url.size() + 1));
+      // The key: the file's URL, then "|" and its version (nfs://: the
+      // size and mtime of its listing).
+      const std::size_t bar = key.find('|');
+      REQUIRE(bar != std::string::npos);
+      const std::string file = key.substr(0, bar);
+      REQUIRE(file.rfind(imgs_url + "/", 0) == 0);
+      const auto source = ringfeed::test::read_file(server().export_dir() / "imgs" / file.substr(imgs_url.size() + 1));
       REQUIRE(std::vector<std::byte>(f.begin() + static_cast<std::ptrdiff_t>(20 + key_size), f.end()) == source);
       ++checked;
     }

@@ -295,7 +295,9 @@ TEST_CASE("resolve: decode=cpu is the CPU whatever else is asked", "[resolve][de
 
 TEST_CASE("accepted_names lists what the parsers take, in order", "[resolve]") {
   CHECK(ringfeed::accepted_names("pipeline") == std::vector<std::string_view>{"train", "val"});
-  CHECK(ringfeed::accepted_names("output") == std::vector<std::string_view>{"float32", "float16", "uint8"});
+  CHECK(ringfeed::accepted_names("output") ==
+        std::vector<std::string_view>{"float32", "float16", "bfloat16", "uint8", "float32_nhwc", "float16_nhwc",
+                                      "bfloat16_nhwc"});
   CHECK(ringfeed::accepted_names("io") == std::vector<std::string_view>{"auto", "uring", "pread"});
   CHECK(ringfeed::accepted_names("on_error") == std::vector<std::string_view>{"skip", "fail"});
   CHECK(ringfeed::accepted_names("decode") == std::vector<std::string_view>{"auto", "cpu", "gpu"});
