@@ -44,7 +44,9 @@ int run_info(const cache_options& opt) {
     const nlohmann::json out = {{"dir", dir.string()},        {"entries", info.entries},
                                 {"bytes", info.bytes},         {"pixel_bytes", info.pixel_bytes},
                                 {"bytes_per_image", per_image}, {"packs", info.packs},
-                                {"torn", info.torn},           {"duplicates", info.duplicates}};
+                                {"torn", info.torn},           {"duplicates", info.duplicates},
+                                {"runs", info.runs},           {"last_run", {{"hits", info.last_hits}, {"misses", info.last_misses}}},
+                                {"hits", info.hits},           {"misses", info.misses}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
@@ -52,6 +54,17 @@ int run_info(const cache_options& opt) {
   std::printf("  %llu entries, %s (%.0f bytes per image), in %llu pack(s)\n",
               static_cast<unsigned long long>(info.entries), byte_size_text(info.bytes, byte_unit::gib).c_str(),
               per_image, static_cast<unsigned long long>(info.packs));
+  const auto rate = [](std::uint64_t hits, std::uint64_t misses) {
+    return hits + misses == 0 ? 0.0 : 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses);
+  };
+  if (info.runs == 0) {
+    std::printf("  no run has read it yet\n");
+  } else {
+    std::printf("  hit rate %.1f%% in the last run (%llu hits, %llu misses), %.1f%% over %llu run(s)\n",
+                rate(info.last_hits, info.last_misses), static_cast<unsigned long long>(info.last_hits),
+                static_cast<unsigned long long>(info.last_misses), rate(info.hits, info.misses),
+                static_cast<unsigned long long>(info.runs));
+  }
   if (info.torn != 0)
     std::printf("  %llu torn record(s), left out at open (a writer killed mid-entry)\n",
                 static_cast<unsigned long long>(info.torn));

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <system_error>
@@ -179,7 +180,20 @@ pixel_cache::pixel_cache(pixel_cache_options options) : m_opt(std::move(options)
   if (m_filling && m_bytes >= m_opt.max_bytes) stop_filling("full: the entries held fill the budget");
 }
 
-pixel_cache::~pixel_cache() = default;
+pixel_cache::~pixel_cache() {
+  const std::uint64_t hits = m_hits.load(std::memory_order_relaxed);
+  const std::uint64_t misses = m_misses.load(std::memory_order_relaxed);
+  if (hits + misses == 0) return;
+  // One short write with O_APPEND: lines of runs closing at once never mix.
+  char line[128];
+  const int n = std::snprintf(line, sizeof line, "run %lld hits %llu misses %llu\n",
+                              static_cast<long long>(std::time(nullptr)), static_cast<unsigned long long>(hits),
+                              static_cast<unsigned long long>(misses));
+  const int fd = ::open((m_opt.dir / "runs.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // a read-only cache: its runs are not recorded
+  (void)!::write(fd, line, static_cast<std::size_t>(n));
+  ::close(fd);
+}
 
 void pixel_cache::load_indexes() {
   std::uint64_t torn = 0;
@@ -474,6 +488,18 @@ pixel_cache_info pixel_cache::inspect(const std::filesystem::path& dir) {
       info.bytes += round_up(r.size);
       info.pixel_bytes += r.size;
     }
+  }
+  std::ifstream runs(dir / "runs.log");
+  std::string line;
+  while (std::getline(runs, line)) {
+    long long when = 0;
+    unsigned long long hits = 0, misses = 0;
+    if (std::sscanf(line.c_str(), "run %lld hits %llu misses %llu", &when, &hits, &misses) != 3) continue;
+    ++info.runs;
+    info.last_hits = hits;
+    info.last_misses = misses;
+    info.hits += hits;
+    info.misses += misses;
   }
   return info;
 }

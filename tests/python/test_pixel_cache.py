@@ -84,3 +84,10 @@ def test_cli_build_then_info_then_bench_reads_it(val_dir, tmp_path):
                     "--cache", "pixels", "--json")
     out = json.loads(bench.stdout.strip().splitlines()[-1])
     assert out["pixel_cache"]["hits"] == n and out["pixel_cache"]["misses"] == 0
+    # Each run that read the cache is counted: the two builds, then the
+    # bench, whose every lookup hit.
+    info = json.loads(run_cli("cache", "info", cache, "--json").stdout)
+    assert info["runs"] == 3 and info["last_run"] == {"hits": n, "misses": 0}
+    assert info["hits"] == 2 * n and info["misses"] == n
+    text = run_cli("cache", "info", cache).stdout
+    assert "hit rate 100.0% in the last run" in text and "66.7% over 3 run(s)" in text

@@ -29,6 +29,9 @@
 // end is dropped; at read, pixels whose checksum fails are dropped (counted
 // as corrupt) and the sample is decoded from its source again.
 //
+//   runs.log             a line per run that used the cache, appended when
+//                        it closes: "run <unix time> hits <n> misses <n>"
+//
 // Budget: max_bytes of pack data in the directory; when the next entry
 // would pass it, filling stops (one log line) and nothing is evicted. A
 // write error (ENOSPC, EIO) also stops filling, never the loader.
@@ -89,6 +92,12 @@ struct pixel_cache_info {
   std::uint64_t packs = 0;
   std::uint64_t torn = 0;         ///< records that would be dropped at open
   std::uint64_t duplicates = 0;   ///< records of a key already seen (two writers filled one sample)
+  /// The runs that used the directory (runs.log: a line per pixel_cache
+  /// object that read from it, written when it closes): their count, the
+  /// last one's hits and misses, and all runs' together.
+  std::uint64_t runs = 0;
+  std::uint64_t last_hits = 0, last_misses = 0;
+  std::uint64_t hits = 0, misses = 0;
 };
 
 class pixel_cache {
@@ -102,6 +111,9 @@ class pixel_cache {
   /// cannot be created or listed throws std::system_error naming it; one
   /// that cannot be written is read only (filling is off, with the reason).
   explicit pixel_cache(pixel_cache_options options);
+  /// Appends this object's hits and misses to the directory's runs.log
+  /// (for `ringfeed cache info`), where it looked anything up and the
+  /// directory is writable.
   ~pixel_cache();
   pixel_cache(const pixel_cache&) = delete;
   pixel_cache& operator=(const pixel_cache&) = delete;
