@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <system_error>
 
 #include <ringfeed/io/location.hpp>
@@ -43,6 +44,17 @@ std::uint64_t source::file_size(const std::string& file) {
 }
 
 std::string source::version(const std::string&) const { return {}; }
+
+namespace detail {
+
+std::string size_mtime_version(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec) {
+  char text[96];
+  std::snprintf(text, sizeof text, "size %llu mtime %lld.%09u", static_cast<unsigned long long>(size),
+                static_cast<long long>(mtime_sec), mtime_nsec);
+  return text;
+}
+
+}  // namespace detail
 
 std::unique_ptr<source> source::open(const std::string& location, thread_pool& resume_on, source_options options) {
   std::unique_ptr<source> s;

@@ -2,6 +2,7 @@
 // (lib/io/source.cpp) and nothing else.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +34,11 @@ std::unique_ptr<source> open_s3_source(const std::string& location, thread_pool&
 /// `inner` with a read-through disk cache in options.cache_dir, written by
 /// a thread of its own. lib/io/cache/cached_source.cpp.
 std::unique_ptr<source> with_cache(std::unique_ptr<source> inner, const source_options& options);
+
+/// A file's version from its attributes: "size <bytes> mtime <s>.<ns>",
+/// what source::version() gives where the storage lists sizes and mtimes
+/// (nfs://) and what the bytes cache keys a stat'ed file by.
+std::string size_mtime_version(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec);
 
 /// The depth a source of `storage` is sized for: options.depth, else the
 /// storage's recommendation.

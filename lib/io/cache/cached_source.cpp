@@ -4,7 +4,6 @@
 // the file's version (sample_cache_key), so a replaced file is read anew.
 #include <sys/stat.h>
 
-#include <cstdio>
 #include <string>
 
 #include <ringfeed/io/cache.hpp>
@@ -84,10 +83,8 @@ class cached_source final : public source {
     if (!v.empty() || m_inner->scheme() != "file") return v;
     struct stat st {};
     if (::stat(name.c_str(), &st) != 0) return v;  // the read names the file and the error
-    char text[96];
-    std::snprintf(text, sizeof text, "size %lld mtime %lld.%09ld", static_cast<long long>(st.st_size),
-                  static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec);
-    return text;
+    return size_mtime_version(static_cast<std::uint64_t>(st.st_size), st.st_mtim.tv_sec,
+                              static_cast<std::uint32_t>(st.st_mtim.tv_nsec));
   }
 
   source_stats stats() const override {

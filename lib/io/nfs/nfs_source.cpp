@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <mutex>
 #include <system_error>
 #include <unordered_map>
@@ -43,12 +42,8 @@ class nfs_source final : public source {
       std::lock_guard lock(m_versions_mutex);
       if (!m_sealed.load(std::memory_order_relaxed))
         for (const auto& e : entries)
-          if (!e.is_directory && (e.mtime_sec != 0 || e.mtime_nsec != 0)) {
-            char text[96];
-            std::snprintf(text, sizeof text, "size %llu mtime %lld.%09u", static_cast<unsigned long long>(e.size),
-                          static_cast<long long>(e.mtime_sec), e.mtime_nsec);
-            m_versions.insert_or_assign(at + "/" + e.name, text);
-          }
+          if (!e.is_directory && (e.mtime_sec != 0 || e.mtime_nsec != 0))
+            m_versions.insert_or_assign(at + "/" + e.name, detail::size_mtime_version(e.size, e.mtime_sec, e.mtime_nsec));
     }
     std::vector<source_entry> out;
     for (auto& e : entries) out.push_back({std::move(e.name), e.is_directory, e.is_directory ? unknown_size : e.size});

@@ -194,7 +194,6 @@ class s3_source final : public object_source {
     list_objects(m_bucket, m_prefix, [this](const s3_object_info& o) { add(o); });
   }
 
-
   std::vector<excluded_entry> excluded() override {
     std::call_once(m_listed, [this] { list_prefix(); });
     return m_excluded;
