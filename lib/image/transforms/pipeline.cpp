@@ -42,6 +42,18 @@ namespace {
 
 std::string size_text(size2 s) { return std::to_string(s.width) + "x" + std::to_string(s.height); }
 
+// The resample of a plan's crop to its resized size, for the part of the
+// window inside the resized image: what render_from() runs and what
+// rows_read() asks the rows of, so the two cannot disagree.
+resample_request crop_request(const sample_plan& plan) {
+  resample_request rq;
+  rq.input = {plan.crop.width, plan.crop.height};
+  rq.output = plan.resized;
+  rq.filter = plan.filter;
+  rq.window = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
+  return rq;
+}
+
 void check_dst(const output_shape& shape, std::span<std::byte> dst) {
   if (dst.size() != shape.bytes())
     throw std::invalid_argument("pipeline::apply: destination is " + std::to_string(dst.size()) +
@@ -148,10 +160,7 @@ struct run_context {
   // the crop's resample reads (rows_read()): the crop's rows outside them
   // are never read, so the result is the whole image's.
   void render_from(const image_rows& from, const sample_plan& plan, std::span<std::byte> dst) const {
-    resample_request rq;
-    rq.input = {plan.crop.width, plan.crop.height};
-    rq.output = plan.resized;
-    rq.filter = plan.filter;
+    resample_request rq = crop_request(plan);
     const crop_box usable = intersect({from.top, 0, from.rows.height, from.rows.width}, plan.crop);
     if (usable.empty()) {  // nothing of the crop is held: only right when nothing is read (an empty crop)
       render(from.rows.crop({0, 0, 0, 0}), rq, plan, dst);
@@ -339,11 +348,7 @@ sample_result pipeline::apply_pixel_rows(pipeline_workspace& ws, const image_row
 
 std::pair<int, int> pipeline::rows_read(size2 source, const sample_key& key) const {
   const sample_plan plan = this->plan(source, key);
-  resample_request rq;
-  rq.input = {plan.crop.width, plan.crop.height};
-  rq.output = plan.resized;
-  rq.filter = plan.filter;
-  rq.window = intersect(plan.window, {0, 0, plan.resized.height, plan.resized.width});
+  const resample_request rq = crop_request(plan);
   if (plan.crop.empty() || rq.window.empty()) return {0, 0};  // all padding, or an empty crop: nothing read
   const crop_box need = resampler::source_region(rq);
   return {plan.crop.top + need.top, plan.crop.top + need.bottom()};
