@@ -158,6 +158,19 @@ void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t s
   horizontal_portable(channels, src, src_stride, src_left, rows, ax, dst, dst_stride, s.tile);
 }
 
+// The vertical pass: AVX2 where the rows are at least 16 bytes wide.
+void vertical_dispatch(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_top, int bytes,
+                       const resample_axis& ay, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                       std::vector<std::int32_t>& acc) {
+  if (bytes >= 16 && detail::resample_simd() && detail::cpu_has_avx2()) {
+    const detail::vertical_taps taps{ay.k.data(), ay.lo.data(), ay.len.data(), ay.count, ay.ksize};
+    detail::vertical_avx2(src, src_stride, src_top, bytes, taps, dst, dst_stride, acc);
+    return;
+  }
+  if (acc.size() < static_cast<std::size_t>(bytes)) acc.resize(static_cast<std::size_t>(bytes));
+  vertical_pass(src, src_stride, src_top, bytes, ay, dst, dst_stride, acc.data());
+}
+
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("resample: " + what); }
 
 }  // namespace
@@ -165,7 +178,7 @@ void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t s
 struct resampler::impl {
   resample_plan plan;
   std::vector<std::uint8_t> temp;  // horizontal pass output
-  std::vector<std::int32_t> acc;   // vertical accumulators
+  std::vector<std::int32_t> acc;   // vertical: the portable pass's accumulators, AVX2's weight pairs
   horizontal_scratch scratch;      // horizontal pass
 };
 
@@ -214,8 +227,7 @@ void resampler::resize(image_view src, const resample_request& rq, mutable_image
     if (s.temp.size() < temp_bytes) s.temp.resize(temp_bytes);
     horizontal_dispatch(channels, src_at(rq.src_left, row_lo), src.stride, rq.src_left, rows, p.horizontal,
                         s.temp.data(), out_bytes, s.scratch);
-    if (s.acc.size() < static_cast<std::size_t>(out_bytes)) s.acc.resize(static_cast<std::size_t>(out_bytes));
-    vertical_pass(s.temp.data(), out_bytes, row_lo, out_bytes, p.vertical, dst.data, dst.stride, s.acc.data());
+    vertical_dispatch(s.temp.data(), out_bytes, row_lo, out_bytes, p.vertical, dst.data, dst.stride, s.acc);
     return;
   }
 
@@ -224,9 +236,8 @@ void resampler::resize(image_view src, const resample_request& rq, mutable_image
       std::memcpy(dst.row(y), src_at(p.window.left, p.window.top + y), static_cast<std::size_t>(out_bytes));
     return;
   }
-  if (s.acc.size() < static_cast<std::size_t>(out_bytes)) s.acc.resize(static_cast<std::size_t>(out_bytes));
-  vertical_pass(src_at(p.window.left, row_lo), src.stride, row_lo, out_bytes, p.vertical, dst.data, dst.stride,
-                s.acc.data());
+  vertical_dispatch(src_at(p.window.left, row_lo), src.stride, row_lo, out_bytes, p.vertical, dst.data, dst.stride,
+                    s.acc);
 }
 
 }  // namespace ringfeed::image

@@ -1,4 +1,5 @@
-// The horizontal resample pass for RGB rows, written for AVX2.
+// The resample passes written for AVX2: the horizontal one for RGB rows,
+// and the vertical one for rows of any channels (below).
 //
 // The portable pass (resample.cpp) leaves vectorization to the compiler,
 // which for three channels interleaved spends most of its instructions
@@ -11,8 +12,14 @@
 // coefficients, same rounding bias, same shift and clip, and the sums are
 // exact, so the order of the additions does not matter.
 //
-// Only this function is compiled for AVX2 (a target attribute, not a flag
-// for the file), and only called where the CPU has it.
+// The vertical pass takes two rows at a time: their bytes as 16-bit pairs,
+// each weight split into its top bits and its low 11 (both fit 16 bits),
+// so a pair is two vpmaddwd whose sums recombine exactly, and the sums stay
+// in registers across the taps (the portable pass keeps a row of int32
+// accumulators in memory).
+//
+// Only these functions are compiled for AVX2 (a target attribute, not a
+// flag for the file), and only called where the CPU has it.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -195,10 +202,115 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
   }
 }
 
+// --- the vertical pass ------------------------------------------------------
+
+namespace {
+
+constexpr int split_bits = 11;
+
+// Taps t and t + 1's weights (b = 0 past the last tap) as two dwords of
+// 16-bit halves: (hi_a, hi_b) and (lo_a, lo_b), hi = k >> 11 (|k| <= 2^22,
+// so it fits int16) and lo = k & 2047.
+inline void split_pair(std::int32_t a, std::int32_t b, std::int32_t* out) {
+  const auto hi = [](std::int32_t k) { return static_cast<std::uint32_t>(static_cast<std::uint16_t>(k >> split_bits)); };
+  const auto lo = [](std::int32_t k) { return static_cast<std::uint32_t>(k & ((1 << split_bits) - 1)); };
+  out[0] = static_cast<std::int32_t>(hi(a) | hi(b) << 16);
+  out[1] = static_cast<std::int32_t>(lo(a) | lo(b) << 16);
+}
+
+// The sums of 16 output bytes: bytes 0-3 and 8-11 in h0/l0, 4-7 and 12-15
+// in h1/l1 (the order unpack{lo,hi}_epi16 leaves them in).
+struct sums16 {
+  __m256i h0, l0, h1, l1;
+};
+
+__attribute__((target("avx2"))) inline void add_rows(sums16& a, __m256i x0, __m256i x1, __m256i kh, __m256i kl) {
+  const __m256i p0 = _mm256_unpacklo_epi16(x0, x1);
+  const __m256i p1 = _mm256_unpackhi_epi16(x0, x1);
+  a.h0 = _mm256_add_epi32(a.h0, _mm256_madd_epi16(p0, kh));
+  a.l0 = _mm256_add_epi32(a.l0, _mm256_madd_epi16(p0, kl));
+  a.h1 = _mm256_add_epi32(a.h1, _mm256_madd_epi16(p1, kh));
+  a.l1 = _mm256_add_epi32(a.l1, _mm256_madd_epi16(p1, kl));
+}
+
+__attribute__((target("avx2"))) inline __m256i widen16(const std::uint8_t* p) {
+  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// clip8 of 16 sums, as bytes in order: hi · 2^11 + lo + bias, the
+// arithmetic shift, then saturating packs (exact: the shifted values fit
+// int16, and packus clips them to [0, 255]).
+__attribute__((target("avx2"))) inline __m128i finish16(const sums16& a, __m256i bias, __m128i shift) {
+  const __m256i v0 = _mm256_sra_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(a.h0, split_bits), a.l0), bias), shift);
+  const __m256i v1 = _mm256_sra_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(a.h1, split_bits), a.l1), bias), shift);
+  const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(v0, v1), _mm256_setzero_si256());
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(b, 0x08));  // qwords 0 and 2: bytes 0-7, 8-15
+}
+
+// G groups of 16 bytes of one output row, from byte `at` of its n rows.
+template <int G>
+__attribute__((target("avx2"), always_inline)) inline void vertical_groups(const std::uint8_t* first,
+                                                                        std::ptrdiff_t stride, int n,
+                                                                        const std::int32_t* w, int at,
+                                                                        std::uint8_t* out, __m256i bias,
+                                                                        __m128i shift) {
+  sums16 a[G];
+  for (int g = 0; g < G; ++g) a[g] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                                      _mm256_setzero_si256()};
+  const std::uint8_t* r = first + at;
+  int t = 0;
+  for (; t + 1 < n; t += 2, r += 2 * stride, w += 2) {
+    const __m256i kh = _mm256_set1_epi32(w[0]);
+    const __m256i kl = _mm256_set1_epi32(w[1]);
+    for (int g = 0; g < G; ++g) add_rows(a[g], widen16(r + 16 * g), widen16(r + stride + 16 * g), kh, kl);
+  }
+  if (t < n) {
+    const __m256i kh = _mm256_set1_epi32(w[0]);
+    const __m256i kl = _mm256_set1_epi32(w[1]);
+    for (int g = 0; g < G; ++g) add_rows(a[g], widen16(r + 16 * g), _mm256_setzero_si256(), kh, kl);
+  }
+  for (int g = 0; g < G; ++g)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + at + 16 * g), finish16(a[g], bias, shift));
+}
+
+}  // namespace
+
+__attribute__((target("avx2"))) void vertical_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_top,
+                                                   int bytes, const vertical_taps& taps, std::uint8_t* dst,
+                                                   std::ptrdiff_t dst_stride, std::vector<std::int32_t>& pairs) {
+  if (bytes < 16) std::abort();  // the caller runs the portable pass below 16 bytes
+  const __m256i bias = _mm256_set1_epi32(1 << (taps.precision - 1));
+  const __m128i shift = _mm_cvtsi32_si128(taps.precision);
+  if (pairs.size() < static_cast<std::size_t>(taps.ksize) + 2) pairs.resize(static_cast<std::size_t>(taps.ksize) + 2);
+  for (int i = 0; i < taps.count; ++i) {
+    const std::int32_t* k = taps.k + static_cast<std::ptrdiff_t>(i) * taps.ksize;
+    const int n = taps.len[i];
+    for (int t = 0; t < n; t += 2) split_pair(k[t], t + 1 < n ? k[t + 1] : 0, pairs.data() + t);
+    const std::uint8_t* first = src + static_cast<std::ptrdiff_t>(taps.lo[i] - src_top) * src_stride;
+    std::uint8_t* out = dst + static_cast<std::ptrdiff_t>(i) * dst_stride;
+    int at = 0;
+    for (; at + 32 <= bytes; at += 32) vertical_groups<2>(first, src_stride, n, pairs.data(), at, out, bias, shift);
+    if (at + 16 <= bytes) {
+      vertical_groups<1>(first, src_stride, n, pairs.data(), at, out, bias, shift);
+      at += 16;
+    }
+    // The last bytes as the row's last 16 (the overlap is written twice,
+    // with the same values).
+    if (at < bytes) vertical_groups<1>(first, src_stride, n, pairs.data(), bytes - 16, out, bias, shift);
+  }
+}
+
 #else
 
 void horizontal_rgb_avx2(const std::uint8_t*, std::ptrdiff_t, int, int, const horizontal_taps&, std::uint8_t*,
                          std::ptrdiff_t, std::vector<std::uint8_t>&, std::vector<std::uint8_t>&) {
+  std::abort();  // cpu_has_avx2() is false here: never called
+}
+
+void vertical_avx2(const std::uint8_t*, std::ptrdiff_t, int, int, const vertical_taps&, std::uint8_t*, std::ptrdiff_t,
+                   std::vector<std::int32_t>&) {
   std::abort();  // cpu_has_avx2() is false here: never called
 }
 

@@ -24,6 +24,18 @@ struct horizontal_taps {
   int precision = 32 - 8 - 2;
 };
 
+/// One axis's taps as the vertical pass reads them: output row i is
+/// clip8((2^(precision − 1) + Σ k[i · ksize + t] · row(lo[i] + t)) >>
+/// precision) over t < len[i], byte by byte.
+struct vertical_taps {
+  const std::int32_t* k;
+  const int* lo;
+  const int* len;
+  int count;
+  int ksize;
+  int precision = 32 - 8 - 2;
+};
+
 /// For tests: false makes every resampler use the portable passes, so both
 /// implementations can be compared on one machine. Default true.
 void set_resample_simd(bool enabled) noexcept;
@@ -37,5 +49,16 @@ void set_resample_simd(bool enabled) noexcept;
 void horizontal_rgb_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
                          const horizontal_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                          std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile);
+
+/// The vertical pass with AVX2, any number of channels: `bytes` bytes of
+/// each output row from rows of `src` (row 0 = logical row src_top), the
+/// same integers as the portable pass. Each weight is split into its top
+/// bits and its low 11, so two rows' bytes and the halves of their
+/// weights are 16-bit pairs for one multiply-add each (vpmaddwd), summed
+/// exactly in 32 bits: (Σ x · hi) · 2^11 + Σ x · lo = Σ x · k. `pairs`
+/// is scratch. Call only where cpu_has_avx2().
+void vertical_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_top, int bytes,
+                   const vertical_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                   std::vector<std::int32_t>& pairs);
 
 }  // namespace ringfeed::image::detail
