@@ -4,7 +4,9 @@
 // threads storing and reading at once (ThreadSanitizer in CI).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,6 +111,62 @@ TEST_CASE("pixel cache: stored pixels read back exactly, here and in a later obj
   again.stop_reads();
   const auto info = pixel_cache::inspect(tmp.path());
   CHECK((info.entries == 2 && info.packs == 1 && info.torn == 0 && info.pixel_bytes == 37 * 21 * 3 + 64 * 48 * 3));
+}
+
+// Whether this file system answers preadv2(RWF_NOWAIT) from its page cache
+// (ext4, xfs and btrfs do): a file just written, read back without waiting.
+bool nowait_reads_work(const std::filesystem::path& dir) {
+  const std::string path = (dir / "nowait-probe").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  char data[4096] = {1}, back[4096];
+  const bool written = ::pwrite(fd, data, sizeof data, 0) == static_cast<ssize_t>(sizeof data);
+  iovec iov{back, sizeof back};
+  const bool works = written && ::preadv2(fd, &iov, 1, 0, RWF_NOWAIT) == static_cast<ssize_t>(sizeof back);
+  ::close(fd);
+  std::filesystem::remove(path);
+  return works;
+}
+
+TEST_CASE("pixel cache: a hit the page cache holds is read on the calling thread", "[pixel_cache]") {
+  // Entries just written are in the page cache: read() copies them itself
+  // (counted as resident_reads), the same bytes as through the ring.
+  ringfeed::test::temp_dir tmp;
+  ringfeed::thread_pool pool(2);
+  ringfeed::io::read_buffer buffer;
+  std::vector<test_image> images;
+  for (int n = 0; n < 6; ++n) images.emplace_back(40 + n, 30, n);
+  {
+    pixel_cache w(options_for(tmp.path()));
+    for (int n = 0; n < 6; ++n) REQUIRE(w.store(key(n), images[static_cast<std::size_t>(n)].view()));
+  }
+  pixel_cache r(options_for(tmp.path()));
+  r.start_reads(pool);
+  for (int n = 0; n < 6; ++n) {
+    const auto got = ringfeed::sync_wait(r.read(key(n), buffer));
+    REQUIRE(got);
+    CHECK(bytes_of(*got) == images[static_cast<std::size_t>(n)].packed());
+  }
+  const auto counters = r.counters();
+  CHECK(counters.hits == 6);
+  if (counters.direct)
+    CHECK(counters.resident_reads == 0);  // O_DIRECT: never through the page cache
+  else if (nowait_reads_work(tmp.path()))
+    CHECK(counters.resident_reads == 6);
+  else
+    WARN("this file system refuses RWF_NOWAIT reads: every hit went through the ring");
+  r.stop_reads();
+
+  // With O_DIRECT asked for (and taken), every read goes to the disk.
+  auto o = options_for(tmp.path());
+  o.direct = true;
+  pixel_cache d(o);
+  d.start_reads(pool);
+  const auto got = ringfeed::sync_wait(d.read(key(2), buffer));
+  REQUIRE(got);
+  CHECK(bytes_of(*got) == images[2].packed());
+  if (d.counters().direct) CHECK(d.counters().resident_reads == 0);
+  d.stop_reads();
 }
 
 TEST_CASE("pixel cache: two writers on one directory keep packs of their own", "[pixel_cache]") {

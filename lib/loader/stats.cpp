@@ -177,6 +177,7 @@ std::string loader_stats::json() const {
                           {"bytes_per_image", held},
                           {"max_bytes", p.max_bytes},
                           {"bytes_read", p.bytes_read},
+                          {"resident_reads", p.resident_reads},
                           {"read_mb_per_s", read_s > 0 ? static_cast<double>(p.bytes_read) / 1e6 / read_s : 0.0},
                           {"filling", p.filling},
                           {"direct", p.direct},

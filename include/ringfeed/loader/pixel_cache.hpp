@@ -47,6 +47,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -124,7 +125,9 @@ class pixel_cache {
 
   /// Reads resume on `pool` (which must outlive this object), through
   /// io_uring where the kernel has it; O_DIRECT when the entries are more
-  /// than the memory available. Call once, before read().
+  /// than the memory available. Buffered, a hit whose bytes the page cache
+  /// holds is copied on read()'s own thread instead (no I/O to wait for;
+  /// counted as resident_reads). Call once, before read().
   void start_reads(thread_pool& pool);
   /// Ends reading (before the pool the reads resume on goes); the counters stay.
   void stop_reads() noexcept;
@@ -163,6 +166,8 @@ class pixel_cache {
 
   void load_indexes();
   bool open_writer();  // under m_mutex
+  bool read_resident(int fd, std::uint64_t offset, std::size_t size, io::read_buffer& buffer,
+                     std::span<const std::byte>& got);
   void stop_filling(std::string reason);  // under m_mutex
 
   pixel_cache_options m_opt;
@@ -178,6 +183,8 @@ class pixel_cache {
   std::unique_ptr<io::reader> m_reader;
   std::atomic<std::uint64_t> m_hits{0}, m_misses{0}, m_stores{0}, m_not_stored{0}, m_corrupt{0}, m_torn{0},
       m_bytes_read{0};
+  std::atomic<std::uint64_t> m_resident_hits{0}, m_resident_refused{0};  // read_resident's reads and refusals
+  std::atomic<bool> m_resident_reads{true};                               // off once it proves useless
   std::atomic<std::int64_t> m_read_ns{0};
   bool m_direct = false;
 };

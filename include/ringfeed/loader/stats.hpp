@@ -74,6 +74,7 @@ struct pixel_cache_stats {
   std::uint64_t torn = 0;        ///< index records dropped at open (torn, past the pack's end)
   std::uint64_t bytes_read = 0;  ///< pixel bytes the hits read
   std::int64_t read_ns = 0;      ///< the hits' reads, summed over reads in flight
+  std::uint64_t resident_reads = 0;  ///< hits the page cache held, read on the decode thread (no ring)
   std::uint64_t entries = 0;     ///< entries in the cache now
   std::uint64_t bytes = 0;       ///< their bytes on disk (4 KiB aligned)
   std::uint64_t max_bytes = 0;   ///< the budget
