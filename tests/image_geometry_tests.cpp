@@ -7,6 +7,7 @@
 
 #include <ringfeed/image/geometry.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <fstream>
@@ -359,6 +360,43 @@ TEST_CASE("the affine's AVX2 paths give the portable loop's bytes", "[image][geo
       }
   }
   CHECK(compared == 5 * 3 * 24);
+}
+
+TEST_CASE("the bicubic affine's AVX2 shortcuts for rows and columns kept give the portable bytes",
+          "[image][geometry]") {
+  // A shear or a translation along one axis (timm's ShearX / TranslateXRel:
+  // (1, s, t, 0, 1, 0); ShearY / TranslateYRel: (1, 0, 0, s, 1, t)) keeps
+  // every pixel's dy (dx) at 0: the AVX2 bicubic then filters one row (or
+  // takes each row's floor tap). Against the portable loop, on fractional
+  // and integer shifts, negative and positive shears, widths not a
+  // multiple of 4.
+  if (!img::geometry_detail::affine_filter_simd()) {
+    WARN("no AVX2 on this CPU: only the portable loop exists here");
+    return;
+  }
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> shear(-0.9, 0.9), shift(-40, 40);
+  img::image_buffer src(67, 45, 3);
+  for (std::size_t i = 0; i < src.size_bytes(); ++i) src.data()[i] = static_cast<std::uint8_t>(gen() & 0xFF);
+  std::size_t compared = 0;
+  for (int k = 0; k < 40; ++k) {
+    const double s = k % 4 == 0 ? 0.0 : shear(gen);
+    const double t = k % 3 == 0 ? std::round(shift(gen)) : shift(gen);
+    const std::array<double, 6> m = k % 2 == 0 ? std::array<double, 6>{1, s, t, 0, 1, 0}
+                                               : std::array<double, 6>{1, 0, 0, s, 1, t};
+    for (const auto interp : {img::interpolation::bilinear, img::interpolation::bicubic}) {
+      img::image_buffer fast, portable;
+      img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, fast);
+      {
+        const ringfeed::test::simd_off off(img::geometry_detail::set_affine_filter_simd);
+        img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, portable);
+      }
+      INFO("case " << k << " shear " << s << " shift " << t << " interpolation " << static_cast<int>(interp));
+      CHECK(data::packed(fast.view()) == data::packed(portable.view()));
+      ++compared;
+    }
+  }
+  CHECK(compared == 80);
 }
 
 namespace {
