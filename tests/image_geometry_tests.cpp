@@ -208,6 +208,29 @@ TEST_CASE("hflip and vflip equal F.hflip and F.vflip", "[image][geometry]") {
   CHECK(check_op("vflip") >= 18);
 }
 
+TEST_CASE("hflip mirrors every RGB and L row, SSSE3 widths and views with a stride", "[image][geometry]") {
+  // RGB rows of 6 or more pixels take five pixels per shuffle; against the
+  // definition, for every width from 1 to 40 (each tail length), and on a
+  // view into a wider image.
+  std::mt19937 gen(13);
+  for (const int channels : {3, 1})
+    for (int width = 1; width <= 40; ++width) {
+      img::image_buffer wide(width + 3, 5, channels);
+      for (std::size_t i = 0; i < wide.size_bytes(); ++i) wide.data()[i] = static_cast<std::uint8_t>(gen() & 0xFF);
+      img::image_view src = wide.view();
+      src.width = width;
+      img::image_buffer out;
+      img::hflip(src, out);
+      bool same = out.view().width == width && out.view().height == 5;
+      for (int y = 0; y < 5 && same; ++y)
+        for (int x = 0; x < width; ++x)
+          for (int c = 0; c < channels; ++c)
+            same = same && out.view().row(y)[x * channels + c] == src.row(y)[(width - 1 - x) * channels + c];
+      INFO(channels << " channels, width " << width);
+      CHECK(same);
+    }
+}
+
 TEST_CASE("pad equals F.pad in every mode, past the image's size and negative", "[image][geometry]") {
   CHECK(check_op("pad") >= 150);
 }
