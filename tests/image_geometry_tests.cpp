@@ -7,6 +7,7 @@
 
 #include <ringfeed/image/geometry.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <fstream>
@@ -207,6 +208,29 @@ TEST_CASE("hflip and vflip equal F.hflip and F.vflip", "[image][geometry]") {
   CHECK(check_op("vflip") >= 18);
 }
 
+TEST_CASE("hflip mirrors every RGB and L row, SSSE3 widths and views with a stride", "[image][geometry]") {
+  // RGB rows of 6 or more pixels take five pixels per shuffle; against the
+  // definition, for every width from 1 to 40 (each tail length), and on a
+  // view into a wider image.
+  std::mt19937 gen(13);
+  for (const int channels : {3, 1})
+    for (int width = 1; width <= 40; ++width) {
+      img::image_buffer wide(width + 3, 5, channels);
+      for (std::size_t i = 0; i < wide.size_bytes(); ++i) wide.data()[i] = static_cast<std::uint8_t>(gen() & 0xFF);
+      img::image_view src = wide.view();
+      src.width = width;
+      img::image_buffer out;
+      img::hflip(src, out);
+      bool same = out.view().width == width && out.view().height == 5;
+      for (int y = 0; y < 5 && same; ++y)
+        for (int x = 0; x < width; ++x)
+          for (int c = 0; c < channels; ++c)
+            same = same && out.view().row(y)[x * channels + c] == src.row(y)[(width - 1 - x) * channels + c];
+      INFO(channels << " channels, width " << width);
+      CHECK(same);
+    }
+}
+
 TEST_CASE("pad equals F.pad in every mode, past the image's size and negative", "[image][geometry]") {
   CHECK(check_op("pad") >= 150);
 }
@@ -359,6 +383,43 @@ TEST_CASE("the affine's AVX2 paths give the portable loop's bytes", "[image][geo
       }
   }
   CHECK(compared == 5 * 3 * 24);
+}
+
+TEST_CASE("the bicubic affine's AVX2 shortcuts for rows and columns kept give the portable bytes",
+          "[image][geometry]") {
+  // A shear or a translation along one axis (timm's ShearX / TranslateXRel:
+  // (1, s, t, 0, 1, 0); ShearY / TranslateYRel: (1, 0, 0, s, 1, t)) keeps
+  // every pixel's dy (dx) at 0: the AVX2 bicubic then filters one row (or
+  // takes each row's floor tap). Against the portable loop, on fractional
+  // and integer shifts, negative and positive shears, widths not a
+  // multiple of 4.
+  if (!img::geometry_detail::affine_filter_simd()) {
+    WARN("no AVX2 on this CPU: only the portable loop exists here");
+    return;
+  }
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> shear(-0.9, 0.9), shift(-40, 40);
+  img::image_buffer src(67, 45, 3);
+  for (std::size_t i = 0; i < src.size_bytes(); ++i) src.data()[i] = static_cast<std::uint8_t>(gen() & 0xFF);
+  std::size_t compared = 0;
+  for (int k = 0; k < 40; ++k) {
+    const double s = k % 4 == 0 ? 0.0 : shear(gen);
+    const double t = k % 3 == 0 ? std::round(shift(gen)) : shift(gen);
+    const std::array<double, 6> m = k % 2 == 0 ? std::array<double, 6>{1, s, t, 0, 1, 0}
+                                               : std::array<double, 6>{1, 0, 0, s, 1, t};
+    for (const auto interp : {img::interpolation::bilinear, img::interpolation::bicubic}) {
+      img::image_buffer fast, portable;
+      img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, fast);
+      {
+        const ringfeed::test::simd_off off(img::geometry_detail::set_affine_filter_simd);
+        img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, portable);
+      }
+      INFO("case " << k << " shear " << s << " shift " << t << " interpolation " << static_cast<int>(interp));
+      CHECK(data::packed(fast.view()) == data::packed(portable.view()));
+      ++compared;
+    }
+  }
+  CHECK(compared == 80);
 }
 
 namespace {

@@ -71,16 +71,18 @@ TEST_CASE("a size that does not change is copied", "[torch_resize]") {
   CHECK_THROWS_AS(tr::resize_u8(src.view(), {0, 5}, tr::mode::bilinear, true, dst), std::invalid_argument);
 }
 
-TEST_CASE("uint8 RGB resize: the AVX2 horizontal pass gives the portable loop's bytes", "[torch_resize]") {
+TEST_CASE("uint8 resize: the AVX2 passes give the portable loops' bytes", "[torch_resize]") {
   // RGB rows take the resampler's AVX2 kernel with torch's int16 weights and
-  // precision; every other case, and this one with SIMD off, the plain loop.
-  // Crops (a stride wider than the row), odd sizes, up and down, both
-  // filters, with and without antialias.
+  // precision, and every vertical pass its AVX2 loop (pmaddwd, 16 bytes at a
+  // time, the rest scalar); with SIMD off, the plain loops. Crops (a stride
+  // wider than the row), odd sizes, up and down, both filters, with and
+  // without antialias, RGB and L.
   std::mt19937 gen(5);
-  img::image_buffer big(203, 61, 3);
+  img::image_buffer big(203, 61, 3), gray(203, 61, 1);
   for (int k = 0; k < 203 * 61 * 3; ++k) big.data()[k] = static_cast<std::uint8_t>(gen());
-  const img::image_view whole = big.view();
-  for (const img::image_view src : {whole, whole.crop({3, 7, 55, 181})})
+  for (int k = 0; k < 203 * 61; ++k) gray.data()[k] = static_cast<std::uint8_t>(gen());
+  const img::image_view whole = big.view(), grey = gray.view();
+  for (const img::image_view src : {whole, whole.crop({3, 7, 55, 181}), grey, grey.crop({2, 5, 50, 77})})
     for (const img::size2 out : {img::size2{224, 40}, img::size2{37, 13}, img::size2{181, 99}, img::size2{9, 55}})
       for (const auto m : {tr::mode::bilinear, tr::mode::bicubic})
         for (const bool antialias : {true, false}) {

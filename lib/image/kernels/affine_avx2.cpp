@@ -161,9 +161,19 @@ __attribute__((target("avx2"), always_inline)) inline __m256d cubic_taps(__m128i
                        _mm256_mul_pd(d, _mm256_add_pd(f2, _mm256_mul_pd(d, _mm256_add_pd(f3, _mm256_mul_pd(d, f4))))));
 }
 
+// cubic_taps at d = 0: t1 + 0 · (...) is t1 exactly (the products are ±0,
+// the terms finite), so only the tap at the floor counts.
+__attribute__((target("avx2"), always_inline)) inline __m256d tap_at_floor(__m128i q) {
+  return _mm256_cvtepi32_pd(_mm_and_si128(_mm_srli_epi32(q, 8), _mm_set1_epi32(0xFF)));
+}
+
 // Bicubic: per row of taps, one 16-byte load per lane (four RGB taps and
 // four bytes more), regrouped by channel and transposed so that each
-// channel's int32 lane holds that lane's four taps.
+// channel's int32 lane holds that lane's four taps. Where every lane's dy
+// is 0 (a shear along x, a translation along x: the source row is the
+// output row), cubic4 gives its second row exactly, and only that row is
+// filtered; where every dx is 0 (along y), each row's cubic_taps is its
+// floor tap. The same doubles as the general path, so the same bytes.
 __attribute__((target("avx2"), always_inline)) inline bool bicubic_four(image_view src, const row_constants& k,
                                                                         int x, std::uint8_t* out) {
   lanes p;
@@ -171,8 +181,11 @@ __attribute__((target("avx2"), always_inline)) inline bool bicubic_four(image_vi
   const std::uint8_t* base[4];
   for (int l = 0; l < 4; ++l) base[l] = src.row(p.iy[l] - 1) + static_cast<std::ptrdiff_t>(p.ix[l] - 1) * 3;
   const __m128i by_channel = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
+  const __m256d zero = _mm256_setzero_pd();
+  const bool flat_x = _mm256_movemask_pd(_mm256_cmp_pd(p.dx, zero, _CMP_EQ_OQ)) == 0xF;
+  const bool flat_y = _mm256_movemask_pd(_mm256_cmp_pd(p.dy, zero, _CMP_EQ_OQ)) == 0xF;
   __m256d v[3][4];
-  for (int r = 0; r < 4; ++r) {
+  for (int r = flat_y ? 1 : 0; r < (flat_y ? 2 : 4); ++r) {
     const std::ptrdiff_t off = r * src.stride;
     __m128i w[4];
     for (int l = 0; l < 4; ++l)
@@ -181,16 +194,15 @@ __attribute__((target("avx2"), always_inline)) inline bool bicubic_four(image_vi
     const __m128i lo23 = _mm_unpacklo_epi32(w[2], w[3]);
     const __m128i hi01 = _mm_unpackhi_epi32(w[0], w[1]);
     const __m128i hi23 = _mm_unpackhi_epi32(w[2], w[3]);
-    v[0][r] = cubic_taps(_mm_unpacklo_epi64(lo01, lo23), p.dx);
-    v[1][r] = cubic_taps(_mm_unpackhi_epi64(lo01, lo23), p.dx);
-    v[2][r] = cubic_taps(_mm_unpacklo_epi64(hi01, hi23), p.dx);
+    const __m128i q[3] = {_mm_unpacklo_epi64(lo01, lo23), _mm_unpackhi_epi64(lo01, lo23),
+                          _mm_unpacklo_epi64(hi01, hi23)};
+    for (int c = 0; c < 3; ++c) v[c][r] = flat_x ? tap_at_floor(q[c]) : cubic_taps(q[c], p.dx);
   }
-  const __m256d zero = _mm256_setzero_pd();
   const __m256d top = _mm256_set1_pd(255.0);
   __m128i ch[3];
   for (int c = 0; c < 3; ++c) {
     // Clipped as Pillow's: <= 0 gives 0, >= 255 gives 255, else truncated.
-    const __m256d r = cubic4(v[c][0], v[c][1], v[c][2], v[c][3], p.dy);
+    const __m256d r = flat_y ? v[c][1] : cubic4(v[c][0], v[c][1], v[c][2], v[c][3], p.dy);
     ch[c] = _mm256_cvttpd_epi32(_mm256_min_pd(_mm256_max_pd(r, zero), top));
   }
   store_rgb(ch, out);

@@ -4,6 +4,11 @@
 #include <ringfeed/image/geometry.hpp>
 
 #include "geometry_detail.hpp"
+#include "image/kernels/cpu_features.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstddef>
@@ -61,6 +66,25 @@ void pad_map(std::vector<int>& v, int n, int l, int r, padding_mode mode) {
     }
   }
 }
+
+#if defined(__x86_64__)
+// One RGB row of hflip, five pixels reversed per byte shuffle (the
+// pipeline's flip_ssse3, out of place). Output pixels [x, x + 5) are input
+// pixels [w - 5 - x, w - x); the load reads one byte past them, inside the
+// row while x >= 1, and the store writes one byte past them, inside the
+// row while x + 5 < w, rewritten by the next pixel. Needs w >= 2.
+__attribute__((target("ssse3"))) void hflip_row_ssse3(const std::uint8_t* in, int w, std::uint8_t* out) {
+  const __m128i reverse5 = _mm_setr_epi8(12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, -1);
+  int x = 1;
+  for (; x + 5 < w; x += 5) {
+    const auto* from = reinterpret_cast<const __m128i*>(in + static_cast<std::ptrdiff_t>(w - 5 - x) * 3);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + static_cast<std::ptrdiff_t>(x) * 3),
+                     _mm_shuffle_epi8(_mm_loadu_si128(from), reverse5));
+  }
+  for (; x < w; ++x) std::memcpy(out + x * 3, in + static_cast<std::ptrdiff_t>(w - 1 - x) * 3, 3);
+  std::memcpy(out, in + static_cast<std::ptrdiff_t>(w - 1) * 3, 3);  // x = 0
+}
+#endif
 
 }  // namespace
 
@@ -122,6 +146,13 @@ void hflip(image_view src, image_buffer& dst) {
   dst.reset(src.width, src.height, src.channels);
   const mutable_image_view o = dst.view();
   const int w = src.width;
+#if defined(__x86_64__)
+  static const bool ssse3 = detail::cpu_has_avx2();  // AVX2 implies SSSE3
+  if (src.channels == 3 && w >= 6 && ssse3) {
+    for (int y = 0; y < src.height; ++y) hflip_row_ssse3(src.row(y), w, o.row(y));
+    return;
+  }
+#endif
   for (int y = 0; y < src.height; ++y) {
     const std::uint8_t* in = src.row(y);
     std::uint8_t* out = o.row(y);

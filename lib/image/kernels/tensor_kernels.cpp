@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "image/kernels/cpu_features.hpp"
+#include "image/kernels/simd_clones.hpp"
 
 namespace ringfeed::image::tensor {
 
@@ -27,8 +29,11 @@ void require_channels(const char* op, image_view src) {
                                 std::to_string(src.channels) + " channels");
 }
 
-// .to(torch.uint8) of a float32 tensor already clamped to [0, 255]: truncation.
-std::uint8_t to_u8(float v) { return static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f)); }
+// .to(torch.uint8) of a float32 tensor already clamped to [0, 255]:
+// truncation (through int32, the same byte for [0, 255], so loops vectorize).
+std::uint8_t to_u8(float v) {
+  return static_cast<std::uint8_t>(static_cast<std::int32_t>(std::clamp(v, 0.0f, 255.0f)));
+}
 
 // _blend(img1, img2, ratio) for one element: (ratio·a + (1 − ratio)·b),
 // each product and the sum a float32 op, clamped to [0, 255], truncated.
@@ -49,6 +54,12 @@ std::uint8_t gray_px(const std::uint8_t* px) {
   return static_cast<std::uint8_t>(rg + b);
 }
 
+// One row of blend_with: out[i] = blend_px(r, r2, in[i], other[i]).
+RINGFEED_V3_CLONES
+void blend_row(const std::uint8_t* in, const float* other, std::size_t n, float r, float r2, std::uint8_t* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = blend_px(r, r2, static_cast<float>(in[i]), other[i]);
+}
+
 // Blends every element of src with a second image at `factor`:
 // `other_row(y, row)` writes that image's row y (width × channels floats)
 // into `row`. Row by row, so the blend itself is one vectorizable loop.
@@ -64,7 +75,7 @@ void blend_with(image_view src, double factor, image_buffer& dst, OtherRow other
     other_row(y, other.data());
     const std::uint8_t* in = src.row(y);
     std::uint8_t* out = dst.view().row(y);
-    for (std::size_t i = 0; i < n; ++i) out[i] = blend_px(r, r2, static_cast<float>(in[i]), other[i]);
+    blend_row(in, other.data(), n, r, r2, out);
   }
 }
 
@@ -165,14 +176,16 @@ struct affine_row_scratch {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 bool rgb8_avx2(const affine_job& j, const affine_row_scratch& r, int x, std::uint8_t* o);
-int positions_avx2(const affine_job& j, affine_row_scratch& r, bool bilinear, float x_start, float gx1, float gy1);
+bool nearest8_avx2(const affine_job& j, const affine_row_scratch& r, int x, std::uint8_t* o);
+int positions_avx2(const affine_job& j, affine_row_scratch& r, bool bilinear, float x_start, float py, float gx1,
+                   float gy1);
 #endif
 
 // The rows of one affine, for `Bilinear` and `Masked` (a fill given), in
 // two passes per row: the sampling positions, then the pixels. `Simd`: the
 // copy inside affine_avx2 (always_inline), where std::fma, floor and
-// nearbyint are single instructions and positions_avx2 / rgb8_avx2 take
-// the first pass and the unfilled RGB pixels 8 at a time.
+// nearbyint are single instructions and positions_avx2 / rgb8_avx2 /
+// nearest8_avx2 take the first pass and the unfilled RGB pixels 8 at a time.
 template <bool Bilinear, bool Masked, bool Simd>
 [[gnu::always_inline]] inline void affine_rows(const affine_job& j, affine_row_scratch& r) {
   const int w = j.src.width, h = j.src.height, ch = j.src.channels;
@@ -193,7 +206,7 @@ template <bool Bilinear, bool Masked, bool Simd>
     int first = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     if constexpr (Simd) {
-      if (!j.fused_grid) first = positions_avx2(j, r, Bilinear, x_start, gx1, gy1);
+      first = positions_avx2(j, r, Bilinear, x_start, py, gx1, gy1);
     }
 #endif
     for (int x = first; x < w; ++x) {
@@ -224,6 +237,10 @@ template <bool Bilinear, bool Masked, bool Simd>
 #if defined(__x86_64__) && defined(__GNUC__)
       if constexpr (Simd && Bilinear && !Masked) {  // 8 RGB pixels with all corners inside at once
         while (ch == 3 && x + 8 <= w && rgb8_avx2(j, r, x, o)) x += 8, o += 24;
+        if (x == w) break;
+      }
+      if constexpr (Simd && !Bilinear && !Masked) {
+        while (ch == 3 && x + 8 <= w && nearest8_avx2(j, r, x, o)) x += 8, o += 24;
         if (x == w) break;
       }
 #endif
@@ -341,11 +358,47 @@ __attribute__((target("avx2,fma"))) bool rgb8_avx2(const affine_job& j, const af
   return true;
 }
 
+// Pixels x..x+7 of a row of an RGB nearest affine without fill: one
+// 4-byte gather per pixel inside the image (its R, G, B and one byte
+// more), zeros outside, as the scalar loop. False, with nothing written,
+// when a lane reads the image's very last pixel (its fourth byte may lie
+// past the buffer).
+__attribute__((target("avx2,fma"))) bool nearest8_avx2(const affine_job& j, const affine_row_scratch& r, int x,
+                                                        std::uint8_t* o) {
+  const int w = j.src.width, h = j.src.height;
+  const __m256i xx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.x0.data() + x));
+  const __m256i yy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.y0.data() + x));
+  const __m256i minus1 = _mm256_set1_epi32(-1);
+  const __m256i inside = _mm256_and_si256(
+      _mm256_and_si256(_mm256_cmpgt_epi32(xx, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(w), xx)),
+      _mm256_and_si256(_mm256_cmpgt_epi32(yy, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(h), yy)));
+  const __m256i last = _mm256_and_si256(_mm256_cmpeq_epi32(xx, _mm256_set1_epi32(w - 1)),
+                                        _mm256_cmpeq_epi32(yy, _mm256_set1_epi32(h - 1)));
+  if (!_mm256_testz_si256(last, inside)) return false;
+  const auto stride = static_cast<int>(j.src.stride);
+  const __m256i at = _mm256_add_epi32(_mm256_mullo_epi32(yy, _mm256_set1_epi32(stride)),
+                                      _mm256_mullo_epi32(xx, _mm256_set1_epi32(3)));
+  const auto* base = reinterpret_cast<const int*>(j.src.data);
+  const __m256i px = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, _mm256_and_si256(at, inside),
+                                                 inside, 1);
+  const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,  //
+                                        0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m256i rgb = _mm256_shuffle_epi8(px, pack);
+  const __m128i lo = _mm256_castsi256_si128(rgb), hi = _mm256_extracti128_si256(rgb, 1);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(o), lo);
+  const std::int32_t lo_tail = _mm_extract_epi32(lo, 2);
+  std::memcpy(o + 8, &lo_tail, 4);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(o + 12), hi);
+  const std::int32_t hi_tail = _mm_extract_epi32(hi, 2);
+  std::memcpy(o + 20, &hi_tail, 4);
+  return true;
+}
+
 // The first pass of a row, 8 pixels at a time: the scalar loop's
 // operations lane by lane (each rounded alike, the same fused step).
 // Returns the pixels done (a multiple of 8); the caller does the rest.
 __attribute__((target("avx2,fma"))) int positions_avx2(const affine_job& j, affine_row_scratch& r, bool bilinear,
-                                                        float x_start, float gx1, float gy1) {
+                                                        float x_start, float py, float gx1, float gy1) {
   const int w = j.src.width;
   const __m256 fw = _mm256_set1_ps(static_cast<float>(w)), fh = _mm256_set1_ps(static_cast<float>(j.src.height));
   const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(-0.5f);
@@ -355,10 +408,14 @@ __attribute__((target("avx2,fma"))) int positions_avx2(const affine_job& j, affi
   for (; x + 8 <= w; x += 8) {
     const __m256 px =
         _mm256_add_ps(_mm256_set1_ps(x_start), _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lane)));
-    const __m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(px, _mm256_set1_ps(j.ax)), _mm256_set1_ps(gx1)),
-                                    _mm256_set1_ps(j.cx));
-    const __m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(px, _mm256_set1_ps(j.ay)), _mm256_set1_ps(gy1)),
-                                    _mm256_set1_ps(j.cy));
+    const __m256 gx0 = _mm256_mul_ps(px, _mm256_set1_ps(j.ax)), gy0 = _mm256_mul_ps(px, _mm256_set1_ps(j.ay));
+    // fused: fma(py, b, x·a), else x·a + py·b
+    const __m256 gx01 = j.fused_grid ? _mm256_fmadd_ps(_mm256_set1_ps(py), _mm256_set1_ps(j.bx), gx0)
+                                     : _mm256_add_ps(gx0, _mm256_set1_ps(gx1));
+    const __m256 gy01 = j.fused_grid ? _mm256_fmadd_ps(_mm256_set1_ps(py), _mm256_set1_ps(j.by), gy0)
+                                     : _mm256_add_ps(gy0, _mm256_set1_ps(gy1));
+    const __m256 gx = _mm256_add_ps(gx01, _mm256_set1_ps(j.cx));
+    const __m256 gy = _mm256_add_ps(gy01, _mm256_set1_ps(j.cy));
     const __m256 sx = _mm256_fmadd_ps(_mm256_add_ps(gx, one), _mm256_set1_ps(j.scale_w), half);
     const __m256 sy = _mm256_fmadd_ps(_mm256_add_ps(gy, one), _mm256_set1_ps(j.scale_h), half);
     __m256 cx, cy;

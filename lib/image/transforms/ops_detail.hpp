@@ -103,11 +103,11 @@ struct fusable_geometry {
   bool max_size = false;  // Resize with max_size (not fused)
 };
 [[nodiscard]] fusable_geometry describe_geometry(const transform_op& op);
-/// For a RandomResizedCrop on a tensor whose frame already holds the crop
-/// it drew (the pipeline decoded only that region of the file): the rest
-/// of its run(), F.resized_crop's resize unless the crop has the size.
-/// False, `f` untouched, for any other op.
-bool finish_tensor_crop(const transform_op& op, frame& f, op_scratch& s);
+/// For a RandomResizedCrop on a uint8 tensor whose crop it drew is
+/// `region` (the pipeline decoded only that region of the file): the rest
+/// of its run() into `f`, F.resized_crop's resize unless the crop has the
+/// size (then a copy of `region`). False, `f` untouched, for any other op.
+bool finish_tensor_crop(const transform_op& op, image_view region, frame& f, op_scratch& s);
 
 /// True for Normalize; sets its mean and std.
 [[nodiscard]] bool is_normalize_op(const transform_op& op, std::vector<double>& mean, std::vector<double>& stddev);
@@ -178,6 +178,10 @@ struct tensor_resize {
 void check_tensor_interpolation(std::string_view op, const tensor_resize& how);
 /// F.resize of a tensor frame (uint8 or float32) to `out`.
 void resize_tensor_frame(frame& f, size2 out, const tensor_resize& how, op_scratch& s);
+/// F.resize of the uint8 tensor `src` (any view, not f's pixels) to `out`,
+/// into `f` as a frame of `kind`.
+void resize_tensor_view(image_view src, frame_kind kind, size2 out, const tensor_resize& how, frame& f,
+                        op_scratch& s);
 /// F.crop of any frame: `b` may leave the frame, outside is zero (PIL's
 /// crop and torchvision's pad-then-crop of tensors alike) (ops_shape.cpp).
 void crop_frame(frame& f, const crop_box& b, op_scratch& s);

@@ -242,6 +242,12 @@ class random_resized_crop_op final : public transform_op {
   void finish_tensor(frame& f, op_scratch& s) const {
     if (f.size() != m_size) resize_tensor_frame(f, m_size, m_tensor, s);
   }
+  // The same from a uint8 region outside the frame, without copying it first.
+  void finish_tensor(image_view region, frame& f, op_scratch& s) const {
+    if (region.size() != m_size) return resize_tensor_view(region, frame_kind::tensor_u8, m_size, m_tensor, f, s);
+    f.pixels.assign(region);
+    f.set_image(frame_kind::tensor_u8);
+  }
   fusable_geometry describe() const {
     fusable_geometry g;
     g.type = fusable_geometry::kind::random_resized_crop;
@@ -329,10 +335,10 @@ fusable_geometry describe_geometry(const transform_op& op) {
   return {};
 }
 
-bool finish_tensor_crop(const transform_op& op, frame& f, op_scratch& s) {
+bool finish_tensor_crop(const transform_op& op, image_view region, frame& f, op_scratch& s) {
   const auto* r = dynamic_cast<const random_resized_crop_op*>(&op);
-  if (r == nullptr || f.kind == frame_kind::image) return false;
-  r->finish_tensor(f, s);
+  if (r == nullptr) return false;
+  r->finish_tensor(region, f, s);
   return true;
 }
 

@@ -394,9 +394,7 @@ bool pipeline::run_crop_region(pipeline_workspace& ws, std::span<const std::byte
   const scaled_result got = w.dec.decode_scaled(encoded, name, req, w.source);
   frame& f = w.head;  // ToImage's uint8 tensor of the crop, then the op's resize
   const crop_box held = {box.top - got.held.top, box.left - got.held.left, box.height, box.width};
-  f.pixels.assign(w.source.view().crop(held));
-  f.set_image(frame_kind::tensor_u8);
-  if (!finish_tensor_crop(*m_tail[crop], f, w.scratch))
+  if (!finish_tensor_crop(*m_tail[crop], w.source.view().crop(held), f, w.scratch))
     throw std::logic_error("pipeline: the region decode's second op is not a tensor RandomResizedCrop");
   result.info = info;
   result.plan.source = source;

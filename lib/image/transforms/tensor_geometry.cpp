@@ -51,15 +51,24 @@ void resize_tensor_frame(frame& f, size2 out, const tensor_resize& how, op_scrat
     f.width = out.width;
     return;
   }
+  resize_tensor_view(f.pixels.view(), f.kind, out, how, f, s);
+}
+
+void resize_tensor_view(image_view src, frame_kind kind, size2 out, const tensor_resize& how, frame& f,
+                        op_scratch& s) {
+  check_tensor_interpolation("Resize", how);
+  const auto m = how.interp == interpolation::nearest    ? torch_resize::mode::nearest
+                 : how.interp == interpolation::bilinear ? torch_resize::mode::bilinear
+                                                          : torch_resize::mode::bicubic;
   // nearest runs on uint8 in every torchvision (v1 casts to float and
   // back, which changes nothing)
   if (m == torch_resize::mode::nearest || how.native_uint8) {
-    torch_resize::resize_u8(f.pixels.view(), out, m, how.antialias, s.spare);
+    torch_resize::resize_u8(src, out, m, how.antialias, s.spare);
   } else {
-    torch_resize::resize_u8_via_float(f.pixels.view(), out, m, how.antialias, s.spare);
+    torch_resize::resize_u8_via_float(src, out, m, how.antialias, s.spare);
   }
   std::swap(f.pixels, s.spare);
-  f.set_image(f.kind);
+  f.set_image(kind);
 }
 
 namespace {
