@@ -299,26 +299,6 @@ void vertical_u8(image_view src, const int_taps& t, image_buffer& dst) {
   const int row_len = src.width * c;
   dst.reset(src.width, out_h, c);
   const mutable_image_view d = dst.view();
-  if (row_len >= 16 && t.precision > 0 && detail::resample_simd() && detail::cpu_has_avx2()) {
-    // The resampler's AVX2 pass: the same integer sums, with torch's
-    // weights and precision.
-    struct scratch {
-      std::vector<std::int32_t> k, pairs;
-      std::vector<int> lo, len;
-    };
-    thread_local scratch s;
-    s.k.assign(t.w.begin(), t.w.end());
-    s.lo.resize(static_cast<std::size_t>(out_h));
-    s.len.resize(static_cast<std::size_t>(out_h));
-    for (std::size_t y = 0; y < static_cast<std::size_t>(out_h); ++y) {
-      s.lo[y] = static_cast<int>(t.min[y]);
-      s.len[y] = static_cast<int>(std::max<i64>(t.size[y], 1));
-    }
-    detail::vertical_taps taps{s.k.data(), s.lo.data(), s.len.data(), out_h, t.span};
-    taps.precision = static_cast<int>(t.precision);
-    detail::vertical_avx2(src.data, src.stride, 0, row_len, taps, d.data, d.stride, s.pairs);
-    return;
-  }
   const int bias = 1 << (t.precision - 1);
 #if defined(__x86_64__) && defined(__GNUC__)
   if (t.precision > 0 && detail::resample_simd() && detail::cpu_has_avx2()) {
