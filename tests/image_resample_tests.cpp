@@ -261,42 +261,52 @@ TEST_CASE("the SIMD and portable passes give the same pixels", "[image][resample
     return;
   }
   struct restore {
-    ~restore() { ringfeed::image::detail::set_resample_simd(true); }
+    ~restore() {
+      ringfeed::image::detail::set_resample_simd(true);
+      ringfeed::image::detail::set_resample_avx512(true);
+    }
   } restore_simd;
-  const img::resample_filter filters[] = {img::resample_filter::bilinear, img::resample_filter::bicubic,
-                                          img::resample_filter::lanczos, img::resample_filter::hamming,
-                                          img::resample_filter::box};
-  img::resampler simd;
-  img::resampler portable;
-  for (int i = 0; i < 90; ++i) {
-    const int w = 1 + (i * 37) % 301;
-    const int h = 1 + (i * 53) % 203;
-    // RGB (both passes' AVX2 kernels), and 1 and 4 channels (the vertical
-    // one's); every fifth image only 0s and 255s, so the filters with
-    // negative lobes overshoot and both clips are taken.
-    const int ch = i % 6 == 5 ? 1 : i % 6 == 4 ? 4 : 3;
-    auto px = noise(w, h, ch, static_cast<unsigned>(i + 100));
-    if (i % 5 == 3)
-      for (auto& v : px) v = v < 128 ? 0 : 255;
-    const img::image_view src{px.data(), w, h, ch, static_cast<std::ptrdiff_t>(w) * ch};
-    img::resample_request rq;
-    rq.input = {w, h};
-    rq.output = {1 + (i * 29) % 257, 1 + (i * 31) % 199};
-    rq.filter = filters[i % 5];
-    if (i % 3 == 1)
-      rq.box = img::resample_box{static_cast<float>(w) * 0.1f, static_cast<float>(h) * 0.2f, static_cast<float>(w) * 0.9f,
-                                 static_cast<float>(h)};
-    if (i % 4 == 2 && rq.output.width > 2 && rq.output.height > 2)
-      rq.window = {rq.output.height / 3, rq.output.width / 4, rq.output.height / 2, rq.output.width / 2};
-    const img::size2 out_size = rq.window.empty() ? rq.output : img::size2{rq.window.width, rq.window.height};
-    img::image_buffer a(out_size.width, out_size.height, ch);
-    img::image_buffer b(out_size.width, out_size.height, ch);
-    ringfeed::image::detail::set_resample_simd(true);
-    simd.resize(src, rq, a.view());
-    ringfeed::image::detail::set_resample_simd(false);
-    portable.resize(src, rq, b.view());
-    INFO("case " << i << ": " << w << "x" << h << "x" << ch << " -> " << rq.output.width << "x" << rq.output.height);
-    CHECK(data::packed(a.view()) == data::packed(b.view()));
+  // Both SIMD horizontal passes where the CPU has AVX-512 (it runs the
+  // AVX-512 one unless told not to), the AVX2 one elsewhere.
+  for (const bool avx512 : {true, false}) {
+    if (!avx512 && !ringfeed::image::detail::cpu_has_avx512()) break;
+    ringfeed::image::detail::set_resample_avx512(avx512);
+    const img::resample_filter filters[] = {img::resample_filter::bilinear, img::resample_filter::bicubic,
+                                            img::resample_filter::lanczos, img::resample_filter::hamming,
+                                            img::resample_filter::box};
+    img::resampler simd;
+    img::resampler portable;
+    for (int i = 0; i < 90; ++i) {
+      const int w = 1 + (i * 37) % 301;
+      const int h = 1 + (i * 53) % 203;
+      // RGB (both passes' AVX2 kernels), and 1 and 4 channels (the vertical
+      // one's); every fifth image only 0s and 255s, so the filters with
+      // negative lobes overshoot and both clips are taken.
+      const int ch = i % 6 == 5 ? 1 : i % 6 == 4 ? 4 : 3;
+      auto px = noise(w, h, ch, static_cast<unsigned>(i + 100));
+      if (i % 5 == 3)
+        for (auto& v : px) v = v < 128 ? 0 : 255;
+      const img::image_view src{px.data(), w, h, ch, static_cast<std::ptrdiff_t>(w) * ch};
+      img::resample_request rq;
+      rq.input = {w, h};
+      rq.output = {1 + (i * 29) % 257, 1 + (i * 31) % 199};
+      rq.filter = filters[i % 5];
+      if (i % 3 == 1)
+        rq.box = img::resample_box{static_cast<float>(w) * 0.1f, static_cast<float>(h) * 0.2f, static_cast<float>(w) * 0.9f,
+                                   static_cast<float>(h)};
+      if (i % 4 == 2 && rq.output.width > 2 && rq.output.height > 2)
+        rq.window = {rq.output.height / 3, rq.output.width / 4, rq.output.height / 2, rq.output.width / 2};
+      const img::size2 out_size = rq.window.empty() ? rq.output : img::size2{rq.window.width, rq.window.height};
+      img::image_buffer a(out_size.width, out_size.height, ch);
+      img::image_buffer b(out_size.width, out_size.height, ch);
+      ringfeed::image::detail::set_resample_simd(true);
+      simd.resize(src, rq, a.view());
+      ringfeed::image::detail::set_resample_simd(false);
+      portable.resize(src, rq, b.view());
+      INFO("case " << i << ": " << w << "x" << h << "x" << ch << " -> " << rq.output.width << "x" << rq.output.height
+                    << (avx512 ? ", AVX-512" : ", AVX2"));
+      CHECK(data::packed(a.view()) == data::packed(b.view()));
+    }
   }
 }
 

@@ -12,6 +12,16 @@ bool cpu_has_avx2() noexcept {
 #endif
 }
 
+bool cpu_has_avx512() noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool cpu_has_avx2_fma() noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -10,6 +10,9 @@ namespace ringfeed::image::detail {
 /// True when the CPU runs AVX2 code (checked once). Any thread.
 [[nodiscard]] bool cpu_has_avx2() noexcept;
 
+/// True when the CPU runs AVX-512 F, BW and VL code (checked once). Any thread.
+[[nodiscard]] bool cpu_has_avx512() noexcept;
+
 /// True when the CPU runs AVX2 and FMA code (checked once). Any thread.
 [[nodiscard]] bool cpu_has_avx2_fma() noexcept;
 

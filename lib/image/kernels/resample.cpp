@@ -152,7 +152,7 @@ void horizontal_dispatch(int channels, const std::uint8_t* src, std::ptrdiff_t s
   if (channels == 3 && detail::resample_simd() && detail::cpu_has_avx2()) {
     const detail::horizontal_taps taps{ax.k.data(), ax.lo.data(), ax.len.data(), ax.count,
                                        ax.ksize,    ax.read_lo,   ax.read_hi};
-    detail::horizontal_rgb_avx2(src, src_stride, src_left, rows, taps, dst, dst_stride, s.tile8, s.out_tile);
+    detail::horizontal_rgb_simd(src, src_stride, src_left, rows, taps, dst, dst_stride, s.tile8, s.out_tile);
     return;
   }
   horizontal_portable(channels, src, src_stride, src_left, rows, ax, dst, dst_stride, s.tile);

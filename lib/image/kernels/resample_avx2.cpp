@@ -27,14 +27,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "image/kernels/cpu_features.hpp"
 #include "image/kernels/resample_detail.hpp"
 
 namespace ringfeed::image::detail {
 
 namespace {
-
-constexpr int block_rows = 8;
-constexpr int lanes = block_rows * 3;
 
 // Moves `n` RGB pixels from `from` (pixel stride `from_step`) to `to` (pixel
 // stride `to_step`), all but the last as one 4-byte load and store: the
@@ -67,10 +65,13 @@ __attribute__((target("avx2"))) inline __m128i dwords_to_rgb() {
   return _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
 }
 
-// Transposes 8 full rows x columns [x, x + 4) into the tile (4 columns of
-// 24 bytes). Reads 16 bytes per row from column x: the caller keeps x + 6
-// <= the columns the rows hold. Writes 4 spare bytes after the 4th column.
-__attribute__((target("avx2"))) inline void tile_in_4(const std::uint8_t* const* row, int x, std::uint8_t* col) {
+// Transposes 8 full rows x columns [x, x + 4) into the tile: 24 bytes at
+// col + k * L for column x + k, exactly (the other rows' lanes of a tile of
+// 16-row blocks are left alone). Reads 16 bytes per row from column x: the
+// caller keeps x + 6 <= the columns the rows hold.
+template <int L>
+__attribute__((target("avx2"), always_inline)) inline void tile_in_4(const std::uint8_t* const* row, int x,
+                                                                     std::uint8_t* col) {
   const __m128i expand = rgb_to_dwords();
   const __m128i pack = dwords_to_rgb();
   __m128i a[8];
@@ -78,21 +79,25 @@ __attribute__((target("avx2"))) inline void tile_in_4(const std::uint8_t* const*
     a[r] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r] + x * 3)), expand);
   transpose4x4(a[0], a[1], a[2], a[3]);
   transpose4x4(a[4], a[5], a[6], a[7]);
-  for (int k = 0; k < 4; ++k, col += lanes) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(col), _mm_shuffle_epi8(a[k], pack));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(col + 12), _mm_shuffle_epi8(a[4 + k], pack));
+  for (int k = 0; k < 4; ++k, col += L) {
+    const __m128i lo = _mm_shuffle_epi8(a[k], pack);      // rows 0-3: 12 bytes, then 4 zeros
+    const __m128i hi = _mm_shuffle_epi8(a[4 + k], pack);  // rows 4-7
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(col), _mm_or_si128(lo, _mm_slli_si128(hi, 12)));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(col + 16), _mm_srli_si128(hi, 4));
   }
 }
 
-// The inverse for 4 output pixels: out holds them pixel-major (24 bytes
-// each); writes 12 bytes exactly to each of the rb rows at pixel i.
-__attribute__((target("avx2"))) inline void tile_out_4(const std::uint8_t* out, std::uint8_t* const* row, int i,
-                                                       int rb) {
+// The inverse for 4 output pixels: out holds them pixel-major (L bytes
+// each, 8 rows of them from out); writes 12 bytes exactly to each of the
+// rb <= 8 rows at pixel i. Reads 4 bytes past the 4th pixel's 24.
+template <int L>
+__attribute__((target("avx2"), always_inline)) inline void tile_out_4(const std::uint8_t* out,
+                                                                      std::uint8_t* const* row, int i, int rb) {
   const __m128i expand = rgb_to_dwords();
   const __m128i pack = dwords_to_rgb();
   __m128i a[8];
   for (int k = 0; k < 4; ++k) {
-    const std::uint8_t* px = out + k * lanes;
+    const std::uint8_t* px = out + k * L;
     a[k] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(px)), expand);
     a[4 + k] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(px + 12)), expand);
   }
@@ -107,6 +112,58 @@ __attribute__((target("avx2"))) inline void tile_out_4(const std::uint8_t* out, 
   }
 }
 
+// One block of R rows (8 or 16) into the tile: `cols` columns of R * 3
+// bytes, source column-major. 4 columns at a time with shuffles where all
+// R rows exist and 16-byte loads stay inside them, the rest pixel by
+// pixel. Rows in ascending order, so a row's spare bytes (its next row's
+// lane) are overwritten by that row; the last row of the block moves
+// exactly 3 bytes, its spare being the next column's first lane.
+template <int R>
+__attribute__((target("avx2"), always_inline)) inline void build_tile(const std::uint8_t* first_col,
+                                                                      std::ptrdiff_t src_stride, int r0, int rb,
+                                                                      int cols, std::uint8_t* t) {
+  constexpr int L = R * 3;
+  int done = 0;
+  if (rb == R) {
+    const std::uint8_t* row[R];
+    for (int r = 0; r < R; ++r) row[r] = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride;
+    for (; done + 6 <= cols; done += 4)
+      for (int h = 0; h < R; h += 8) tile_in_4<L>(row + h, done, t + static_cast<std::ptrdiff_t>(done) * L + h * 3);
+  }
+  for (int r = 0; r < R; ++r) {
+    std::uint8_t* to = t + static_cast<std::ptrdiff_t>(done) * L + r * 3;
+    const int n = cols - done;
+    if (r >= rb) {
+      for (int x = 0; x < n; ++x) std::memset(to + static_cast<std::ptrdiff_t>(x) * L, 0, 3);
+      continue;
+    }
+    const std::uint8_t* p = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride + done * 3;
+    if (r + 1 < R) {
+      move_rgb(to, L, p, 3, n);
+    } else {
+      for (int x = 0; x < n; ++x) std::memcpy(to + static_cast<std::ptrdiff_t>(x) * L, p + x * 3, 3);
+    }
+  }
+}
+
+// A block's outputs (pixel i of row r at out[i * R * 3 + r * 3]) to the
+// rb rows of dst from row r0: 4 pixels at a time with shuffles, the rest
+// pixel by pixel.
+template <int R>
+__attribute__((target("avx2"), always_inline)) inline void emit_block(const std::uint8_t* out, int count,
+                                                                      std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                                                                      int r0, int rb) {
+  constexpr int L = R * 3;
+  std::uint8_t* row[R];
+  for (int r = 0; r < rb; ++r) row[r] = dst + (r0 + r) * dst_stride;
+  int i = 0;
+  for (; i + 4 <= count; i += 4)
+    for (int h = 0; h < rb; h += 8)
+      tile_out_4<L>(out + static_cast<std::ptrdiff_t>(i) * L + h * 3, row + h, i, std::min(8, rb - h));
+  for (int r = 0; r < rb; ++r)
+    move_rgb(row[r] + i * 3, 3, out + static_cast<std::ptrdiff_t>(i) * L + r * 3, L, count - i);
+}
+
 }  // namespace
 
 namespace {
@@ -116,21 +173,45 @@ std::atomic<bool> simd_enabled{true};
 void set_resample_simd(bool enabled) noexcept { simd_enabled.store(enabled, std::memory_order_relaxed); }
 bool resample_simd() noexcept { return simd_enabled.load(std::memory_order_relaxed); }
 
+namespace {
+std::atomic<bool> avx512_enabled{true};
+}  // namespace
+
+void set_resample_avx512(bool enabled) noexcept { avx512_enabled.store(enabled, std::memory_order_relaxed); }
+
+void horizontal_rgb_simd(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+                         const horizontal_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                         std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile) {
+  if (cpu_has_avx512() && avx512_enabled.load(std::memory_order_relaxed))
+    horizontal_rgb_avx512(src, src_stride, src_left, rows, taps, dst, dst_stride, tile, out_tile);
+  else
+    horizontal_rgb_avx2(src, src_stride, src_left, rows, taps, dst, dst_stride, tile, out_tile);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
+
+namespace {
+
+// The tile and out_tile of R-row blocks: cols columns; count pixels + 8
+// bytes (the last pixel's 32-byte store, tile_out_4's reads past it).
+template <int R>
+void size_scratch(const horizontal_taps& taps, std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile) {
+  const std::size_t tile_size = static_cast<std::size_t>(taps.read_hi - taps.read_lo) * R * 3;
+  if (tile.size() < tile_size) tile.resize(tile_size);
+  const std::size_t out_size = static_cast<std::size_t>(taps.count) * R * 3 + 8;
+  if (out_tile.size() < out_size) out_tile.resize(out_size);
+}
+
+}  // namespace
 
 __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride,
                                                          int src_left, int rows, const horizontal_taps& taps,
                                                          std::uint8_t* dst, std::ptrdiff_t dst_stride,
                                                          std::vector<std::uint8_t>& tile,
                                                          std::vector<std::uint8_t>& out_tile) {
+  constexpr int R = 8, L = R * 3;
   const int cols = taps.read_hi - taps.read_lo;
-  // The tile's loads and stores stay within its columns (tile_in_4's spare
-  // bytes land in the next column, which exists). out_tile: + 8 for the last
-  // pixel's 32-byte store and tile_out_4's 16-byte loads at +12.
-  const std::size_t tile_size = static_cast<std::size_t>(cols) * lanes;
-  if (tile.size() < tile_size) tile.resize(tile_size);
-  const std::size_t out_size = static_cast<std::size_t>(taps.count) * lanes + 8;
-  if (out_tile.size() < out_size) out_tile.resize(out_size);
+  size_scratch<R>(taps, tile, out_tile);
   std::uint8_t* const t = tile.data();
   std::uint8_t* const out = out_tile.data();
   const std::uint8_t* const first_col = src + static_cast<std::ptrdiff_t>(taps.read_lo - src_left) * 3;
@@ -138,40 +219,16 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
   const __m128i shift = _mm_cvtsi32_si128(taps.precision);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 
-  for (int r0 = 0; r0 < rows; r0 += block_rows) {
-    const int rb = std::min(block_rows, rows - r0);
-    // Transpose: 4 columns at a time with shuffles where all 8 rows exist
-    // and 16-byte loads stay inside them, the rest pixel by pixel. Rows in
-    // ascending order, so a row's spare bytes (its next row's lane) are
-    // overwritten by that row; the last row of the block moves exactly 3
-    // bytes, its spare being the next column's first lane.
-    int done = 0;
-    if (rb == block_rows) {
-      const std::uint8_t* row[block_rows];
-      for (int r = 0; r < block_rows; ++r) row[r] = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride;
-      for (; done + 6 <= cols; done += 4) tile_in_4(row, done, t + static_cast<std::ptrdiff_t>(done) * lanes);
-    }
-    for (int r = 0; r < block_rows; ++r) {
-      std::uint8_t* to = t + static_cast<std::ptrdiff_t>(done) * lanes + r * 3;
-      const int n = cols - done;
-      if (r >= rb) {
-        for (int x = 0; x < n; ++x) std::memset(to + static_cast<std::ptrdiff_t>(x) * lanes, 0, 3);
-        continue;
-      }
-      const std::uint8_t* p = first_col + static_cast<std::ptrdiff_t>(r0 + r) * src_stride + done * 3;
-      if (r + 1 < block_rows) {
-        move_rgb(to, lanes, p, 3, n);
-      } else {
-        for (int x = 0; x < n; ++x) std::memcpy(to + static_cast<std::ptrdiff_t>(x) * lanes, p + x * 3, 3);
-      }
-    }
+  for (int r0 = 0; r0 < rows; r0 += R) {
+    const int rb = std::min(R, rows - r0);
+    build_tile<R>(first_col, src_stride, r0, rb, cols, t);
     // Multiply-add, shift, clip, store pixel-major.
     for (int i = 0; i < taps.count; ++i) {
       const std::int32_t* k = taps.k + static_cast<std::ptrdiff_t>(i) * taps.ksize;
       const int n = taps.len[i];
-      const std::uint8_t* v = t + static_cast<std::ptrdiff_t>(taps.lo[i] - taps.read_lo) * lanes;
+      const std::uint8_t* v = t + static_cast<std::ptrdiff_t>(taps.lo[i] - taps.read_lo) * L;
       __m256i a0 = bias, a1 = bias, a2 = bias;
-      for (int tap = 0; tap < n; ++tap, v += lanes) {
+      for (int tap = 0; tap < n; ++tap, v += L) {
         const __m256i kt = _mm256_set1_epi32(k[tap]);
         const __m256i x0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v)));
         const __m256i x1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v + 8)));
@@ -188,17 +245,56 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
       const __m256i w01 = _mm256_packus_epi32(a0, a1);  // per 128-bit half: a0 4, a1 4
       const __m256i w22 = _mm256_packus_epi32(a2, a2);
       const __m256i b = _mm256_packus_epi16(w01, w22);  // dwords: a0 a1 a2 a2 | a0 a1 a2 a2
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<std::ptrdiff_t>(i) * lanes),
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<std::ptrdiff_t>(i) * L),
                           _mm256_permutevar8x32_epi32(b, order));
     }
-    // Pixel i of row r is at out[i * lanes + r * 3]: 4 pixels at a time
-    // with shuffles, the rest pixel by pixel.
-    std::uint8_t* row[block_rows];
-    for (int r = 0; r < rb; ++r) row[r] = dst + (r0 + r) * dst_stride;
-    int i = 0;
-    for (; i + 4 <= taps.count; i += 4) tile_out_4(out + static_cast<std::ptrdiff_t>(i) * lanes, row, i, rb);
-    for (int r = 0; r < rb; ++r)
-      move_rgb(row[r] + i * 3, 3, out + static_cast<std::ptrdiff_t>(i) * lanes + r * 3, lanes, taps.count - i);
+    emit_block<R>(out, taps.count, dst, dst_stride, r0, rb);
+  }
+}
+
+// The same on AVX-512 in blocks of 16 rows: a tap is three 16-lane
+// multiply-adds (a 512-bit vpmulld does twice the lanes of a 256-bit one
+// in the same time), and the clip is a max with 0 and vpmovusdb's
+// unsigned saturation, whose bytes come out in lane order.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) void horizontal_rgb_avx512(
+    const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows, const horizontal_taps& taps,
+    std::uint8_t* dst, std::ptrdiff_t dst_stride, std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile) {
+  constexpr int R = 16, L = R * 3;
+  const int cols = taps.read_hi - taps.read_lo;
+  size_scratch<R>(taps, tile, out_tile);
+  std::uint8_t* const t = tile.data();
+  std::uint8_t* const out = out_tile.data();
+  const std::uint8_t* const first_col = src + static_cast<std::ptrdiff_t>(taps.read_lo - src_left) * 3;
+  const __m512i bias = _mm512_set1_epi32(1 << (taps.precision - 1));
+  const __m128i shift = _mm_cvtsi32_si128(taps.precision);
+  const __m512i zero = _mm512_setzero_si512();
+  // The zero-masking forms with every lane set: the plain ones pass GCC
+  // 12's headers an undefined vector, which -Wmaybe-uninitialized reports.
+  constexpr __mmask16 all = 0xffff;
+
+  for (int r0 = 0; r0 < rows; r0 += R) {
+    const int rb = std::min(R, rows - r0);
+    build_tile<R>(first_col, src_stride, r0, rb, cols, t);
+    for (int i = 0; i < taps.count; ++i) {
+      const std::int32_t* k = taps.k + static_cast<std::ptrdiff_t>(i) * taps.ksize;
+      const int n = taps.len[i];
+      const std::uint8_t* v = t + static_cast<std::ptrdiff_t>(taps.lo[i] - taps.read_lo) * L;
+      __m512i a0 = bias, a1 = bias, a2 = bias;
+      for (int tap = 0; tap < n; ++tap, v += L) {
+        const __m512i kt = _mm512_set1_epi32(k[tap]);
+        const __m512i x0 = _mm512_maskz_cvtepu8_epi32(all, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v)));
+        const __m512i x1 = _mm512_maskz_cvtepu8_epi32(all, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16)));
+        const __m512i x2 = _mm512_maskz_cvtepu8_epi32(all, _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 32)));
+        a0 = _mm512_add_epi32(a0, _mm512_mullo_epi32(x0, kt));
+        a1 = _mm512_add_epi32(a1, _mm512_mullo_epi32(x1, kt));
+        a2 = _mm512_add_epi32(a2, _mm512_mullo_epi32(x2, kt));
+      }
+      std::uint8_t* o = out + static_cast<std::ptrdiff_t>(i) * L;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_max_epi32(all, _mm512_maskz_sra_epi32(all, a0, shift), zero)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_max_epi32(all, _mm512_maskz_sra_epi32(all, a1, shift), zero)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 32), _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_max_epi32(all, _mm512_maskz_sra_epi32(all, a2, shift), zero)));
+    }
+    emit_block<R>(out, taps.count, dst, dst_stride, r0, rb);
   }
 }
 
@@ -307,6 +403,11 @@ __attribute__((target("avx2"))) void vertical_avx2(const std::uint8_t* src, std:
 void horizontal_rgb_avx2(const std::uint8_t*, std::ptrdiff_t, int, int, const horizontal_taps&, std::uint8_t*,
                          std::ptrdiff_t, std::vector<std::uint8_t>&, std::vector<std::uint8_t>&) {
   std::abort();  // cpu_has_avx2() is false here: never called
+}
+
+void horizontal_rgb_avx512(const std::uint8_t*, std::ptrdiff_t, int, int, const horizontal_taps&, std::uint8_t*,
+                           std::ptrdiff_t, std::vector<std::uint8_t>&, std::vector<std::uint8_t>&) {
+  std::abort();  // cpu_has_avx512() is false here: never called
 }
 
 void vertical_avx2(const std::uint8_t*, std::ptrdiff_t, int, int, const vertical_taps&, std::uint8_t*, std::ptrdiff_t,

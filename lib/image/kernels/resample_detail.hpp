@@ -50,6 +50,22 @@ void horizontal_rgb_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride, int
                          const horizontal_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
                          std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile);
 
+/// horizontal_rgb_avx2 on AVX-512 (F, BW, VL), 16 rows at a time: the
+/// same bytes. Call only where cpu_has_avx512().
+void horizontal_rgb_avx512(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+                           const horizontal_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                           std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile);
+
+/// The RGB horizontal pass this CPU runs best: AVX-512 where it has it
+/// (and resample_avx512() allows), else AVX2. Call only where cpu_has_avx2().
+void horizontal_rgb_simd(const std::uint8_t* src, std::ptrdiff_t src_stride, int src_left, int rows,
+                         const horizontal_taps& taps, std::uint8_t* dst, std::ptrdiff_t dst_stride,
+                         std::vector<std::uint8_t>& tile, std::vector<std::uint8_t>& out_tile);
+
+/// For tests: false makes horizontal_rgb_simd take the AVX2 pass on a CPU
+/// with AVX-512, so both can be compared with the portable one. Default true.
+void set_resample_avx512(bool enabled) noexcept;
+
 /// The vertical pass with AVX2, any number of channels: `bytes` bytes of
 /// each output row from rows of `src` (row 0 = logical row src_top), the
 /// same integers as the portable pass. Each weight is split into its top

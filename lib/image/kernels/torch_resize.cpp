@@ -207,7 +207,7 @@ void horizontal_rgb_simd(image_view src, const int_taps& t, const mutable_image_
   detail::horizontal_taps taps{s.k.data(), s.lo.data(), s.len.data(), static_cast<int>(n),
                                t.span,     read_lo,     read_hi};
   taps.precision = static_cast<int>(t.precision);
-  detail::horizontal_rgb_avx2(src.data, src.stride, 0, src.height, taps, d.data, d.stride, s.tile, s.out_tile);
+  detail::horizontal_rgb_simd(src.data, src.stride, 0, src.height, taps, d.data, d.stride, s.tile, s.out_tile);
 }
 
 void horizontal_u8(image_view src, const int_taps& t, image_buffer& dst) {
