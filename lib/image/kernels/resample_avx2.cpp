@@ -1,5 +1,5 @@
-// The resample passes written for AVX2: the horizontal one for RGB rows,
-// and the vertical one for rows of any channels (below).
+// The resample passes written for AVX2 and AVX-512: the horizontal one for
+// RGB rows, and the vertical one for rows of any channels (below).
 //
 // The portable pass (resample.cpp) leaves vectorization to the compiler,
 // which for three channels interleaved spends most of its instructions
@@ -10,7 +10,8 @@
 // by saturating packs and stored as 24 bytes in the same order, and moved to
 // their rows at the end of the block. The integers are Pillow's: same
 // coefficients, same rounding bias, same shift and clip, and the sums are
-// exact, so the order of the additions does not matter.
+// exact, so the order of the additions does not matter. On AVX-512 the
+// blocks are 16 rows (48 lanes) and a tap three 16-lane multiply-adds.
 //
 // The vertical pass takes two rows at a time: their bytes as 16-bit pairs,
 // each weight split into its top bits and its low 11 (both fit 16 bits),
@@ -18,8 +19,8 @@
 // in registers across the taps (the portable pass keeps a row of int32
 // accumulators in memory).
 //
-// Only these functions are compiled for AVX2 (a target attribute, not a
-// flag for the file), and only called where the CPU has it.
+// Only these functions are compiled for AVX2 or AVX-512 (target
+// attributes, not flags for the file), and only called where the CPU has it.
 #include <immintrin.h>
 
 #include <algorithm>
