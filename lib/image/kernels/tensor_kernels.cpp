@@ -312,6 +312,20 @@ template <bool Simd>
 void affine_baseline(const affine_job& j, bool bilinear, bool masked) { affine_dispatch<false>(j, bilinear, masked); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// Lanes whose (x, y) lies in [0, x_end) × [0, y_end): all ones, else 0.
+__attribute__((target("avx2"), always_inline)) inline __m256i lanes_inside(__m256i xx, __m256i yy, int x_end,
+                                                                        int y_end) {
+  const __m256i minus1 = _mm256_set1_epi32(-1);
+  return _mm256_and_si256(
+      _mm256_and_si256(_mm256_cmpgt_epi32(xx, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(x_end), xx)),
+      _mm256_and_si256(_mm256_cmpgt_epi32(yy, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(y_end), yy)));
+}
+
+// Lanes at exactly (x, y): all ones, else 0.
+__attribute__((target("avx2"), always_inline)) inline __m256i lanes_at(__m256i xx, __m256i yy, int x, int y) {
+  return _mm256_and_si256(_mm256_cmpeq_epi32(xx, _mm256_set1_epi32(x)), _mm256_cmpeq_epi32(yy, _mm256_set1_epi32(y)));
+}
+
 // Pixels x..x+7 of a row of an RGB bilinear affine without fill, when all
 // four corners of each lie inside the image: one 4-byte gather per corner
 // (its R, G, B and one byte more), then per channel the scalar path's
@@ -324,12 +338,8 @@ __attribute__((target("avx2,fma"))) bool rgb8_avx2(const affine_job& j, const af
   const int w = j.src.width, h = j.src.height;
   const __m256i xx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.x0.data() + x));
   const __m256i yy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.y0.data() + x));
-  const __m256i minus1 = _mm256_set1_epi32(-1);
-  const __m256i inside = _mm256_and_si256(
-      _mm256_and_si256(_mm256_cmpgt_epi32(xx, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(w - 1), xx)),
-      _mm256_and_si256(_mm256_cmpgt_epi32(yy, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(h - 1), yy)));
-  const __m256i last = _mm256_and_si256(_mm256_cmpeq_epi32(xx, _mm256_set1_epi32(w - 2)),
-                                        _mm256_cmpeq_epi32(yy, _mm256_set1_epi32(h - 2)));
+  const __m256i inside = lanes_inside(xx, yy, w - 1, h - 1);
+  const __m256i last = lanes_at(xx, yy, w - 2, h - 2);
   if (_mm256_movemask_epi8(_mm256_andnot_si256(last, inside)) != -1) return false;
   const auto stride = static_cast<int>(j.src.stride);
   const __m256i nw_at = _mm256_add_epi32(_mm256_mullo_epi32(yy, _mm256_set1_epi32(stride)),
@@ -368,12 +378,8 @@ __attribute__((target("avx2,fma"))) bool nearest8_avx2(const affine_job& j, cons
   const int w = j.src.width, h = j.src.height;
   const __m256i xx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.x0.data() + x));
   const __m256i yy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r.y0.data() + x));
-  const __m256i minus1 = _mm256_set1_epi32(-1);
-  const __m256i inside = _mm256_and_si256(
-      _mm256_and_si256(_mm256_cmpgt_epi32(xx, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(w), xx)),
-      _mm256_and_si256(_mm256_cmpgt_epi32(yy, minus1), _mm256_cmpgt_epi32(_mm256_set1_epi32(h), yy)));
-  const __m256i last = _mm256_and_si256(_mm256_cmpeq_epi32(xx, _mm256_set1_epi32(w - 1)),
-                                        _mm256_cmpeq_epi32(yy, _mm256_set1_epi32(h - 1)));
+  const __m256i inside = lanes_inside(xx, yy, w, h);
+  const __m256i last = lanes_at(xx, yy, w - 1, h - 1);
   if (!_mm256_testz_si256(last, inside)) return false;
   const auto stride = static_cast<int>(j.src.stride);
   const __m256i at = _mm256_add_epi32(_mm256_mullo_epi32(yy, _mm256_set1_epi32(stride)),
