@@ -8,7 +8,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <numbers>
 #include <stdexcept>
 
@@ -219,13 +218,6 @@ class random_erasing_op final : public transform_op {
     const params p = draw(rng, {shape.width, shape.height});
     if (!p.erase) return;
     const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
-    if (shape.spec == output_spec::float32_nchw()) {  // store_output's float32 NCHW case, inlined
-      std::byte* const out = dst.data();
-      fill(p, shape.channels, rng, [&](int c, std::size_t at, float v) {
-        std::memcpy(out + (static_cast<std::size_t>(c) * plane + at) * sizeof(float), &v, sizeof(float));
-      }, shape.width);
-      return;
-    }
     const auto store = [&](int c, std::size_t at, float v) {
       detail::store_output(dst.data(), shape.spec, shape.channels, plane, c, at, v);
     };

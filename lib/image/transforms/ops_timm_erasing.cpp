@@ -10,7 +10,6 @@
 // (a 4-D input); on the one image a transform sees timm ignores it.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -98,15 +97,6 @@ class timm_erasing_op final : public transform_op {
   // [+ Normalize] wrote (run_on_output): the same values, then converted.
   void erase_output(std::span<std::byte> dst, const output_shape& shape, sample_rng& rng) const {
     const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
-    if (shape.spec == output_spec::float32_nchw()) {  // store_output's float32 NCHW case, inlined
-      std::byte* const out = dst.data();
-      erase(rng, {shape.width, shape.height}, [&](const erase_box& b) {
-        fill(b, shape.channels, shape.width, rng, [&](int c, std::size_t at, float v) {
-          std::memcpy(out + (static_cast<std::size_t>(c) * plane + at) * sizeof(float), &v, sizeof(float));
-        });
-      });
-      return;
-    }
     erase(rng, {shape.width, shape.height}, [&](const erase_box& b) {
       fill(b, shape.channels, shape.width, rng, [&](int c, std::size_t at, float v) {
         detail::store_output(dst.data(), shape.spec, shape.channels, plane, c, at, v);

@@ -375,15 +375,7 @@ void lookup_interleaved(image_view src, bool flip, const std::uint32_t* const ta
     store(std::integral_constant<std::size_t, 2>{});
 }
 
-void store_output(std::byte* dst, output_spec spec, int channels, std::size_t plane, int c, std::size_t at,
-                  float value) noexcept {
-  const auto ch = static_cast<std::size_t>(c);
-  const std::size_t index =
-      spec.layout == layout::nchw ? ch * plane + at : at * static_cast<std::size_t>(channels) + ch;
-  if (spec.dtype == dtype::float32) {
-    std::memcpy(dst + index * 4, &value, 4);
-    return;
-  }
+void store_output_16(std::byte* dst, output_spec spec, std::size_t index, float value) noexcept {
   const std::uint16_t bits = spec.dtype == dtype::bfloat16 ? float_to_bfloat16(value) : float_to_half(value);
   std::memcpy(dst + index * 2, &bits, 2);
 }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include <ringfeed/image/pipeline.hpp>
 
@@ -53,12 +54,26 @@ void lookup_interleaved(image_view src, bool flip, const std::uint32_t* const ta
 /// lists' output write both end here.
 void write_normalized(image_view src, bool flip, output_spec spec, const normalize_params* norm, std::byte* dst);
 
+/// Element `index` of a float16 or bfloat16 output `spec` set to `value`,
+/// rounded to nearest even (store_output's 16-bit half).
+void store_output_16(std::byte* dst, output_spec spec, std::size_t index, float value) noexcept;
+
 /// Element (c, at) of a float output `spec` (`channels` × `plane`
 /// elements, at = y · width + x) set to `value` as spec.dtype (float32,
 /// float16 or bfloat16 bits, rounded to nearest even): what writes a float
-/// tensor, or a RandomErasing box, into an output of either layout.
-void store_output(std::byte* dst, output_spec spec, int channels, std::size_t plane, int c, std::size_t at,
-                  float value) noexcept;
+/// tensor, or a RandomErasing box, into an output of either layout. Inline:
+/// the erasing ops call it once per value, and float32 is one store.
+inline void store_output(std::byte* dst, output_spec spec, int channels, std::size_t plane, int c, std::size_t at,
+                         float value) noexcept {
+  const auto ch = static_cast<std::size_t>(c);
+  const std::size_t index =
+      spec.layout == layout::nchw ? ch * plane + at : at * static_cast<std::size_t>(channels) + ch;
+  if (spec.dtype == dtype::float32) {
+    std::memcpy(dst + index * 4, &value, 4);
+    return;
+  }
+  store_output_16(dst, spec, index, value);
+}
 
 /// For tests: false makes lookup_planes_row and split_planes use the
 /// portable loop. Default true.
