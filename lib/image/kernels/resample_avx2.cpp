@@ -203,6 +203,19 @@ void size_scratch(const horizontal_taps& taps, std::vector<std::uint8_t>& tile, 
   if (out_tile.size() < out_size) out_tile.resize(out_size);
 }
 
+// clip8 of 16 sums, stored as 16 bytes in lane order: the arithmetic
+// shift, a max with 0, then vpmovusdb's unsigned saturation to 255. The
+// zero-masking forms with every lane set: the plain ones pass GCC 12's
+// headers an undefined vector, which -Wmaybe-uninitialized reports.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2"), always_inline)) inline void store_clip8(std::uint8_t* o,
+                                                                                               __m512i sums,
+                                                                                               __m128i shift) {
+  constexpr __mmask16 all = 0xffff;
+  const __m512i shifted = _mm512_maskz_sra_epi32(all, sums, shift);
+  const __m512i clipped = _mm512_maskz_max_epi32(all, shifted, _mm512_setzero_si512());
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm512_maskz_cvtusepi32_epi8(all, clipped));
+}
+
 }  // namespace
 
 __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src, std::ptrdiff_t src_stride,
@@ -268,10 +281,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) void horizontal_rgb_av
   const std::uint8_t* const first_col = src + static_cast<std::ptrdiff_t>(taps.read_lo - src_left) * 3;
   const __m512i bias = _mm512_set1_epi32(1 << (taps.precision - 1));
   const __m128i shift = _mm_cvtsi32_si128(taps.precision);
-  const __m512i zero = _mm512_setzero_si512();
-  // The zero-masking forms with every lane set: the plain ones pass GCC
-  // 12's headers an undefined vector, which -Wmaybe-uninitialized reports.
-  constexpr __mmask16 all = 0xffff;
+  constexpr __mmask16 all = 0xffff;  // see store_clip8
 
   for (int r0 = 0; r0 < rows; r0 += R) {
     const int rb = std::min(R, rows - r0);
@@ -291,9 +301,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) void horizontal_rgb_av
         a2 = _mm512_add_epi32(a2, _mm512_mullo_epi32(x2, kt));
       }
       std::uint8_t* o = out + static_cast<std::ptrdiff_t>(i) * L;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_max_epi32(all, _mm512_maskz_sra_epi32(all, a0, shift), zero)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_max_epi32(all, _mm512_maskz_sra_epi32(all, a1, shift), zero)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 32), _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_max_epi32(all, _mm512_maskz_sra_epi32(all, a2, shift), zero)));
+      store_clip8(o, a0, shift);
+      store_clip8(o + 16, a1, shift);
+      store_clip8(o + 32, a2, shift);
     }
     emit_block<R>(out, taps.count, dst, dst_stride, r0, rb);
   }
