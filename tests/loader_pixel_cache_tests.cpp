@@ -68,8 +68,15 @@ TEST_CASE("cache=pixels: epoch 0 fills, later epochs hit, batches equal exact mo
   {
     // A later loader (a later run, another rank) reads what the first wrote.
     loader later(one_epoch);
+    const auto t0 = std::chrono::steady_clock::now();
     require_same_batches(drain_epoch(later), want[0]);
+    const auto wall = std::chrono::steady_clock::now() - t0;
     const auto p = later.stats().pixels;
+    // Bandwidth is over the time a read was in flight, counted once however
+    // many overlap: never more than the epoch's wall time, nor the reads' sum.
+    CHECK(p.read_busy_ns > 0);
+    CHECK(p.read_busy_ns <= std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count());
+    CHECK(p.read_busy_ns <= p.read_ns);
     CHECK(p.hits == 16);
     CHECK(p.misses == 0);
     CHECK(p.stores == 0);

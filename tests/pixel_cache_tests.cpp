@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include <ringfeed/detail/busy_clock.hpp>
 #include <ringfeed/io/buffer.hpp>
 #include <ringfeed/loader/pixel_cache.hpp>
 #include <ringfeed/sync_wait.hpp>
@@ -508,4 +509,24 @@ TEST_CASE("pixel cache: a write error (a full disk) stops filling, never the rea
   REQUIRE(got);
   CHECK(bytes_of(*got) == small.packed());
   c.stop_reads();
+}
+
+TEST_CASE("busy_clock: overlapping reads count their wall time once", "[pixel_cache]") {
+  // The cache's read bandwidth is bytes over this time: a sum of the reads'
+  // times (two here, 32 on a ring) would make it look two (32) times slower.
+  ringfeed::detail::busy_clock c;
+  CHECK(c.busy_ns() == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const ringfeed::detail::busy_clock::scope a(c);
+    const ringfeed::detail::busy_clock::scope b(c);
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(5)) {
+    }
+    CHECK(c.busy_ns() > 0);  // an open interval counts as it runs
+  }
+  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+  const std::int64_t once = c.busy_ns();
+  CHECK(once >= 5'000'000);
+  CHECK(once <= wall.count());
+  CHECK(c.busy_ns() == once);  // stopped with the last one out
 }

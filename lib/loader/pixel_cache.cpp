@@ -320,6 +320,7 @@ task<std::optional<image::image_rows>> pixel_cache::read(key k, io::read_buffer&
     const std::uint64_t row = std::uint64_t{e.width} * e.channels;
     const std::uint64_t begin = std::uint64_t{first} * e.stripe_rows * row;
     const std::uint64_t end = e.stripe_rows == 0 ? e.size : std::min(e.size, std::uint64_t{last} * e.stripe_rows * row);
+    const detail::busy_clock::scope reading(m_read_busy);
     if (resident_fd < 0 || !read_resident(resident_fd, e.offset + begin, end - begin, buffer, got))
       got = co_await m_reader->read_range(handle, e.offset + begin, end - begin, buffer);
     if (got.size() != end - begin) failure = "cut short";
@@ -499,6 +500,7 @@ pixel_cache_counters pixel_cache::counters() const {
   c.torn = m_torn.load(std::memory_order_relaxed);
   c.bytes_read = m_bytes_read.load(std::memory_order_relaxed);
   c.read_ns = m_read_ns.load(std::memory_order_relaxed);
+  c.read_busy_ns = m_read_busy.busy_ns();
   c.resident_reads = m_resident_hits.load(std::memory_order_relaxed);
   c.direct = m_direct;
   std::lock_guard lock(m_mutex);

@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include <ringfeed/detail/busy_clock.hpp>
 #include <ringfeed/image/image.hpp>
 #include <ringfeed/io/buffer.hpp>
 #include <ringfeed/loader/stats.hpp>
@@ -186,6 +187,7 @@ class pixel_cache {
   std::atomic<std::uint64_t> m_resident_hits{0}, m_resident_refused{0};  // read_resident's reads and refusals
   std::atomic<bool> m_resident_reads{true};                               // off once it proves useless
   std::atomic<std::int64_t> m_read_ns{0};
+  detail::busy_clock m_read_busy;  // wall time with a hit's read in flight
   bool m_direct = false;
 };
 

@@ -73,7 +73,8 @@ struct pixel_cache_stats {
   std::uint64_t corrupt = 0;     ///< entries dropped at read (checksum), decoded again
   std::uint64_t torn = 0;        ///< index records dropped at open (torn, past the pack's end)
   std::uint64_t bytes_read = 0;  ///< pixel bytes the hits read
-  std::int64_t read_ns = 0;      ///< the hits' reads, summed over reads in flight
+  std::int64_t read_ns = 0;      ///< the hits' reads, summed over reads in flight (latency)
+  std::int64_t read_busy_ns = 0;  ///< wall time with at least one hit's read in flight (bandwidth)
   std::uint64_t resident_reads = 0;  ///< hits the page cache held, read on the decode thread (no ring)
   std::uint64_t entries = 0;     ///< entries in the cache now
   std::uint64_t bytes = 0;       ///< their bytes on disk (4 KiB aligned)
@@ -167,7 +168,7 @@ struct loader_stats {
   /// memory_budget, slab_bytes, stages{read_s, decode_s, upload_s,
   /// consumer_wait_s, *_utilization}, bottleneck, reads{retries, timeouts},
   /// skipped[{path, reason}], cache{hits, …} when a cache is in use,
-  /// pixel_cache{hits, misses, hit_rate, …, read_mb_per_s} with cache=pixels). What
+  /// pixel_cache{hits, misses, hit_rate, …, read_mb_per_s, read_ms} with cache=pixels). What
   /// the CLI, the C API and the Python binding report. Valid UTF-8 whatever
   /// bytes a path holds: strings go through json_string() (ringfeed/text.hpp),
   /// so a path that is not UTF-8 is written as Python's surrogateescape
