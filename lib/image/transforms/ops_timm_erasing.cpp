@@ -124,10 +124,9 @@ class timm_erasing_op final : public transform_op {
   }
   // The fill values' draws, so the test hook's later boxes match run()'s.
   void skip_values(sample_rng& rng, const erase_box& b, int channels) const {
-    if (m_o.mode == erase_mode::pixel) {  // standard_normals() row by row
-      const std::size_t n = static_cast<std::size_t>(channels) * static_cast<std::size_t>(b.h) *
-                            standard_normals_draws(static_cast<std::size_t>(b.w));
-      for (std::size_t i = 0; i < n; ++i) (void)rng.uniform();
+    if (m_o.mode == erase_mode::pixel) {  // standard_normals() row by row, as fill(): their draws vary
+      std::vector<float> row(static_cast<std::size_t>(b.w));
+      for (int i = 0; i < channels * b.h; ++i) standard_normals(rng, row);
     } else if (m_o.mode == erase_mode::rand) {
       for (int i = 0; i < channels; ++i) (void)standard_normal(rng);
     }

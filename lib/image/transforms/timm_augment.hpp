@@ -86,10 +86,8 @@ bool run_timm_erasing_on_output(const transform_op& op, std::span<std::byte> dst
 /// A standard normal and a Gamma(alpha, 1) draw (ops_augmix.cpp).
 [[nodiscard]] double standard_normal(sample_rng& rng);
 [[nodiscard]] double gamma_draw(sample_rng& rng, double alpha);
-/// Standard normals for every value of `out`, as float: Box–Muller's two
-/// normals from each pair of uniforms (an odd count drops the last sin).
+/// Standard normals for every value of `out`, as float (Boost.Random's
+/// ziggurat on the sample's draws: how many it takes varies).
 void standard_normals(sample_rng& rng, std::span<float> out);
-/// The uniforms standard_normals() draws for `n` values.
-[[nodiscard]] std::size_t standard_normals_draws(std::size_t n);
 
 }  // namespace ringfeed::image
