@@ -371,14 +371,19 @@ TEST_CASE("the affine's AVX2 paths give the portable loop's bytes", "[image][geo
             center, k % 4 == 0 ? 0.0 : angle(gen), {shift(gen), shift(gen)}, k % 3 == 0 ? 1.0 : scale(gen),
             {k % 2 == 0 ? shear(gen) : 0.0, k % 5 == 0 ? shear(gen) : 0.0});
         const img::size2 out{size.width + k % 5, size.height + k % 3};
-        img::image_buffer fast, portable;
+        img::image_buffer fast, avx2, portable;
         img::affine(src, m, out, interp, {7, 8, 9}, fast);
+        {
+          const ringfeed::test::simd_off off(img::geometry_detail::set_affine_avx512);
+          img::affine(src, m, out, interp, {7, 8, 9}, avx2);
+        }
         {
           const ringfeed::test::simd_off off(img::geometry_detail::set_affine_filter_simd);
           img::affine(src, m, out, interp, {7, 8, 9}, portable);
         }
         INFO(size.width << "x" << size.height << " case " << k << " interpolation " << static_cast<int>(interp));
         CHECK(data::packed(fast.view()) == data::packed(portable.view()));
+        CHECK(data::packed(avx2.view()) == data::packed(portable.view()));
         ++compared;
       }
   }
@@ -408,14 +413,19 @@ TEST_CASE("the bicubic affine's AVX2 shortcuts for rows and columns kept give th
     const std::array<double, 6> m = k % 2 == 0 ? std::array<double, 6>{1, s, t, 0, 1, 0}
                                                : std::array<double, 6>{1, 0, 0, s, 1, t};
     for (const auto interp : {img::interpolation::bilinear, img::interpolation::bicubic}) {
-      img::image_buffer fast, portable;
+      img::image_buffer fast, avx2, portable;
       img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, fast);
+      {
+        const ringfeed::test::simd_off off(img::geometry_detail::set_affine_avx512);
+        img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, avx2);
+      }
       {
         const ringfeed::test::simd_off off(img::geometry_detail::set_affine_filter_simd);
         img::affine(src.view(), m, src.view().size(), interp, {7, 8, 9}, portable);
       }
       INFO("case " << k << " shear " << s << " shift " << t << " interpolation " << static_cast<int>(interp));
       CHECK(data::packed(fast.view()) == data::packed(portable.view()));
+      CHECK(data::packed(avx2.view()) == data::packed(portable.view()));
       ++compared;
     }
   }
@@ -456,7 +466,7 @@ class guarded_source {
 
 }  // namespace
 
-TEST_CASE("the affine's AVX2 paths read nothing past the source's last pixel", "[image][geometry]") {
+TEST_CASE("the affine's AVX2 and AVX-512 paths read nothing past the source's last pixel", "[image][geometry]") {
   // Tiny sizes, strides past 3 * width, and matrices that put long runs
   // and 4x4 taps on the last row and column: a tiny rotation onto a wider
   // output (nearest runs of 10+ pixels through the last pixel), upscales
@@ -477,8 +487,12 @@ TEST_CASE("the affine's AVX2 paths read nothing past the source's last pixel", "
             img::inverse_affine_matrix(center, a, {k < 6 ? 0.0 : shift(gen), k < 6 ? 0.0 : shift(gen)}, scale, {0.0, 0.0});
         const img::size2 out{size.width * 3 + 10, size.height * 3 + 2};
         for (const auto interp : {img::interpolation::nearest, img::interpolation::bilinear, img::interpolation::bicubic}) {
-          img::image_buffer fast, portable;
+          img::image_buffer fast, avx2, portable;
           img::affine(src.view(), m, out, interp, {7, 8, 9}, fast);
+          {
+            const ringfeed::test::simd_off off(img::geometry_detail::set_affine_avx512);
+            img::affine(src.view(), m, out, interp, {7, 8, 9}, avx2);
+          }
           {
             const ringfeed::test::simd_off off(img::geometry_detail::set_affine_filter_simd);
             img::affine(src.view(), m, out, interp, {7, 8, 9}, portable);
@@ -486,6 +500,7 @@ TEST_CASE("the affine's AVX2 paths read nothing past the source's last pixel", "
           INFO(size.width << "x" << size.height << " pad " << pad << " case " << k << " interpolation "
                           << static_cast<int>(interp));
           CHECK(data::packed(fast.view()) == data::packed(portable.view()));
+          CHECK(data::packed(avx2.view()) == data::packed(portable.view()));
           ++compared;
         }
       }

@@ -75,7 +75,7 @@ int bilinear_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y,
 int nearest_run_rgb_avx2(image_view src, std::uint32_t xx, std::uint32_t yy, std::uint32_t a0, std::uint32_t a3,
                          int n, std::uint8_t* out);
 /// The same for the bicubic affine, four pixels at a time where all their
-/// 4 × 4 taps lie inside the image.
+/// 4 × 4 taps lie inside the image (eight on AVX-512, the same bytes).
 int bicubic_row_rgb_avx2(image_view src, const std::array<double, 6>& a, int y, std::uint8_t* out, int width,
                          int* left);
 /// (dx, dy) when the inverse matrix `a` maps every output pixel centre to
@@ -92,5 +92,7 @@ bool affine_filter_simd() noexcept;
 /// Test hook: false keeps the bilinear, bicubic and nearest affine on their
 /// portable loops.
 void set_affine_filter_simd(bool enabled) noexcept;
+/// Test hook: false keeps the bicubic affine on AVX2 where the CPU has AVX-512.
+void set_affine_avx512(bool enabled) noexcept;
 
 }  // namespace ringfeed::image::geometry_detail
