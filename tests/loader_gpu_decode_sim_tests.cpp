@@ -227,6 +227,56 @@ TEST_CASE("bfloat16 and NHWC outputs: the device paths give the host path's byte
   }
 }
 
+TEST_CASE("the hybrid backend's host side runs on the decode threads, each slot's work reused only once free",
+          "[device_sim][gpu_decode]") {
+  // nvjpegDecodeJpegHost (the Huffman decode) in decode(), the upload
+  // task's call, would serialize every hybrid image there: prepare() runs
+  // it in the decode task that read the image (never inside a decode()
+  // call, on whatever pool thread), decode() only queues the device side. A slot's work (its pinned buffer) is prepared again
+  // only once the decode queued out of it ran (a slow device here) though
+  // nothing waited for it: its slab came back after the copy behind it.
+  gpu_fixture f("gpu decode host stage");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 2);
+  sim_jpeg_decoder::settings slow;
+  slow.decode_time = std::chrono::milliseconds(2);
+  sim_jpeg_decoder::installed dec(*f.sim.dev, slow);
+  ringfeed::loader l(for_epochs(o, 2));
+  require_same(epochs(l, 2, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(g.hybrid == 2 * 3);
+  CHECK(dec.rec->prepared == 2 * 18);
+  CHECK(dec.rec->host_stages == g.hybrid);
+  CHECK(dec.rec->host_in_decode == 0);
+  CHECK(dec.rec->reused_early == 0);
+  std::lock_guard lock(dec.rec->mutex);
+  CHECK(!dec.rec->host_threads.empty());
+}
+
+TEST_CASE("images the engines refuse count as hybrid, the backend that decoded them", "[device_sim][gpu_decode]") {
+  // nvjpegDecodeBatchedSupported's "no" moves an image routed to the
+  // engines to the hybrid backend (here: those wider than 520 pixels,
+  // coffee, hubble and rocket in both classes); stats() counts it there.
+  gpu_fixture f("gpu decode moved");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::settings moving;
+  moving.hardware_max_width = 520;
+  SECTION("both backends decode regions") {}
+  SECTION("the engines decode whole images: the moved ones are planned again, as regions") {
+    moving.hardware_regions = false;
+  }
+  sim_jpeg_decoder::installed dec(*f.sim.dev, moving);
+  ringfeed::loader l(for_epochs(o, 1));
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(dec.rec->moved == 2 * 3);
+  CHECK(g.hardware == 15 - 2 * 3);
+  CHECK(g.hybrid == 3 + 2 * 3);
+  CHECK(g.fallbacks == 0);
+  CHECK(dec.rec->whole == (moving.hardware_regions ? 0u : 15u - 2 * 3));
+}
+
 TEST_CASE("the files kept for the decoder stay within memory_budget; the rest decode on the CPU",
           "[device_sim][gpu_decode]") {
   // Two slabs of 4 uint8 samples (a page each) and 96 KiB for the files:
@@ -265,6 +315,7 @@ TEST_CASE("a batch the decoder refuses is retried image by image, the rest on th
   CHECK(g.hybrid == 1);
   // Each batch holding it: refused whole, then refused alone.
   CHECK(dec.rec->refused >= 2 * 2);
+  CHECK(dec.rec->reused_early == 0);
 }
 
 TEST_CASE("a JPEG neither decoder can read is skipped or fails the batch, by name", "[device_sim][gpu_decode]") {

@@ -161,6 +161,39 @@ void decode_stage::plan_resize(gpu_sample& g) const {
   plan_resize_piece(resize_of(g, 0), g.resize);
 }
 
+bool decode_stage::prepare(gpu_sample& g) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (g.work == nullptr) {
+    std::unique_ptr<jpeg_host_work> w = m_decoder->make_host_work();
+    g.work = w.get();
+    std::lock_guard lock(m_works_mutex);
+    m_works.push_back(std::move(w));
+  }
+  jpeg_job j;
+  j.data = g.encoded.data();
+  j.size = g.encoded.size();
+  j.info = g.info;
+  j.work = g.work;
+  try {
+    for (int tries = 0;; ++tries) {
+      j.region = g.region;
+      j.backend = g.backend;
+      const jpeg_backend b = m_decoder->prepare(j);
+      const bool replan = b != g.backend && m_decoder->decodes_region(b) != m_decoder->decodes_region(g.backend);
+      g.backend = b;
+      if (!replan || tries > 0) break;
+      plan_resize(g);  // then its host side again, for that region
+    }
+  } catch (const jpeg_decode_error&) {
+    g.backend = jpeg_backend::cpu;
+    count_fallbacks(1);
+    m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+    return false;
+  }
+  m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  return true;
+}
+
 void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity) {
   if (bytes > b.bytes) {
     // Work already queued may still read the old one: kept until the end.
@@ -221,6 +254,7 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
     j.out = base + g.region_offset;
     j.pitch = static_cast<std::size_t>(g.region.width) * 3;
     j.backend = g.backend;
+    j.work = g.work;
     jobs.push_back(j);
   }
   std::vector<std::size_t> refused_slots;
@@ -258,6 +292,15 @@ void decode_stage::place(std::span<const gpu_sample> slots, pinned_side& side, s
   k.scratch = static_cast<std::uint8_t*>(reserve(m_resize_scratch, sizes.scratch_bytes, 1 << 20));
   m_api->launch_resize(k, s);
   m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+}
+
+void decode_stage::settle(stream_t s) noexcept {
+  try {
+    const device_guard on(*m_api, m_device);
+    m_api->synchronize(s);
+  } catch (...) {
+    // A lost device: nothing it queued runs any more.
+  }
 }
 
 void decode_stage::count_cpu(std::int64_t ns) noexcept { m_cpu_ns.fetch_add(ns, std::memory_order_relaxed); }

@@ -5,10 +5,13 @@
 //                   backend keeps the file's bytes and the sample's plan
 //                   (the crop, size and flip the CPU path would draw) in
 //                   the slot's gpu_sample, with the region to decode and
-//                   the resize's coefficients (plan_resize); the CPU route
-//                   decodes into the host slot as before.
-//   upload thread   decode(): queues the batch's GPU images on the copy
-//                   stream, each region into the stage's regions buffer
+//                   the resize's coefficients (plan_resize), and runs the
+//                   decoder's host side (prepare: the engines' support
+//                   check; the hybrid backend's Huffman decode, into the
+//                   slot's own host work); the CPU route decodes into the
+//                   host slot as before.
+//   upload thread   decode(): queues the device side of the batch's GPU
+//                   images on the copy stream, each region into the stage's regions buffer
 //                   (a refused batch is retried image by image; those the
 //                   decoder still refuses come back for the CPU);
 //                   then the uploader copies the host slab, and place()
@@ -58,6 +61,10 @@ struct gpu_sample {
   image::crop_box region;
   resize_piece resize;
   std::size_t region_offset = 0;
+  /// The decoder's host work for this slot (decode_stage::prepare makes it
+  /// once; the stage owns it). Its pinned memory is rewritten only when the
+  /// slot is prepared again, i.e. once its slab came back from the copy.
+  jpeg_host_work* work = nullptr;
 };
 
 /// What the stage did so far (the loader's stats().gpu_decode).
@@ -117,12 +124,25 @@ class decode_stage {
   /// (plan_resize_piece), so the upload thread's place() only copies.
   /// Throws std::invalid_argument when the plan does not fit the region.
   void plan_resize(gpu_sample& g) const;
+  /// Decode threads, after plan_resize: the decoder's host side of the
+  /// slot's image (jpeg_decoder::prepare) into its host work, made on first
+  /// use. Sets g.backend to the backend that will decode it (re-planning
+  /// the region when that backend's differs). False: the decoder refused
+  /// it, g.backend is cpu, the CPU decodes it (counted as a fallback).
+  /// Throws cuda_error (sticky: the device is lost).
+  [[nodiscard]] bool prepare(gpu_sample& g);
 
   /// Upload thread, the device current: queues the decode of the first `n`
   /// slots' GPU images on `s`. Returns the slots whose images the decoder
   /// refused (their backend is set to cpu): the caller decodes them on the
   /// CPU into the host slab. Throws cuda_error (sticky: the device is lost).
   [[nodiscard]] std::vector<std::size_t> decode(std::span<gpu_sample> slots, stream_t s);
+
+  /// Upload thread, when a batch decode() queued for goes back without its
+  /// copy (every image failed, an error): waits for `s`, so the slots'
+  /// host works are free to prepare again. An error path: a delivered
+  /// batch's slab comes back through the copy's callback, with no wait.
+  void settle(stream_t s) noexcept;
 
   /// Upload thread, inside the uploader's enqueue after the host copy:
   /// queues the resize of the slots decode() decoded into `target` (slot k
@@ -160,6 +180,9 @@ class decode_stage {
   device_buffer m_resize_scratch;  // the resize's horizontal passes
   device_buffer m_table;           // device copy of the resize table
   std::vector<void*> m_retired;    // buffers grown out of, freed by the destructor
+  // The slots' host works (gpu_sample::work), before m_decoder goes.
+  std::mutex m_works_mutex;
+  std::vector<std::unique_ptr<jpeg_host_work>> m_works;  // guarded by m_works_mutex
 
   const std::size_t m_file_cap;             // keep_file's bound
   std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers

@@ -75,6 +75,9 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   if (!m_stage->keep_file(g, bytes)) return false;  // the files' share of memory_budget is full
   try {
     m_stage->plan_resize(g);  // here, so the upload thread only copies the coefficients
+    // The decoder's host side here too (the hybrid backend's Huffman
+    // decode): the upload thread only queues the device side.
+    if (!m_stage->prepare(g)) return false;  // refused: the CPU decodes it
   } catch (...) {
     g.backend = cuda::jpeg_backend::cpu;  // the sample fails; nothing of it goes to the GPU
     throw;

@@ -352,6 +352,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       }
       if (!deliver || gpu_failed) {
         const std::exception_ptr error = gpu_failed ? gpu_failed : s.error;
+        m_stage->settle(m_uploader->copy_stream());  // the decoder's reads of the slots' works are done
         m_memory->give_back(&s);
         m_memory->give_back_buffer(*b);
         if (!error) continue;  // every sample of the batch failed and was skipped
@@ -392,6 +393,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       }
       if (failed) {
         // enqueue threw: its callback will not run, the slab is ours again.
+        if (m_stage) m_stage->settle(m_uploader->copy_stream());
         m_memory->give_back(&s);
         m_memory->give_back_buffer(*b);
         delivery e;
