@@ -20,6 +20,7 @@
 #include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
+#include "cuda/decode_stage.hpp"
 #include "image_test_data.hpp"
 #include "loader_fixtures.hpp"
 #include "sim_device.hpp"
@@ -298,6 +299,45 @@ TEST_CASE("the files kept for the decoder stay within memory_budget; the rest de
   CHECK(g.hardware + g.hybrid + over == 2 * 18);
   CHECK(g.cpu == 2 * 4 + over);
   CHECK(dec.rec->decoded == g.hardware + g.hybrid);
+}
+
+TEST_CASE("the slots' resize plans count in memory_budget with the files", "[device_sim][gpu_decode]") {
+  // A few KiB per slot (the resize's coefficients, planned on the decode
+  // thread): counted with the files kept for the decoder (stats()'
+  // slot_bytes), and within their share.
+  sim_scope sim;
+  namespace data = ringfeed::test::image_data;
+  namespace cuda = ringfeed::cuda;
+  const bytes file = ringfeed::test::read_file(data::dir_of_photos() / "coffee.jpg");
+  img::decoder d;
+  cuda::gpu_sample g;
+  g.info = d.read_info(file, "coffee.jpg");
+  g.plan = train_pipeline().plan(g.info.oriented_size(), img::sample_key{11, 0, 3});
+  auto rec = std::make_shared<sim_jpeg_decoder::record>();
+  auto stage_with = [&](std::size_t share) {
+    return cuda::decode_stage(sim.dev, 0, std::make_unique<sim_jpeg_decoder>(*sim.dev, sim_jpeg_decoder::settings{}, rec),
+                              24 * 24 * 3, share);
+  };
+  SECTION("room for both") {
+    cuda::decode_stage stage = stage_with(1 << 20);
+    g.backend = stage.route(g.info, g.plan).backend;
+    REQUIRE(g.backend == cuda::jpeg_backend::hardware);
+    REQUIRE(stage.keep_file(g, file));
+    REQUIRE(stage.plan_resize(g));
+    CHECK(g.resize.bytes.capacity() > 0);
+    CHECK(stage.counters().slot_bytes == g.encoded.capacity() + g.resize.bytes.capacity());
+  }
+  SECTION("room for the file only: the CPU decodes it, saying why") {
+    cuda::decode_stage stage = stage_with(file.size());
+    g.backend = stage.route(g.info, g.plan).backend;
+    REQUIRE(stage.keep_file(g, file));
+    CHECK(!stage.plan_resize(g));
+    CHECK(g.backend == cuda::jpeg_backend::cpu);
+    const cuda::decode_counters c = stage.counters();
+    CHECK(c.slot_bytes == g.encoded.capacity());
+    REQUIRE(c.cpu_reasons.size() == 1);
+    CHECK(c.cpu_reasons[0].first == "resize plans over the files' share of memory_budget");
+  }
 }
 
 TEST_CASE("a batch the decoder refuses is retried image by image, the rest on the CPU", "[device_sim][gpu_decode]") {

@@ -74,6 +74,8 @@ struct decode_counters {
   std::uint64_t hardware = 0, hybrid = 0, cpu = 0, fallbacks = 0;
   std::int64_t gpu_ns = 0, cpu_ns = 0;
   std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+  /// Host memory the slots hold for the GPU route (files and resize plans).
+  std::uint64_t slot_bytes = 0;
 };
 
 /// Pinned host memory of a slab for its resize table, grown by the upload
@@ -121,9 +123,13 @@ class decode_stage {
   /// Decode threads, for a slot keep_file kept: the region the decoder
   /// will write (the resize's reads, or the whole image for a backend
   /// without regions) and the resize's piece of the launch table
-  /// (plan_resize_piece), so the upload thread's place() only copies.
-  /// Throws std::invalid_argument when the plan does not fit the region.
-  void plan_resize(gpu_sample& g) const;
+  /// (plan_resize_piece), so the upload thread's place() only copies. The
+  /// piece's memory counts with the files (keep_file's bound): when its
+  /// growth would pass it, the piece's memory goes, g.backend becomes cpu
+  /// ("resize plans over the files' share of memory_budget") and false
+  /// comes back. Throws std::invalid_argument when the plan does not fit
+  /// the region.
+  [[nodiscard]] bool plan_resize(gpu_sample& g);
   /// Decode threads, after plan_resize: the decoder's host side of the
   /// slot's image (jpeg_decoder::prepare) into its host work, made on first
   /// use. Sets g.backend to the backend that will decode it (re-planning
@@ -166,6 +172,8 @@ class decode_stage {
   };
   // `b`, grown to at least `bytes` (rounded up to `granularity`, with room).
   void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity);
+  // Claims `grow` more bytes of the slots' share (false: over it).
+  bool claim(std::size_t grow) noexcept;
   // Counts an image routed to the CPU for `why`.
   void count_cpu_route(std::string_view why);
   // Queues `jobs`; a refused call is retried one image at a time. Returns
@@ -184,8 +192,8 @@ class decode_stage {
   std::mutex m_works_mutex;
   std::vector<std::unique_ptr<jpeg_host_work>> m_works;  // guarded by m_works_mutex
 
-  const std::size_t m_file_cap;             // keep_file's bound
-  std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers
+  const std::size_t m_file_cap;             // keep_file's and plan_resize's bound
+  std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers and resize plans
   std::atomic<std::uint64_t> m_hardware{0}, m_hybrid{0}, m_cpu{0}, m_fallbacks{0};
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
   mutable std::mutex m_reasons_mutex;
