@@ -248,6 +248,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           const image::image_view pixels{px.data + index * row * static_cast<std::size_t>(px.height), px.width,
                                          px.height, px.channels, static_cast<std::ptrdiff_t>(row)};
           m_plan.pipe.apply_pixels(ws, pixels, name, sample, out);
+        } else if (m_stage) {
+          // gpu_route read its header to route it: not read again.
+          m_plan.pipe.apply(ws, bytes, s.gpu[slot].info, name, sample, out);
         } else {
           m_plan.pipe.apply(ws, bytes, name, sample, out);
         }
