@@ -11,19 +11,22 @@
 //                   slot's own host work); the CPU route decodes into the
 //                   host slot as before.
 //   upload thread   decode(): queues the device side of the batch's GPU
-//                   images on the copy stream, each region into the stage's regions buffer
-//                   (a refused batch is retried image by image; those the
-//                   decoder still refuses come back for the CPU);
-//                   then the uploader copies the host slab, and place()
-//                   (its fill hook) joins the slots' planned resize pieces
-//                   into the batch's table and queues the resize of every decoded
-//                   region into its slot of the same device buffer, before
-//                   the uploader's conversion to the output dtype.
+//                   images on the copy stream, each region into the
+//                   stage's regions buffer (a refused batch is retried
+//                   image by image; those the decoder still refuses come
+//                   back for the CPU); then the uploader copies the host
+//                   slab, and place() (its fill hook) joins the slots'
+//                   planned resize pieces into the batch's table and
+//                   queues the resize of every decoded region into its
+//                   slot of the same device buffer, before the uploader's
+//                   conversion to the output dtype.
 //
 // All of it on the uploader's copy stream, so scratch and tables are reused
 // batch after batch with no host synchronization: batch k+1's decode is
 // queued behind batch k's resize. The resize table lives in the slab's own
-// pinned side memory, which comes back with the slab once its copy is done.
+// pinned side memory, which comes back with the slab once its copy is done;
+// so does a slot's host work (the pinned buffer the decoder's transfer
+// reads), prepared again only after that.
 #pragma once
 
 #include <atomic>

@@ -145,11 +145,9 @@ class nvjpeg_decoder final : public jpeg_decoder {
 
   std::unique_ptr<jpeg_host_work> make_host_work() override {
     make_current();
+    // The decoder state and pinned buffer come with the first hybrid image
+    // (decode_host): a slot that only ever takes the engines' has none.
     auto w = std::make_unique<nvjpeg_work>(m_api);
-    check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &w->pinned), "nvjpegBufferPinnedCreateV2", nullptr);
-    check(m_api.decoder_state_create(m_handle, m_hybrid, &w->state), "nvjpegDecoderStateCreate", nullptr);
-    check(m_api.state_attach_pinned_buffer(w->state, w->pinned), "nvjpegStateAttachPinnedBuffer", nullptr);
-    check(m_api.state_attach_device_buffer(w->state, m_device_buffer), "nvjpegStateAttachDeviceBuffer", nullptr);
     check(m_api.jpeg_stream_create(m_handle, &w->stream), "nvjpegJpegStreamCreate", nullptr);
     check(m_api.decode_params_create(m_handle, &w->params), "nvjpegDecodeParamsCreate", nullptr);
     check(m_api.decode_params_set_output_format(w->params, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeParamsSetOutputFormat",
@@ -320,8 +318,22 @@ class nvjpeg_decoder final : public jpeg_decoder {
 
   // The decoupled API's host stage into the work: nvjpegJpegStreamParse and
   // nvjpegDecodeJpegHost (Huffman on this thread, into the work's pinned
-  // buffer).
-  void decode_host(const jpeg_job& j, nvjpeg_work& w, cudaStream_t s) const {
+  // buffer), the work's state and pinned buffer made on its first use.
+  void decode_host(const jpeg_job& j, nvjpeg_work& w, cudaStream_t s) {
+    if (w.state == nullptr) {
+      if (w.pinned == nullptr)
+        check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &w.pinned), "nvjpegBufferPinnedCreateV2", s);
+      nvjpegJpegState_t state = nullptr;
+      check(m_api.decoder_state_create(m_handle, m_hybrid, &state), "nvjpegDecoderStateCreate", s);
+      try {
+        check(m_api.state_attach_pinned_buffer(state, w.pinned), "nvjpegStateAttachPinnedBuffer", s);
+        check(m_api.state_attach_device_buffer(state, m_device_buffer), "nvjpegStateAttachDeviceBuffer", s);
+      } catch (...) {
+        (void)m_api.jpeg_state_destroy(state);
+        throw;
+      }
+      w.state = state;
+    }
     check(m_api.jpeg_stream_parse(m_handle, j.data, j.size, 0, 0, w.stream), "nvjpegJpegStreamParse", s);
     check(m_api.decode_jpeg_host(m_handle, m_hybrid, w.state, w.params, w.stream), "nvjpegDecodeJpegHost", s);
     w.at = nvjpeg_work::stage::host_done;
