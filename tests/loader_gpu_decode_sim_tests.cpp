@@ -293,8 +293,13 @@ TEST_CASE("the files kept for the decoder stay within memory_budget; the rest de
   const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
   const auto why = reasons_of(g);
   REQUIRE(why.count("files over their share of memory_budget") == 1);
-  const std::uint64_t over = why.at("files over their share of memory_budget");
+  // The slots' resize plans share it: which image finds it full depends on
+  // the threads' order.
+  const auto plans = why.find("resize plans over the files' share of memory_budget");
+  const std::uint64_t over =
+      why.at("files over their share of memory_budget") + (plans == why.end() ? 0 : plans->second);
   CHECK(over > 0);
+  CHECK(g.slot_bytes <= 96 * 1024);
   CHECK(g.hardware + g.hybrid > 0);  // the files that fit still decode on the GPU
   CHECK(g.hardware + g.hybrid + over == 2 * 18);
   CHECK(g.cpu == 2 * 4 + over);
