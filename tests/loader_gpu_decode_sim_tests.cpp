@@ -20,6 +20,7 @@
 #include <ringfeed/loader/loader.hpp>
 #include <ringfeed/sync_wait.hpp>
 
+#include "cuda/decode_stage.hpp"
 #include "image_test_data.hpp"
 #include "loader_fixtures.hpp"
 #include "sim_device.hpp"
@@ -227,6 +228,56 @@ TEST_CASE("bfloat16 and NHWC outputs: the device paths give the host path's byte
   }
 }
 
+TEST_CASE("the hybrid backend's host side runs on the decode threads, each slot's work reused only once free",
+          "[device_sim][gpu_decode]") {
+  // nvjpegDecodeJpegHost (the Huffman decode) in decode(), the upload
+  // task's call, would serialize every hybrid image there: prepare() runs
+  // it in the decode task that read the image (never inside a decode()
+  // call, on whatever pool thread), decode() only queues the device side. A slot's work (its pinned buffer) is prepared again
+  // only once the decode queued out of it ran (a slow device here) though
+  // nothing waited for it: its slab came back after the copy behind it.
+  gpu_fixture f("gpu decode host stage");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 2);
+  sim_jpeg_decoder::settings slow;
+  slow.decode_time = std::chrono::milliseconds(2);
+  sim_jpeg_decoder::installed dec(*f.sim.dev, slow);
+  ringfeed::loader l(for_epochs(o, 2));
+  require_same(epochs(l, 2, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(g.hybrid == 2 * 3);
+  CHECK(dec.rec->prepared == 2 * 18);
+  CHECK(dec.rec->host_stages == g.hybrid);
+  CHECK(dec.rec->host_in_decode == 0);
+  CHECK(dec.rec->reused_early == 0);
+  std::lock_guard lock(dec.rec->mutex);
+  CHECK(!dec.rec->host_threads.empty());
+}
+
+TEST_CASE("images the engines refuse count as hybrid, the backend that decoded them", "[device_sim][gpu_decode]") {
+  // nvjpegDecodeBatchedSupported's "no" moves an image routed to the
+  // engines to the hybrid backend (here: those wider than 520 pixels,
+  // coffee, hubble and rocket in both classes); stats() counts it there.
+  gpu_fixture f("gpu decode moved");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::settings moving;
+  moving.hardware_max_width = 520;
+  SECTION("both backends decode regions") {}
+  SECTION("the engines decode whole images: the moved ones are planned again, as regions") {
+    moving.hardware_regions = false;
+  }
+  sim_jpeg_decoder::installed dec(*f.sim.dev, moving);
+  ringfeed::loader l(for_epochs(o, 1));
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(dec.rec->moved == 2 * 3);
+  CHECK(g.hardware == 15 - 2 * 3);
+  CHECK(g.hybrid == 3 + 2 * 3);
+  CHECK(g.fallbacks == 0);
+  CHECK(dec.rec->whole == (moving.hardware_regions ? 0u : 15u - 2 * 3));
+}
+
 TEST_CASE("the files kept for the decoder stay within memory_budget; the rest decode on the CPU",
           "[device_sim][gpu_decode]") {
   // Two slabs of 4 uint8 samples (a page each) and 96 KiB for the files:
@@ -242,12 +293,56 @@ TEST_CASE("the files kept for the decoder stay within memory_budget; the rest de
   const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
   const auto why = reasons_of(g);
   REQUIRE(why.count("files over their share of memory_budget") == 1);
-  const std::uint64_t over = why.at("files over their share of memory_budget");
+  // The slots' resize plans share it: which image finds it full depends on
+  // the threads' order.
+  const auto plans = why.find("resize plans over the files' share of memory_budget");
+  const std::uint64_t over =
+      why.at("files over their share of memory_budget") + (plans == why.end() ? 0 : plans->second);
   CHECK(over > 0);
+  CHECK(g.slot_bytes <= 96 * 1024);
   CHECK(g.hardware + g.hybrid > 0);  // the files that fit still decode on the GPU
   CHECK(g.hardware + g.hybrid + over == 2 * 18);
   CHECK(g.cpu == 2 * 4 + over);
   CHECK(dec.rec->decoded == g.hardware + g.hybrid);
+}
+
+TEST_CASE("the slots' resize plans count in memory_budget with the files", "[device_sim][gpu_decode]") {
+  // A few KiB per slot (the resize's coefficients, planned on the decode
+  // thread): counted with the files kept for the decoder (stats()'
+  // slot_bytes), and within their share.
+  sim_scope sim;
+  namespace data = ringfeed::test::image_data;
+  namespace cuda = ringfeed::cuda;
+  const bytes file = ringfeed::test::read_file(data::dir_of_photos() / "coffee.jpg");
+  img::decoder d;
+  cuda::gpu_sample g;
+  g.info = d.read_info(file, "coffee.jpg");
+  g.plan = train_pipeline().plan(g.info.oriented_size(), img::sample_key{11, 0, 3});
+  auto rec = std::make_shared<sim_jpeg_decoder::record>();
+  auto stage_with = [&](std::size_t share) {
+    return cuda::decode_stage(sim.dev, 0, std::make_unique<sim_jpeg_decoder>(*sim.dev, sim_jpeg_decoder::settings{}, rec),
+                              24 * 24 * 3, share);
+  };
+  SECTION("room for both") {
+    cuda::decode_stage stage = stage_with(1 << 20);
+    g.backend = stage.route(g.info, g.plan).backend;
+    REQUIRE(g.backend == cuda::jpeg_backend::hardware);
+    REQUIRE(stage.keep_file(g, file));
+    REQUIRE(stage.plan_resize(g));
+    CHECK(g.resize.bytes.capacity() > 0);
+    CHECK(stage.counters().slot_bytes == g.encoded.capacity() + g.resize.bytes.capacity());
+  }
+  SECTION("room for the file only: the CPU decodes it, saying why") {
+    cuda::decode_stage stage = stage_with(file.size());
+    g.backend = stage.route(g.info, g.plan).backend;
+    REQUIRE(stage.keep_file(g, file));
+    CHECK(!stage.plan_resize(g));
+    CHECK(g.backend == cuda::jpeg_backend::cpu);
+    const cuda::decode_counters c = stage.counters();
+    CHECK(c.slot_bytes == g.encoded.capacity());
+    REQUIRE(c.cpu_reasons.size() == 1);
+    CHECK(c.cpu_reasons[0].first == "resize plans over the files' share of memory_budget");
+  }
 }
 
 TEST_CASE("a batch the decoder refuses is retried image by image, the rest on the CPU", "[device_sim][gpu_decode]") {
@@ -265,6 +360,7 @@ TEST_CASE("a batch the decoder refuses is retried image by image, the rest on th
   CHECK(g.hybrid == 1);
   // Each batch holding it: refused whole, then refused alone.
   CHECK(dec.rec->refused >= 2 * 2);
+  CHECK(dec.rec->reused_early == 0);
 }
 
 TEST_CASE("a JPEG neither decoder can read is skipped or fails the batch, by name", "[device_sim][gpu_decode]") {

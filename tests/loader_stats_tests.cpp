@@ -21,6 +21,7 @@ TEST_CASE("stats JSON: gpu_decode says where images were decoded, by which backe
   s.gpu_decode.gpu_ns = 1'500'000'000;
   s.gpu_decode.cpu_ns = 250'000'000;
   s.gpu_decode.fallbacks = 3;
+  s.gpu_decode.slot_bytes = 123456;
   s.gpu_decode.cpu_reasons = {{"progressive", 30}, {"not a JPEG", 10}};
 
   const json j = json::parse(s.json());
@@ -34,6 +35,7 @@ TEST_CASE("stats JSON: gpu_decode says where images were decoded, by which backe
   CHECK(g.at("gpu_s").get<double>() == Approx(1.5));
   CHECK(g.at("cpu_s").get<double>() == Approx(0.25));
   CHECK(g.at("fallbacks") == 3);
+  CHECK(g.at("slot_bytes") == 123456);
   CHECK(g.at("cpu_reasons") == json{{"progressive", 30}, {"not a JPEG", 10}});
 }
 

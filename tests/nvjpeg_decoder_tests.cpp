@@ -59,6 +59,7 @@ struct sample {
   crop_box region;
   std::unique_ptr<std::uint8_t, device_free> out;
   std::size_t pitch = 0;
+  std::unique_ptr<jpeg_host_work> work;  // as a batch slot's
 };
 
 struct samples {
@@ -92,7 +93,7 @@ difference compare(const sample& s) {
 // The committed JPEGs nvJPEG takes, decoded on the CPU, each with a device
 // buffer for `region_of` its size.
 template <class Region>
-samples load(const jpeg_decoder& decoder, Region region_of) {
+samples load(jpeg_decoder& decoder, Region region_of) {
   samples out;
   ringfeed::image::decoder cpu;
   std::vector<fs::path> files;
@@ -111,12 +112,15 @@ samples load(const jpeg_decoder& decoder, Region region_of) {
     void* p = nullptr;
     cuda_ok(cudaMallocPitch(&p, &s.pitch, static_cast<std::size_t>(s.region.width) * 3, s.region.height));
     s.out.reset(static_cast<std::uint8_t*>(p));
+    s.work = decoder.make_host_work();
     out.all.push_back(std::move(s));
   }
   return out;
 }
 
-std::vector<jpeg_job> jobs_of(const jpeg_decoder& decoder, const samples& in) {
+// Each job's host side prepared (as the loader's decode threads do), or
+// not (decode() then runs it: the hybrid backend for all).
+std::vector<jpeg_job> jobs_of(jpeg_decoder& decoder, const samples& in, bool prepare = true) {
   std::vector<jpeg_job> jobs;
   for (const sample& s : in.all) {
     jpeg_job j;
@@ -127,6 +131,8 @@ std::vector<jpeg_job> jobs_of(const jpeg_decoder& decoder, const samples& in) {
     j.out = s.out.get();
     j.pitch = s.pitch;
     j.backend = decoder.route(s.info).backend;
+    j.work = s.work.get();
+    if (prepare) j.backend = decoder.prepare(j);
     jobs.push_back(j);
   }
   return jobs;
@@ -181,7 +187,7 @@ TEST_CASE("a bitstream nvJPEG refuses is a jpeg_decode_error naming the call", "
   REQUIRE(c.decoder);
   samples in = load(*c.decoder, [](const image_info& i) { return crop_box{0, 0, i.height, i.width}; });
   REQUIRE(!in.all.empty());
-  std::vector<jpeg_job> jobs = jobs_of(*c.decoder, in);
+  std::vector<jpeg_job> jobs = jobs_of(*c.decoder, in, false);  // the host side in decode(): the bytes it parses
   const std::vector<std::uint8_t> garbage(4096, 0x5a);  // no SOI: not a JPEG at all
   jobs[0].data = garbage.data();
   jobs[0].size = garbage.size();

@@ -5,6 +5,7 @@
 // in tests/python/test_transforms.py (goldens committed).
 #include <catch2/catch.hpp>
 
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/image/transform_list.hpp>
 #include <ringfeed/image/torch_reference.hpp>
 #include <ringfeed/image/transform_spec.hpp>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "image_test_data.hpp"
@@ -489,5 +491,40 @@ TEST_CASE("op signatures: one per op, and every written-out default changes noth
     for (std::size_t i = 0; i <= s.params.size(); ++i) too_many += (i ? ", " : "") + std::string("1");
     CHECK_THROWS_WITH(transform_list::parse(std::string(s.name) + "(" + too_many + ")"),
                       Catch::Contains("takes at most " + std::to_string(s.params.size()) + " arguments"));
+  }
+}
+
+TEST_CASE("apply() with the header already read gives apply()'s bytes", "[transform_list]") {
+  // A router that parsed the header (decode="gpu"'s, for an image it sends
+  // to the CPU) hands it on instead of the pipeline reading it again.
+  struct torch2 {  // the tensor RandomResizedCrop (the region decode) runs under torch 2.x
+    img::torch_reference before = img::current_torch_reference();
+    torch2() { img::set_torch_reference(img::torch_reference::parse("torch=2.14.1 cpu=AVX2")); }
+    ~torch2() { img::set_torch_reference(before); }
+  } const reference;
+  const img::pipeline pipes[] = {
+      img::pipeline::train(24, img::pipeline_mode::fast),
+      img::pipeline::val(28, 24, img::pipeline_mode::fast),
+      img::pipeline::train(24, img::pipeline_mode::exact),
+      img::transform_list::parse("ToImage(); RandomResizedCrop(40, antialias=True); ToDtype(dtype=float32, scale=True)")
+          .compile(img::pipeline_mode::fast),
+  };
+  std::vector<std::pair<std::string, std::vector<std::byte>>> files;
+  for (const char* name : photo_names) files.emplace_back(name, photo(name));
+  for (const char* name : {"gray.png", "exif6.jpg", "progressive.jpg"})
+    files.emplace_back(name, data::read_file(data::dir() / "decode" / name));
+  img::decoder d;
+  img::pipeline_workspace ws;
+  for (const img::pipeline& p : pipes) {
+    for (const auto& [name, bytes] : files) {
+      const img::image_info header = d.read_info(bytes, name);
+      for (std::uint64_t index = 0; index < 3; ++index) {
+        INFO(name << " sample " << index);
+        const auto want = run_slot(p, bytes, {7, 0, index});
+        std::vector<std::byte> got(want.size());
+        (void)p.apply(ws, bytes, header, name, {7, 0, index}, got);
+        CHECK(got == want);
+      }
+    }
   }
 }

@@ -122,21 +122,26 @@ void decode_stage::count_cpu_route(std::string_view why) {
   ++m_cpu_reasons[std::string(why)];
 }
 
+bool decode_stage::claim(std::size_t grow) noexcept {
+  // Relaxed: the count guards no other memory, only the total (a CAS loop
+  // so it never passes the cap, even for a moment another thread could see).
+  std::size_t held = m_file_held.load(std::memory_order_relaxed);
+  do {
+    if (held + grow > m_file_cap) return false;
+  } while (!m_file_held.compare_exchange_weak(held, held + grow, std::memory_order_relaxed));
+  return true;
+}
+
 bool decode_stage::keep_file(gpu_sample& g, std::span<const std::byte> file) {
   const std::size_t had = g.encoded.capacity();
   if (file.size() > had) {
-    // Claim the growth before allocating. Relaxed: the count guards no
-    // other memory, only the total (a CAS loop so it never passes the cap,
-    // even for a moment another thread could see).
+    // Claim the growth before allocating.
     const std::size_t grow = file.size() - had;
-    std::size_t held = m_file_held.load(std::memory_order_relaxed);
-    do {
-      if (held + grow > m_file_cap) {
-        g.backend = jpeg_backend::cpu;
-        count_cpu_route("files over their share of memory_budget");
-        return false;
-      }
-    } while (!m_file_held.compare_exchange_weak(held, held + grow, std::memory_order_relaxed));
+    if (!claim(grow)) {
+      g.backend = jpeg_backend::cpu;
+      count_cpu_route("files over their share of memory_budget");
+      return false;
+    }
     try {
       g.encoded.reserve(file.size());
     } catch (...) {
@@ -152,13 +157,60 @@ bool decode_stage::keep_file(gpu_sample& g, std::span<const std::byte> file) {
   return true;
 }
 
-void decode_stage::plan_resize(gpu_sample& g) const {
+bool decode_stage::plan_resize(gpu_sample& g) {
   g.region = m_decoder->decodes_region(g.backend) ? region_of(g.plan)
                                                    : image::crop_box{0, 0, g.info.height, g.info.width};
   // Relative to the region's start: join_resize_table adds where decode()
   // puts it.
   g.region_offset = 0;
-  plan_resize_piece(resize_of(g, 0), g.resize);
+  // The piece's size is known once planned: its growth is claimed after.
+  const std::size_t had = g.resize.bytes.capacity();
+  auto grown = [&] { return g.resize.bytes.capacity() - had; };
+  try {
+    plan_resize_piece(resize_of(g, 0), g.resize);
+  } catch (...) {
+    m_file_held.fetch_add(grown(), std::memory_order_relaxed);  // held all the same
+    throw;
+  }
+  if (grown() == 0 || claim(grown())) return true;
+  m_file_held.fetch_sub(had, std::memory_order_relaxed);
+  std::vector<std::byte>().swap(g.resize.bytes);
+  g.backend = jpeg_backend::cpu;
+  count_cpu_route("resize plans over the files' share of memory_budget");
+  return false;
+}
+
+bool decode_stage::prepare(gpu_sample& g) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (g.work == nullptr) {
+    std::unique_ptr<jpeg_host_work> w = m_decoder->make_host_work();
+    g.work = w.get();
+    std::lock_guard lock(m_works_mutex);
+    m_works.push_back(std::move(w));
+  }
+  jpeg_job j;
+  j.data = g.encoded.data();
+  j.size = g.encoded.size();
+  j.info = g.info;
+  j.work = g.work;
+  try {
+    for (int tries = 0;; ++tries) {
+      j.region = g.region;
+      j.backend = g.backend;
+      const jpeg_backend b = m_decoder->prepare(j);
+      const bool replan = b != g.backend && m_decoder->decodes_region(b) != m_decoder->decodes_region(g.backend);
+      g.backend = b;
+      if (!replan || tries > 0) break;
+      if (!plan_resize(g)) return false;  // then its host side again, for that region
+    }
+  } catch (const jpeg_decode_error&) {
+    g.backend = jpeg_backend::cpu;
+    count_fallbacks(1);
+    m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+    return false;
+  }
+  m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  return true;
 }
 
 void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity) {
@@ -221,6 +273,7 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
     j.out = base + g.region_offset;
     j.pitch = static_cast<std::size_t>(g.region.width) * 3;
     j.backend = g.backend;
+    j.work = g.work;
     jobs.push_back(j);
   }
   std::vector<std::size_t> refused_slots;
@@ -260,6 +313,15 @@ void decode_stage::place(std::span<const gpu_sample> slots, pinned_side& side, s
   m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
 }
 
+void decode_stage::settle(stream_t s) noexcept {
+  try {
+    const device_guard on(*m_api, m_device);
+    m_api->synchronize(s);
+  } catch (...) {
+    // A lost device: nothing it queued runs any more.
+  }
+}
+
 void decode_stage::count_cpu(std::int64_t ns) noexcept { m_cpu_ns.fetch_add(ns, std::memory_order_relaxed); }
 
 void decode_stage::count_fallbacks(std::size_t n) noexcept {
@@ -276,6 +338,7 @@ decode_counters decode_stage::counters() const {
   c.fallbacks = m_fallbacks.load(std::memory_order_relaxed);
   c.gpu_ns = m_gpu_ns.load(std::memory_order_relaxed);
   c.cpu_ns = m_cpu_ns.load(std::memory_order_relaxed);
+  c.slot_bytes = m_file_held.load(std::memory_order_relaxed);
   std::lock_guard lock(m_reasons_mutex);
   c.cpu_reasons.assign(m_cpu_reasons.begin(), m_cpu_reasons.end());
   return c;

@@ -5,22 +5,28 @@
 //                   backend keeps the file's bytes and the sample's plan
 //                   (the crop, size and flip the CPU path would draw) in
 //                   the slot's gpu_sample, with the region to decode and
-//                   the resize's coefficients (plan_resize); the CPU route
-//                   decodes into the host slot as before.
-//   upload thread   decode(): queues the batch's GPU images on the copy
-//                   stream, each region into the stage's regions buffer
-//                   (a refused batch is retried image by image; those the
-//                   decoder still refuses come back for the CPU);
-//                   then the uploader copies the host slab, and place()
-//                   (its fill hook) joins the slots' planned resize pieces
-//                   into the batch's table and queues the resize of every decoded
-//                   region into its slot of the same device buffer, before
-//                   the uploader's conversion to the output dtype.
+//                   the resize's coefficients (plan_resize), and runs the
+//                   decoder's host side (prepare: the engines' support
+//                   check; the hybrid backend's Huffman decode, into the
+//                   slot's own host work); the CPU route decodes into the
+//                   host slot as before.
+//   upload thread   decode(): queues the device side of the batch's GPU
+//                   images on the copy stream, each region into the
+//                   stage's regions buffer (a refused batch is retried
+//                   image by image; those the decoder still refuses come
+//                   back for the CPU); then the uploader copies the host
+//                   slab, and place() (its fill hook) joins the slots'
+//                   planned resize pieces into the batch's table and
+//                   queues the resize of every decoded region into its
+//                   slot of the same device buffer, before the uploader's
+//                   conversion to the output dtype.
 //
 // All of it on the uploader's copy stream, so scratch and tables are reused
 // batch after batch with no host synchronization: batch k+1's decode is
 // queued behind batch k's resize. The resize table lives in the slab's own
-// pinned side memory, which comes back with the slab once its copy is done.
+// pinned side memory, which comes back with the slab once its copy is done;
+// so does a slot's host work (the pinned buffer the decoder's transfer
+// reads), prepared again only after that.
 #pragma once
 
 #include <atomic>
@@ -58,6 +64,10 @@ struct gpu_sample {
   image::crop_box region;
   resize_piece resize;
   std::size_t region_offset = 0;
+  /// The decoder's host work for this slot (decode_stage::prepare makes it
+  /// once; the stage owns it). Its pinned memory is rewritten only when the
+  /// slot is prepared again, i.e. once its slab came back from the copy.
+  jpeg_host_work* work = nullptr;
 };
 
 /// What the stage did so far (the loader's stats().gpu_decode).
@@ -67,6 +77,8 @@ struct decode_counters {
   std::uint64_t hardware = 0, hybrid = 0, cpu = 0, fallbacks = 0;
   std::int64_t gpu_ns = 0, cpu_ns = 0;
   std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+  /// Host memory the slots hold for the GPU route (files and resize plans).
+  std::uint64_t slot_bytes = 0;
 };
 
 /// Pinned host memory of a slab for its resize table, grown by the upload
@@ -114,15 +126,32 @@ class decode_stage {
   /// Decode threads, for a slot keep_file kept: the region the decoder
   /// will write (the resize's reads, or the whole image for a backend
   /// without regions) and the resize's piece of the launch table
-  /// (plan_resize_piece), so the upload thread's place() only copies.
-  /// Throws std::invalid_argument when the plan does not fit the region.
-  void plan_resize(gpu_sample& g) const;
+  /// (plan_resize_piece), so the upload thread's place() only copies. The
+  /// piece's memory counts with the files (keep_file's bound): when its
+  /// growth would pass it, the piece's memory goes, g.backend becomes cpu
+  /// ("resize plans over the files' share of memory_budget") and false
+  /// comes back. Throws std::invalid_argument when the plan does not fit
+  /// the region.
+  [[nodiscard]] bool plan_resize(gpu_sample& g);
+  /// Decode threads, after plan_resize: the decoder's host side of the
+  /// slot's image (jpeg_decoder::prepare) into its host work, made on first
+  /// use. Sets g.backend to the backend that will decode it (re-planning
+  /// the region when that backend's differs). False: the decoder refused
+  /// it, g.backend is cpu, the CPU decodes it (counted as a fallback).
+  /// Throws cuda_error (sticky: the device is lost).
+  [[nodiscard]] bool prepare(gpu_sample& g);
 
   /// Upload thread, the device current: queues the decode of the first `n`
   /// slots' GPU images on `s`. Returns the slots whose images the decoder
   /// refused (their backend is set to cpu): the caller decodes them on the
   /// CPU into the host slab. Throws cuda_error (sticky: the device is lost).
   [[nodiscard]] std::vector<std::size_t> decode(std::span<gpu_sample> slots, stream_t s);
+
+  /// Upload thread, when a batch decode() queued for goes back without its
+  /// copy (every image failed, an error): waits for `s`, so the slots'
+  /// host works are free to prepare again. An error path: a delivered
+  /// batch's slab comes back through the copy's callback, with no wait.
+  void settle(stream_t s) noexcept;
 
   /// Upload thread, inside the uploader's enqueue after the host copy:
   /// queues the resize of the slots decode() decoded into `target` (slot k
@@ -146,6 +175,8 @@ class decode_stage {
   };
   // `b`, grown to at least `bytes` (rounded up to `granularity`, with room).
   void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity);
+  // Claims `grow` more bytes of the slots' share (false: over it).
+  bool claim(std::size_t grow) noexcept;
   // Counts an image routed to the CPU for `why`.
   void count_cpu_route(std::string_view why);
   // Queues `jobs`; a refused call is retried one image at a time. Returns
@@ -160,9 +191,12 @@ class decode_stage {
   device_buffer m_resize_scratch;  // the resize's horizontal passes
   device_buffer m_table;           // device copy of the resize table
   std::vector<void*> m_retired;    // buffers grown out of, freed by the destructor
+  // The slots' host works (gpu_sample::work), before m_decoder goes.
+  std::mutex m_works_mutex;
+  std::vector<std::unique_ptr<jpeg_host_work>> m_works;  // guarded by m_works_mutex
 
-  const std::size_t m_file_cap;             // keep_file's bound
-  std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers
+  const std::size_t m_file_cap;             // keep_file's and plan_resize's bound
+  std::atomic<std::size_t> m_file_held{0};  // capacities of the slots' file buffers and resize plans
   std::atomic<std::uint64_t> m_hardware{0}, m_hybrid{0}, m_cpu{0}, m_fallbacks{0};
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
   mutable std::mutex m_reasons_mutex;

@@ -7,9 +7,13 @@
 //                       device: libjpeg-turbo on the stream's thread, with
 //                       failures injectable.
 // The stage asks the decoder where each image goes (route(), from the parsed
-// header), then queues one decode() per batch on its stream; images routed
-// to jpeg_backend::cpu never reach the decoder (the loader's CPU pipeline
-// decodes them into the batch as before).
+// header); the decode thread that read the image then runs its host side
+// (prepare(): the hybrid backend's Huffman decode, and the hardware
+// backend's support check, which may move it to hybrid) with the host work
+// of its batch slot, and the upload thread queues one decode() per batch on
+// its stream: the device side only. Images routed to jpeg_backend::cpu
+// never reach the decoder (the loader's CPU pipeline decodes them into the
+// batch as before).
 #pragma once
 
 #include <cstddef>
@@ -47,6 +51,18 @@ struct jpeg_route {
   std::string_view why_cpu;
 };
 
+/// The host side of one image's decode, the decoder's own (nvJPEG: a
+/// decoder state, the pinned buffer the Huffman decode writes, the parsed
+/// stream, the decode parameters). One per batch slot, made once and
+/// reused: prepare() rewrites its pinned memory, so a slot's work is
+/// prepared again only once the copy decode() queued out of it is done
+/// (the loader's slab protocol: a slab comes back once its copy stream has
+/// passed its batch). No synchronization is needed for that.
+class jpeg_host_work {
+ public:
+  virtual ~jpeg_host_work() = default;
+};
+
 /// One image of a decode() call.
 struct jpeg_job {
   const std::uint8_t* data = nullptr;  ///< the whole file, host memory, valid until the stream passes the decode
@@ -59,6 +75,9 @@ struct jpeg_job {
   std::uint8_t* out = nullptr;  ///< device memory: region.width × region.height × 3, RGB interleaved
   std::size_t pitch = 0;        ///< bytes between rows of `out` (≥ region.width × 3)
   jpeg_backend backend = jpeg_backend::hardware;  ///< never cpu
+  /// The slot's host work (make_host_work), prepared or not (decode() then
+  /// runs the host side itself, on the calling thread). Required.
+  jpeg_host_work* work = nullptr;
 };
 
 /// decode() failed for the batch (a bitstream the decoder refused, an
@@ -83,11 +102,25 @@ class jpeg_decoder {
   [[nodiscard]] virtual jpeg_route route(const image::image_info& info) const noexcept = 0;
   /// Whether `b` decodes a region (else the stage asks for whole images).
   [[nodiscard]] virtual bool decodes_region(jpeg_backend b) const noexcept = 0;
-  /// Queues the decode of `jobs` on `s` (the calling thread may do host
-  /// work, the hybrid backend's Huffman decode). Returns without waiting
-  /// for the device. One thread at a time. Throws jpeg_decode_error (the
-  /// batch was refused, nothing written) or cuda_error (sticky: the device
-  /// is lost).
+  /// A slot's host work. Any thread (the device the decoder's).
+  [[nodiscard]] virtual std::unique_ptr<jpeg_host_work> make_host_work() = 0;
+  /// Decode threads, before the batch's decode(): the host side of `job`
+  /// into job.work (job.out is not read): the hardware backend's support
+  /// check and, for the hybrid backend, the Huffman decode. Returns the
+  /// backend that will decode it (nvJPEG moves an image the engines refuse
+  /// to hybrid); a backend with other decodes_region() than job.backend's
+  /// means the caller must plan the region again and prepare once more
+  /// with that backend. Concurrent calls with different works. Throws
+  /// jpeg_decode_error (the CPU decodes it) or cuda_error (sticky).
+  [[nodiscard]] virtual jpeg_backend prepare(const jpeg_job& job) = 0;
+  /// Queues the device side of `jobs` on `s`. A job whose work was not
+  /// prepared gets its host side here, on the calling thread (nvJPEG: on
+  /// the hybrid backend, which needs no support check); a job
+  /// queued by an earlier call since its work's prepare() (the stage's
+  /// retry after a refused call) is not queued again. Returns without
+  /// waiting for the device. One thread at a time. Throws jpeg_decode_error
+  /// (the call was refused: its jobs not yet queued are not) or cuda_error
+  /// (sticky: the device is lost).
   virtual void decode(std::span<const jpeg_job> jobs, stream_t s) = 0;
 };
 

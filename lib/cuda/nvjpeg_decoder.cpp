@@ -89,12 +89,31 @@ struct memory {
   }
 };
 
-// A pinned buffer of the hybrid backend and the event after the last copy
-// out of it (nvjpegDecodeJpegTransferToDevice reads it asynchronously).
-struct pinned_slot {
-  nvjpegBufferPinned_t buffer = nullptr;
-  cudaEvent_t copied = nullptr;
-  bool used = false;
+// A batch slot's host work (jpeg_decoder.hpp): the decoupled API's state,
+// with its own pinned buffer (nvjpegDecodeJpegHost writes the Huffman
+// decode's output there; nvjpegDecodeJpegTransferToDevice copies it out
+// asynchronously) and the decoder's shared device buffer attached, the
+// parsed stream and the decode parameters (its region). The pinned buffer
+// is rewritten only by the next prepare(), once the slot's slab has come
+// back, i.e. after the copy stream passed the transfer: no event to wait on.
+struct nvjpeg_work final : jpeg_host_work {
+  enum class stage : std::uint8_t { fresh, hardware, host_done, queued };
+  nvjpeg_api api;
+  nvjpegJpegState_t state = nullptr;
+  nvjpegBufferPinned_t pinned = nullptr;
+  nvjpegJpegStream_t stream = nullptr;
+  nvjpegDecodeParams_t params = nullptr;
+  stage at = stage::fresh;
+
+  explicit nvjpeg_work(const nvjpeg_api& a) : api(a) {}
+  ~nvjpeg_work() override {
+    if (params != nullptr) (void)api.decode_params_destroy(params);
+    if (stream != nullptr) (void)api.jpeg_stream_destroy(stream);
+    if (state != nullptr) (void)api.jpeg_state_destroy(state);
+    if (pinned != nullptr) (void)api.buffer_pinned_destroy(pinned);
+  }
+  nvjpeg_work(const nvjpeg_work&) = delete;
+  nvjpeg_work& operator=(const nvjpeg_work&) = delete;
 };
 
 class nvjpeg_decoder final : public jpeg_decoder {
@@ -124,16 +143,54 @@ class nvjpeg_decoder final : public jpeg_decoder {
   // whose region they refuse is decoded, region and all, by the hybrid one.
   bool decodes_region(jpeg_backend b) const noexcept override { return b != jpeg_backend::cpu; }
 
+  std::unique_ptr<jpeg_host_work> make_host_work() override {
+    make_current();
+    // The decoder state and pinned buffer come with the first hybrid image
+    // (decode_host): a slot that only ever takes the engines' has none.
+    auto w = std::make_unique<nvjpeg_work>(m_api);
+    check(m_api.jpeg_stream_create(m_handle, &w->stream), "nvjpegJpegStreamCreate", nullptr);
+    check(m_api.decode_params_create(m_handle, &w->params), "nvjpegDecodeParamsCreate", nullptr);
+    check(m_api.decode_params_set_output_format(w->params, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeParamsSetOutputFormat",
+          nullptr);
+    return w;
+  }
+
+  // The engines' support check (nvjpegJpegStreamParseHeader, host only, and
+  // nvjpegDecodeBatchedSupportedEx with the region: 0 means supported);
+  // what they refuse, and every hybrid image, gets its Huffman decode here.
+  // The handle and the decoder are shared by the threads (nvJPEG: "thread
+  // safe" across states); the state, stream and parameters are the work's.
+  jpeg_backend prepare(const jpeg_job& j) override {
+    validate(j, 0, false);
+    make_current();
+    auto& w = static_cast<nvjpeg_work&>(*j.work);
+    w.at = nvjpeg_work::stage::fresh;
+    set_region(w.params, j, nullptr);
+    if (j.backend == jpeg_backend::hardware && m_hardware) {
+      check(m_api.jpeg_stream_parse_header(m_handle, j.data, j.size, w.stream), "nvjpegJpegStreamParseHeader", nullptr);
+      int unsupported = 1;
+      check(m_api.decode_batched_supported_ex(m_handle, w.stream, w.params, &unsupported),
+            "nvjpegDecodeBatchedSupportedEx", nullptr);
+      if (unsupported == 0) {
+        w.at = nvjpeg_work::stage::hardware;
+        return jpeg_backend::hardware;
+      }
+    }
+    decode_host(j, w, nullptr);
+    return jpeg_backend::hybrid;
+  }
+
   void decode(std::span<const jpeg_job> jobs, stream_t stream) override {
     const auto s = static_cast<cudaStream_t>(stream);
-    int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess || current != m_device) cuda::check(cudaSetDevice(m_device), "cudaSetDevice");
+    make_current();
     std::vector<const jpeg_job*> hardware, hybrid;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-      validate(jobs[i], i);
-      (jobs[i].backend == jpeg_backend::hardware && m_hardware ? hardware : hybrid).push_back(&jobs[i]);
+      validate(jobs[i], i, true);
+      const auto& w = static_cast<const nvjpeg_work&>(*jobs[i].work);
+      if (w.at == nvjpeg_work::stage::queued) continue;  // a retry: queued by the refused call
+      (w.at == nvjpeg_work::stage::hardware ? hardware : hybrid).push_back(&jobs[i]);
     }
-    if (!hardware.empty()) decode_hardware(hardware, hybrid, s);
+    if (!hardware.empty()) decode_hardware(hardware, s);
     if (!hybrid.empty()) decode_hybrid(hybrid, s);
   }
 
@@ -176,62 +233,47 @@ class nvjpeg_decoder final : public jpeg_decoder {
       }
       check(m_api.jpeg_state_create(m_handle, &m_hw_state), "nvjpegJpegStateCreate", nullptr);
     }
-    check(m_api.jpeg_stream_create(m_handle, &m_probe), "nvjpegJpegStreamCreate", nullptr);
-    check(m_api.jpeg_stream_create(m_handle, &m_hybrid_stream), "nvjpegJpegStreamCreate", nullptr);
     // The decoupled API's decoder on the same handle, whatever its backend
     // (as DALI's nvJPEG decoder does: one handle, hardware where possible,
     // with hybrid decoders created from it).
     check(m_api.decoder_create(m_handle, NVJPEG_BACKEND_HYBRID, &m_hybrid), "nvjpegDecoderCreate(NVJPEG_BACKEND_HYBRID)",
           nullptr);
-    check(m_api.decoder_state_create(m_handle, m_hybrid, &m_hybrid_state), "nvjpegDecoderStateCreate", nullptr);
+    // One device buffer for every work's state: only the upload thread's
+    // device stages use it, one image after the other on its stream.
     check(m_api.buffer_device_create_v2(m_handle, &m_device_allocator, &m_device_buffer), "nvjpegBufferDeviceCreateV2",
-          nullptr);
-    check(m_api.state_attach_device_buffer(m_hybrid_state, m_device_buffer), "nvjpegStateAttachDeviceBuffer", nullptr);
-    check(m_api.decode_params_create(m_handle, &m_hybrid_params), "nvjpegDecodeParamsCreate", nullptr);
-    check(m_api.decode_params_set_output_format(m_hybrid_params, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeParamsSetOutputFormat",
           nullptr);
   }
 
   // Frees everything, whatever open() got to; the work queued is done.
   void close() noexcept {
-    for (pinned_slot& p : m_slots) {
-      if (p.copied != nullptr) {
-        (void)cudaEventSynchronize(p.copied);
-        (void)cudaEventDestroy(p.copied);
-      }
-      if (p.buffer != nullptr) (void)m_api.buffer_pinned_destroy(p.buffer);
-    }
-    m_slots.clear();
-    for (nvjpegDecodeParams_t p : m_hw_params) (void)m_api.decode_params_destroy(p);
-    m_hw_params.clear();
-    if (m_hybrid_params != nullptr) (void)m_api.decode_params_destroy(m_hybrid_params);
-    if (m_hybrid_state != nullptr) (void)m_api.jpeg_state_destroy(m_hybrid_state);
     if (m_device_buffer != nullptr) (void)m_api.buffer_device_destroy(m_device_buffer);
     if (m_hybrid != nullptr) (void)m_api.decoder_destroy(m_hybrid);
-    if (m_hybrid_stream != nullptr) (void)m_api.jpeg_stream_destroy(m_hybrid_stream);
-    if (m_probe != nullptr) (void)m_api.jpeg_stream_destroy(m_probe);
     if (m_hw_state != nullptr) (void)m_api.jpeg_state_destroy(m_hw_state);
     if (m_handle != nullptr) (void)m_api.destroy(m_handle);
     // Outstanding stream-ordered frees complete first: the pool is released
     // once they have (cudaMemPoolDestroy's documented behaviour).
     if (m_memory.pool != nullptr) (void)cudaMemPoolDestroy(m_memory.pool);
-    m_hybrid_params = nullptr;
-    m_hybrid_state = nullptr;
     m_device_buffer = nullptr;
     m_hybrid = nullptr;
-    m_hybrid_stream = m_probe = nullptr;
     m_hw_state = nullptr;
     m_handle = nullptr;
     m_memory.pool = nullptr;
   }
 
-  static void validate(const jpeg_job& j, std::size_t i) {
+  void make_current() const {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != m_device) cuda::check(cudaSetDevice(m_device), "cudaSetDevice");
+  }
+
+  // `out`: decode() writes job.out (prepare() does not).
+  static void validate(const jpeg_job& j, std::size_t i, bool out) {
     const auto& r = j.region;
-    const bool ok = j.data != nullptr && j.size > 0 && j.out != nullptr && j.backend != jpeg_backend::cpu && !r.empty() &&
+    const bool ok = j.data != nullptr && j.size > 0 && (j.out != nullptr || !out) && j.work != nullptr &&
+                    j.backend != jpeg_backend::cpu && !r.empty() &&
                     r.top >= 0 && r.left >= 0 && r.bottom() <= j.info.height && r.right() <= j.info.width &&
-                    j.pitch >= static_cast<std::size_t>(r.width) * 3;
-    if (!ok) throw jpeg_decode_error("nvJPEG decode: job " + std::to_string(i) + " is malformed (no data or output, a cpu "
-                                     "route, or a region outside the image or wider than the pitch)");
+                    (j.pitch >= static_cast<std::size_t>(r.width) * 3 || !out);
+    if (!ok) throw jpeg_decode_error("nvJPEG decode: job " + std::to_string(i) + " is malformed (no data, output or work, a "
+                                     "cpu route, or a region outside the image or wider than the pitch)");
   }
 
   // The job's output and region: interleaved RGB (NVJPEG_OUTPUT_RGBI writes
@@ -251,79 +293,69 @@ class nvjpeg_decoder final : public jpeg_decoder {
     return d;
   }
 
-  // One nvjpegDecodeBatchedEx for every job the engines support: each
-  // header parsed (nvjpegJpegStreamParseHeader, host only) and asked
-  // (nvjpegDecodeBatchedSupportedEx: 0 means supported) with its region;
-  // the others join the hybrid list.
-  void decode_hardware(const std::vector<const jpeg_job*>& jobs, std::vector<const jpeg_job*>& hybrid, cudaStream_t s) {
+  // One nvjpegDecodeBatchedEx for the jobs prepare() found the engines
+  // support, each with its work's parameters (its region).
+  void decode_hardware(const std::vector<const jpeg_job*>& jobs, cudaStream_t s) {
     m_data.clear();
     m_sizes.clear();
     m_out.clear();
-    while (m_hw_params.size() < jobs.size()) {
-      nvjpegDecodeParams_t p = nullptr;
-      check(m_api.decode_params_create(m_handle, &p), "nvjpegDecodeParamsCreate", s);
-      m_hw_params.push_back(p);
-      check(m_api.decode_params_set_output_format(p, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeParamsSetOutputFormat", s);
-    }
+    m_params.clear();
     for (const jpeg_job* j : jobs) {
-      nvjpegDecodeParams_t p = m_hw_params[m_data.size()];
-      set_region(p, *j, s);
-      check(m_api.jpeg_stream_parse_header(m_handle, j->data, j->size, m_probe), "nvjpegJpegStreamParseHeader", s);
-      int unsupported = 1;
-      check(m_api.decode_batched_supported_ex(m_handle, m_probe, p, &unsupported), "nvjpegDecodeBatchedSupportedEx", s);
-      if (unsupported != 0) {
-        hybrid.push_back(j);
-        continue;
-      }
       m_data.push_back(j->data);
       m_sizes.push_back(j->size);
       m_out.push_back(destination(*j));
+      m_params.push_back(static_cast<nvjpeg_work&>(*j->work).params);
     }
-    if (m_data.empty()) return;
     // "Should be called once for decoding batches of this specific size,
     // also use to reset failed batches" (nvjpeg.h): every call, as the
     // size varies; one CPU thread (the caller's).
     check(m_api.decode_batched_initialize(m_handle, m_hw_state, static_cast<int>(m_data.size()), 1, NVJPEG_OUTPUT_RGBI),
           "nvjpegDecodeBatchedInitialize", s);
-    check(m_api.decode_batched_ex(m_handle, m_hw_state, m_data.data(), m_sizes.data(), m_out.data(), m_hw_params.data(), s),
+    check(m_api.decode_batched_ex(m_handle, m_hw_state, m_data.data(), m_sizes.data(), m_out.data(), m_params.data(), s),
           "nvjpegDecodeBatchedEx", s);
+    for (const jpeg_job* j : jobs) static_cast<nvjpeg_work&>(*j->work).at = nvjpeg_work::stage::queued;
   }
 
-  // The decoupled API, image by image: nvjpegJpegStreamParse,
-  // nvjpegDecodeJpegHost (Huffman on this thread, into the pinned buffer
-  // attached to the state), nvjpegDecodeJpegTransferToDevice (an async copy
-  // out of that buffer on `s`) and nvjpegDecodeJpegDevice (on `s`). The
-  // state and device buffer are reused in stream order; each image gets a
-  // pinned buffer of a ring at least twice the call's size, reused once the
-  // event after its copy has passed, so the host waits only when the device
-  // is a whole call behind (as DALI's nvJPEG decoder does per image).
-  void decode_hybrid(const std::vector<const jpeg_job*>& jobs, cudaStream_t s) {
-    while (m_slots.size() < 2 * jobs.size()) {
-      pinned_slot slot;
-      check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &slot.buffer), "nvjpegBufferPinnedCreateV2", s);
-      if (const cudaError_t e = cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming); e != cudaSuccess) {
-        (void)m_api.buffer_pinned_destroy(slot.buffer);
-        cuda::check(e, "cudaEventCreateWithFlags");
+  // The decoupled API's host stage into the work: nvjpegJpegStreamParse and
+  // nvjpegDecodeJpegHost (Huffman on this thread, into the work's pinned
+  // buffer), the work's state and pinned buffer made on its first use.
+  void decode_host(const jpeg_job& j, nvjpeg_work& w, cudaStream_t s) {
+    if (w.state == nullptr) {
+      if (w.pinned == nullptr)
+        check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &w.pinned), "nvjpegBufferPinnedCreateV2", s);
+      nvjpegJpegState_t state = nullptr;
+      check(m_api.decoder_state_create(m_handle, m_hybrid, &state), "nvjpegDecoderStateCreate", s);
+      try {
+        check(m_api.state_attach_pinned_buffer(state, w.pinned), "nvjpegStateAttachPinnedBuffer", s);
+        check(m_api.state_attach_device_buffer(state, m_device_buffer), "nvjpegStateAttachDeviceBuffer", s);
+      } catch (...) {
+        (void)m_api.jpeg_state_destroy(state);
+        throw;
       }
-      m_slots.push_back(slot);
+      w.state = state;
     }
+    check(m_api.jpeg_stream_parse(m_handle, j.data, j.size, 0, 0, w.stream), "nvjpegJpegStreamParse", s);
+    check(m_api.decode_jpeg_host(m_handle, m_hybrid, w.state, w.params, w.stream), "nvjpegDecodeJpegHost", s);
+    w.at = nvjpeg_work::stage::host_done;
+  }
+
+  // Its device stages, image by image, on `s`:
+  // nvjpegDecodeJpegTransferToDevice (an async copy out of the work's
+  // pinned buffer into the shared device buffer) and nvjpegDecodeJpegDevice.
+  // A work not prepared (or prepared for the engines) gets its host stage
+  // here. Nothing waits: the pinned buffer is the slot's (nvjpeg_work).
+  void decode_hybrid(const std::vector<const jpeg_job*>& jobs, cudaStream_t s) {
     for (const jpeg_job* j : jobs) {
-      pinned_slot& slot = m_slots[m_next_slot];
-      m_next_slot = (m_next_slot + 1) % m_slots.size();
-      if (slot.used && cudaEventQuery(slot.copied) == cudaErrorNotReady) {
-        cuda::check(cudaEventSynchronize(slot.copied), "cudaEventSynchronize");
+      auto& w = static_cast<nvjpeg_work&>(*j->work);
+      if (w.at != nvjpeg_work::stage::host_done) {
+        set_region(w.params, *j, s);
+        decode_host(*j, w, s);
       }
-      check(m_api.state_attach_pinned_buffer(m_hybrid_state, slot.buffer), "nvjpegStateAttachPinnedBuffer", s);
-      set_region(m_hybrid_params, *j, s);
-      check(m_api.jpeg_stream_parse(m_handle, j->data, j->size, 0, 0, m_hybrid_stream), "nvjpegJpegStreamParse", s);
-      check(m_api.decode_jpeg_host(m_handle, m_hybrid, m_hybrid_state, m_hybrid_params, m_hybrid_stream),
-            "nvjpegDecodeJpegHost", s);
-      check(m_api.decode_jpeg_transfer_to_device(m_handle, m_hybrid, m_hybrid_state, m_hybrid_stream, s),
+      check(m_api.decode_jpeg_transfer_to_device(m_handle, m_hybrid, w.state, w.stream, s),
             "nvjpegDecodeJpegTransferToDevice", s);
-      cuda::check(cudaEventRecord(slot.copied, s), "cudaEventRecord");
-      slot.used = true;
       nvjpegImage_t out = destination(*j);
-      check(m_api.decode_jpeg_device(m_handle, m_hybrid, m_hybrid_state, &out, s), "nvjpegDecodeJpegDevice", s);
+      check(m_api.decode_jpeg_device(m_handle, m_hybrid, w.state, &out, s), "nvjpegDecodeJpegDevice", s);
+      w.at = nvjpeg_work::stage::queued;  // (a retry transfers again: the pinned buffer is unchanged)
     }
   }
 
@@ -351,24 +383,16 @@ class nvjpeg_decoder final : public jpeg_decoder {
   bool m_hardware = false;
   int m_engines = 0;
 
-  // hardware: the batched state, a parsed header for the support check,
-  // decode parameters per image (grow-only) and the call's arrays.
+  // hardware: the batched state and the call's arrays.
   nvjpegJpegState_t m_hw_state = nullptr;
-  nvjpegJpegStream_t m_probe = nullptr;
-  std::vector<nvjpegDecodeParams_t> m_hw_params;
   std::vector<const unsigned char*> m_data;
   std::vector<std::size_t> m_sizes;
   std::vector<nvjpegImage_t> m_out;
+  std::vector<nvjpegDecodeParams_t> m_params;
 
-  // hybrid: the decoder, its state and device buffer, the parsed stream,
-  // the parameters, and the ring of pinned buffers.
+  // hybrid: the decoder and the device buffer its works share.
   nvjpegJpegDecoder_t m_hybrid = nullptr;
-  nvjpegJpegState_t m_hybrid_state = nullptr;
   nvjpegBufferDevice_t m_device_buffer = nullptr;
-  nvjpegJpegStream_t m_hybrid_stream = nullptr;
-  nvjpegDecodeParams_t m_hybrid_params = nullptr;
-  std::vector<pinned_slot> m_slots;
-  std::size_t m_next_slot = 0;
 };
 
 }  // namespace

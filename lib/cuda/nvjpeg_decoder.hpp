@@ -4,15 +4,21 @@
 // one file that includes nvjpeg.h. Routing: nvjpeg_route.hpp.
 //
 // Two backends on one nvJPEG handle:
-//   hardware  the GPU's JPEG engines (NVJPEG_BACKEND_HARDWARE): one
-//             nvjpegDecodeBatchedEx call per decode(), a region per image;
-//   hybrid    the decoupled API with NVJPEG_BACKEND_HYBRID (Huffman on the
-//             calling thread, the rest on the stream), a region per image.
+//   hardware  the GPU's JPEG engines (NVJPEG_BACKEND_HARDWARE): prepare()
+//             asks them (nvjpegDecodeBatchedSupportedEx) on the decode
+//             thread; one nvjpegDecodeBatchedEx per decode(), a region per
+//             image;
+//   hybrid    the decoupled API with NVJPEG_BACKEND_HYBRID, a region per
+//             image: the Huffman decode (nvjpegDecodeJpegHost) in
+//             prepare(), on the decode thread, into the slot's own state
+//             and pinned buffer; decode() queues the transfer and the
+//             device stage on the stream.
 // Memory: nvJPEG's device buffers come from a CUDA memory pool of the
 // decoder's own (stream-ordered cudaMallocFromPoolAsync / cudaFreeAsync)
-// that keeps what it once held, pinned buffers from cudaHostAlloc; nvJPEG
-// reallocates only when an image needs more than it holds, so a steady
-// epoch allocates nothing. Both count against the memory budget.
+// that keeps what it once held, pinned buffers (one per batch slot that
+// took a hybrid image) from cudaHostAlloc; nvJPEG reallocates only when an
+// image needs more than it holds, so a steady epoch allocates nothing and
+// nothing waits for the device. Both count against the memory budget.
 #pragma once
 
 #include <cstddef>

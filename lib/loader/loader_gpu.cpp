@@ -74,7 +74,11 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   g.backend = r.backend;
   if (!m_stage->keep_file(g, bytes)) return false;  // the files' share of memory_budget is full
   try {
-    m_stage->plan_resize(g);  // here, so the upload thread only copies the coefficients
+    // Here, so the upload thread only copies the coefficients.
+    if (!m_stage->plan_resize(g)) return false;  // the plans' share of memory_budget is full
+    // The decoder's host side here too (the hybrid backend's Huffman
+    // decode): the upload thread only queues the device side.
+    if (!m_stage->prepare(g)) return false;  // refused: the CPU decodes it
   } catch (...) {
     g.backend = cuda::jpeg_backend::cpu;  // the sample fails; nothing of it goes to the GPU
     throw;
@@ -125,6 +129,7 @@ gpu_decode_stats loader_core::gpu_stats() const {
   g.cpu_ns = c.cpu_ns;
   g.fallbacks = c.fallbacks;
   g.cpu_reasons = c.cpu_reasons;
+  g.slot_bytes = c.slot_bytes;
   return g;
 }
 

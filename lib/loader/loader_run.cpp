@@ -248,6 +248,9 @@ task<> loader_core::work(std::shared_ptr<run> r) {
           const image::image_view pixels{px.data + index * row * static_cast<std::size_t>(px.height), px.width,
                                          px.height, px.channels, static_cast<std::ptrdiff_t>(row)};
           m_plan.pipe.apply_pixels(ws, pixels, name, sample, out);
+        } else if (m_stage) {
+          // gpu_route read its header to route it: not read again.
+          m_plan.pipe.apply(ws, bytes, s.gpu[slot].info, name, sample, out);
         } else {
           m_plan.pipe.apply(ws, bytes, name, sample, out);
         }
@@ -352,6 +355,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       }
       if (!deliver || gpu_failed) {
         const std::exception_ptr error = gpu_failed ? gpu_failed : s.error;
+        m_stage->settle(m_uploader->copy_stream());  // the decoder's reads of the slots' works are done
         m_memory->give_back(&s);
         m_memory->give_back_buffer(*b);
         if (!error) continue;  // every sample of the batch failed and was skipped
@@ -392,6 +396,7 @@ task<> loader_core::upload(std::shared_ptr<run> r) {
       }
       if (failed) {
         // enqueue threw: its callback will not run, the slab is ours again.
+        if (m_stage) m_stage->settle(m_uploader->copy_stream());
         m_memory->give_back(&s);
         m_memory->give_back_buffer(*b);
         delivery e;

@@ -156,6 +156,7 @@ std::string loader_stats::json() const {
                        {"gpu_s", static_cast<double>(g.gpu_ns) * 1e-9},
                        {"cpu_s", static_cast<double>(g.cpu_ns) * 1e-9},
                        {"fallbacks", g.fallbacks},
+                       {"slot_bytes", g.slot_bytes},
                        {"cpu_reasons", std::move(cpu_reasons)}};
   if (cache)
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},

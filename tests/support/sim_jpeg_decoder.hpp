@@ -5,15 +5,21 @@
 // asked region into "device" memory (host memory on the sim device). So
 // its pixels are the CPU path's full-size decode, and a GPU-decoding loader
 // must give exact mode's bytes. Refusals and device loss are injectable.
+// prepare() plays nvJPEG's host side: the engines refusing wide images
+// (moved to hybrid, as nvjpegDecodeBatchedSupported's "no"), the hybrid
+// Huffman decode's thread, and a check that no slot's host work is
+// prepared again while the decode queued out of it is still pending.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/jpeg_decoder.hpp"
@@ -25,6 +31,10 @@ struct sim_decoder_settings {
   bool hardware_regions = true;  ///< the hardware backend decodes regions (else whole images)
   bool hybrid_regions = true;
   int engines = 7;
+  /// prepare() moves hardware images wider than this to hybrid (0: none).
+  int hardware_max_width = 0;
+  /// Each image's decode on the stream takes at least this long.
+  std::chrono::microseconds decode_time{0};
 };
 
 class sim_jpeg_decoder final : public cuda::jpeg_decoder {
@@ -36,7 +46,13 @@ class sim_jpeg_decoder final : public cuda::jpeg_decoder {
     std::atomic<std::size_t> refused{0};     ///< calls that threw jpeg_decode_error
     std::atomic<std::size_t> decoded{0};     ///< images written
     std::atomic<std::size_t> whole{0};       ///< of them, whole images
+    std::atomic<std::size_t> prepared{0};    ///< prepare() calls
+    std::atomic<std::size_t> moved{0};       ///< hardware images prepare() moved to hybrid
+    std::atomic<std::size_t> host_stages{0};     ///< hybrid host stages run by prepare()
+    std::atomic<std::size_t> host_in_decode{0};  ///< hybrid host stages run inside a decode() call
+    std::atomic<std::size_t> reused_early{0};    ///< works prepared again before their queued decode ran
     std::mutex mutex;
+    std::set<std::thread::id> host_threads;  ///< where prepare() ran host stages (guarded)
     std::set<std::size_t> poisoned_sizes;  ///< a call holding a file of such a size is refused (guarded)
     bool lose_device = false;              ///< the next call throws a sticky cuda_error (guarded)
   };
@@ -47,6 +63,8 @@ class sim_jpeg_decoder final : public cuda::jpeg_decoder {
   [[nodiscard]] int hardware_engines() const noexcept override { return m_settings.engines; }
   [[nodiscard]] cuda::jpeg_route route(const image::image_info& info) const noexcept override;
   [[nodiscard]] bool decodes_region(cuda::jpeg_backend b) const noexcept override;
+  [[nodiscard]] std::unique_ptr<cuda::jpeg_host_work> make_host_work() override;
+  [[nodiscard]] cuda::jpeg_backend prepare(const cuda::jpeg_job& job) override;
   void decode(std::span<const cuda::jpeg_job> jobs, cuda::stream_t s) override;
 
   /// Installs a factory making this decoder for `dev` (scope: until the

@@ -279,6 +279,11 @@ class pipeline {
   /// std::invalid_argument (dst of the wrong size).
   sample_result apply(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                       const sample_key& key, std::span<std::byte> dst) const;
+  /// apply() for bytes whose header the caller has read (`header`:
+  /// decoder::read_info's for `encoded`, a router's, say): the same
+  /// result, without reading the header again.
+  sample_result apply(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_info& header,
+                      std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
 
   /// apply() for an image already decoded (an in-memory dataset, CIFAR's
   /// or MNIST's arrays): `pixels` is RGB (3 channels) or L (1), always
@@ -335,8 +340,10 @@ class pipeline {
   enum class geometry : std::uint8_t { none, resize_shorter, resize_exact, random_resized_crop };
 
   void check_can_add(int stage, const char* what) const;
+  // `header`: read_info's for `encoded`, or null (read here when needed).
   sample_result apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_rows* pixels,
-                          std::string_view name, const sample_key& key, std::span<std::byte> dst) const;
+                          std::string_view name, const sample_key& key, std::span<std::byte> dst,
+                          const image_info* header = nullptr) const;
   frame_shape head_frame() const noexcept;
   void run_output_ops(const output_shape& shape, const sample_key& key, std::span<std::byte> dst) const;
   // The appended ops from `first` on the head frame in `ws`; returns that frame.
@@ -353,7 +360,7 @@ class pipeline {
   // The list ops run_crop_region stands for: ToImage, RandomResizedCrop.
   static constexpr std::size_t crop_region_ops = 2;
   bool run_crop_region(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
-                       const sample_key& key, sample_result& result) const;
+                       const sample_key& key, sample_result& result, const image_info* header = nullptr) const;
 
   geometry m_geometry = geometry::none;
   size2 m_size{};          // resize_exact / random_resized_crop output size

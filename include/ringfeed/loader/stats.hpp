@@ -107,6 +107,9 @@ struct gpu_decode_stats {
   std::uint64_t fallbacks = 0;
   /// Why images went to the CPU ("progressive", "not a JPEG", ...), with counts.
   std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+  /// Host memory the batch slots hold for the GPU route, within
+  /// memory_budget: the files kept for the decoder and the resize plans.
+  std::uint64_t slot_bytes = 0;
 };
 
 struct loader_stats {

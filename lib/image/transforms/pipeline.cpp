@@ -250,10 +250,10 @@ void load_pixels(image_view pixels, image_buffer& source) {
 }
 
 // `pixels` non-null: the image is already decoded (apply_pixels), and
-// `encoded` is unused.
+// `encoded` is unused. `header` non-null: read_info's for `encoded`.
 sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std::byte> encoded,
                        std::string_view name, const sample_key& key, std::span<std::byte> dst, bool to_head,
-                       const image_rows* pixels = nullptr) {
+                       const image_rows* pixels = nullptr, const image_info* header = nullptr) {
   run_context run{w.dec, w.rs, w.source, w.window, recipe, to_head};
   const auto out_span = [&](const sample_plan& plan) {
     if (!to_head) return dst;
@@ -276,7 +276,7 @@ sample_result run_head(const pipeline& recipe, head_parts w, std::span<const std
     return result;
   }
   if (recipe.mode() == pipeline_mode::fast) {
-    result.info = w.dec.read_info(encoded, name);
+    result.info = header != nullptr ? *header : w.dec.read_info(encoded, name);
     const bool rotate = recipe.decoding().apply_exif_orientation && result.info.orientation != 1;
     if (result.info.format == image_format::jpeg && !rotate) {
       result.plan = recipe.plan({result.info.width, result.info.height}, key);
@@ -331,6 +331,11 @@ sample_result pipeline::apply(pipeline_workspace& ws, std::span<const std::byte>
   return apply_any(ws, encoded, nullptr, name, key, dst);
 }
 
+sample_result pipeline::apply(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_info& header,
+                              std::string_view name, const sample_key& key, std::span<std::byte> dst) const {
+  return apply_any(ws, encoded, nullptr, name, key, dst, &header);
+}
+
 sample_result pipeline::apply_pixels(pipeline_workspace& ws, image_view pixels, std::string_view name,
                                      const sample_key& key, std::span<std::byte> dst) const {
   return apply_pixel_rows(ws, image_rows::whole(pixels), name, key, dst);
@@ -355,30 +360,31 @@ std::pair<int, int> pipeline::rows_read(size2 source, const sample_key& key) con
 }
 
 sample_result pipeline::apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_rows* pixels,
-                                  std::string_view name, const sample_key& key, std::span<std::byte> dst) const {
+                                  std::string_view name, const sample_key& key, std::span<std::byte> dst,
+                                  const image_info* header) const {
   if (const auto fixed = fixed_shape()) check_dst(*fixed, dst);
   pipeline_workspace::impl& w = *ws.m_impl;
   if (m_tail.empty()) {
     sample_result result =
-        run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false, pixels);
+        run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, false, pixels, header);
     if (!m_output_ops.empty()) run_output_ops(shape_for(result.plan.source), key, dst);
     return result;
   }
   sample_result result;
-  if (m_crop_region && pixels == nullptr && run_crop_region(ws, encoded, name, key, result)) {
+  if (m_crop_region && pixels == nullptr && run_crop_region(ws, encoded, name, key, result, header)) {
     run_tail(ws, name, key, dst, crop_region_ops);
     return result;
   }
-  result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels);
+  result = run_head(*this, {w.dec, w.rs, w.source, w.window, w.head}, encoded, name, key, dst, true, pixels, header);
   run_tail(ws, name, key, dst);
   return result;
 }
 
 bool pipeline::run_crop_region(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
-                               const sample_key& key, sample_result& result) const {
+                               const sample_key& key, sample_result& result, const image_info* header) const {
   if (m_mode != pipeline_mode::fast) return false;  // exact: the literal full decode, as for a PIL image
   pipeline_workspace::impl& w = *ws.m_impl;
-  const image_info info = w.dec.read_info(encoded, name);
+  const image_info info = header != nullptr ? *header : w.dec.read_info(encoded, name);
   if (info.format != image_format::jpeg || (m_decode.apply_exif_orientation && info.orientation != 1)) return false;
   // The draws of RandomResizedCrop's run() on the full decode: its stream,
   // the image's size (the header's: no rotation).
