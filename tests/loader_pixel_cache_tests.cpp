@@ -67,8 +67,9 @@ TEST_CASE("cache=pixels: epoch 0 fills, later epochs hit, batches equal exact mo
   }
   {
     // A later loader (a later run, another rank) reads what the first wrote.
-    loader later(one_epoch);
+    // The clock starts before the loader: it reads ahead from its start.
     const auto t0 = std::chrono::steady_clock::now();
+    loader later(one_epoch);
     require_same_batches(drain_epoch(later), want[0]);
     const auto wall = std::chrono::steady_clock::now() - t0;
     const auto p = later.stats().pixels;
