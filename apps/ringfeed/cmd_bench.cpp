@@ -515,14 +515,12 @@ int run_loader_bench(const bench_options& opt) {
                   static_cast<double>(st.cache_bytes) / 1e6);
     if (st.pixel_cache) {
       const pixel_cache_stats& p = st.pixels;
-      const double busy_s = static_cast<double>(p.read_busy_ns) / 1e9;
       std::printf("  pixel cache %s/pixels: %llu hits, %llu misses (hit rate %.1f%%), %llu stored, %llu entries, "
                   "%.1f MB held, read at %.0f MB/s, %.2f ms per read%s\n",
                   opt.cache_dir.c_str(), static_cast<unsigned long long>(p.hits),
                   static_cast<unsigned long long>(p.misses), 100 * p.hit_rate(),
                   static_cast<unsigned long long>(p.stores), static_cast<unsigned long long>(p.entries),
-                  static_cast<double>(p.bytes) / 1e6, busy_s > 0 ? static_cast<double>(p.bytes_read) / 1e6 / busy_s : 0.0,
-                  p.hits > 0 ? static_cast<double>(p.read_ns) / 1e6 / static_cast<double>(p.hits) : 0.0,
+                  static_cast<double>(p.bytes) / 1e6, p.read_mb_per_s(), p.read_ms(),
                   p.direct ? " (O_DIRECT)" : "");
       if (!p.filling) std::printf("    not filling: %s\n", p.reason.c_str());
     }

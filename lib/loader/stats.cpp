@@ -164,7 +164,6 @@ std::string loader_stats::json() const {
                     {"dropped", cache_dropped}};
   if (pixel_cache) {
     const pixel_cache_stats& p = pixels;
-    const double busy_s = static_cast<double>(p.read_busy_ns) / 1e9;
     const std::uint64_t held = p.entries == 0 ? 0 : p.bytes / p.entries;
     out["pixel_cache"] = {{"hits", p.hits},
                           {"misses", p.misses},
@@ -179,10 +178,8 @@ std::string loader_stats::json() const {
                           {"max_bytes", p.max_bytes},
                           {"bytes_read", p.bytes_read},
                           {"resident_reads", p.resident_reads},
-                          // the cache's read bandwidth: bytes over the time any read was in flight
-                          {"read_mb_per_s", busy_s > 0 ? static_cast<double>(p.bytes_read) / 1e6 / busy_s : 0.0},
-                          // one hit's read, mean (a ring read's latency, or a page-cache copy)
-                          {"read_ms", p.hits > 0 ? static_cast<double>(p.read_ns) / 1e6 / static_cast<double>(p.hits) : 0.0},
+                          {"read_mb_per_s", p.read_mb_per_s()},
+                          {"read_ms", p.read_ms()},
                           {"filling", p.filling},
                           {"direct", p.direct},
                           {"reason", p.reason}};

@@ -86,6 +86,14 @@ struct pixel_cache_stats {
   [[nodiscard]] double hit_rate() const noexcept {
     return hits + misses == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(hits + misses);
   }
+  /// The cache's read bandwidth: bytes_read over read_busy_ns, in MB/s; 0 before a read.
+  [[nodiscard]] double read_mb_per_s() const noexcept {
+    return read_busy_ns > 0 ? static_cast<double>(bytes_read) / 1e6 / (static_cast<double>(read_busy_ns) / 1e9) : 0.0;
+  }
+  /// One hit's read, mean, in ms; 0 before a hit.
+  [[nodiscard]] double read_ms() const noexcept {
+    return hits > 0 ? static_cast<double>(read_ns) / 1e6 / static_cast<double>(hits) : 0.0;
+  }
 };
 
 /// Where images were decoded (loader_options::decode) and, with the GPU,
