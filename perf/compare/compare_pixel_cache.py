@@ -70,6 +70,15 @@ def run_json(cmd, whole=False):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def emit(result, out):
+    """Prints `result` as JSON, and writes it to `out` when given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        with open(out, "w") as fh:
+            fh.write(text + "\n")
+
+
 def drop_caches():
     subprocess.run(["sync"], check=True)
     with open("/proc/sys/vm/drop_caches", "w") as fh:
@@ -108,12 +117,7 @@ def main():
         sys.exit("needs build/release (or default)/bin/ringfeed and perf/decode_limit: "
                  "cmake --build --preset release")
     if args.disk_only:
-        text = json.dumps({"disk_cost": disk_cost(args)}, indent=2)
-        print(text)
-        if args.out:
-            with open(args.out, "w") as fh:
-                fh.write(text + "\n")
-        return
+        return emit({"disk_cost": disk_cost(args)}, args.out)
     if not args.source:
         args.source = photo_set.ensure_photo_set("/tmp/rf-photos3000", args.images)
     own_dir = args.cache_dir is None
@@ -126,13 +130,7 @@ def main():
         build_s = time.time() - t0
         info = run_json([args.ringfeed, "cache", "info", cache, "--json"])
         if args.cold_only:
-            text = json.dumps({"source": args.source, "threads": args.threads, "cold": cold(args, cache, info)},
-                              indent=2)
-            print(text)
-            if args.out:
-                with open(args.out, "w") as fh:
-                    fh.write(text + "\n")
-            return
+            return emit({"source": args.source, "threads": args.threads, "cold": cold(args, cache, info)}, args.out)
         contenders = {
             "bare decode": lambda: run_json([args.decode_limit, args.source, "--threads", str(args.threads),
                                              "--seconds", "5", "--files", str(args.images)])["images_per_s"],
@@ -181,11 +179,7 @@ def main():
                               "uint8": result["ratios"]["pixel cache, uint8 / bare decode"] >= 3}
         if not args.no_cold:
             result["cold"] = cold(args, cache, info)
-        text = json.dumps(result, indent=2)
-        print(text)
-        if args.out:
-            with open(args.out, "w") as fh:
-                fh.write(text + "\n")
+        emit(result, args.out)
     finally:
         shutil.rmtree(fill_dir, ignore_errors=True)
         if own_dir:
