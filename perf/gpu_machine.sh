@@ -49,14 +49,18 @@
 #                 draft() on the large ones; the GPU decode's accuracy
 #         decode_train  perf/gpu/train_gpu.py --loaders ringfeed with
 #                 --decode gpu and cpu: ResNet-50, then ResNet-18 at 176
-#         all     the eight in order (default; the full run takes longer
+#         cache_train  perf/gpu/train_gpu.py --loaders ringfeed,ringfeed_pixels
+#                 (issue 40): the same loop fed with a warm pixel cache beside
+#                 the uncached run, CPU decode: ResNet-50, then ResNet-18 at 176
+#         all     the nine in order (default; the full run takes longer
 #                 than one 10-minute command: run a few steps per command there)
 #       each step under `timeout 540` (9 minutes; each reuses the build
 #       before it). RESULTS gets plain files: summary.txt (the
 #       machine and every step's status so far, kept across steps in
 #       build/gpu-deps) and build.log, tests.txt, goldens.txt, h2d_bench.txt,
 #       h2d_bench.json, train_gpu.txt, train_gpu.json, decode_gpu.txt,
-#       decode_gpu.json, decode_train.txt, decode_train_{resnet50,resnet18}_{gpu,cpu}.json.
+#       decode_gpu.json, decode_train.txt, decode_train_{resnet50,resnet18}_{gpu,cpu}.json,
+#       cache_train.txt, cache_train_{resnet50,resnet18}.json.
 #       RINGFEED_CUDA=OFF builds without CUDA; --targets all builds every
 #       target and --step-limit S changes the 540 s (the self-test does both);
 #       --build-dir D builds in D instead of build/gpu-deps.
@@ -121,8 +125,9 @@ IFS=, read -ra steps <<<"$step_name"
 [ "${#steps[@]}" -gt 0 ] || { echo "gpu_machine: --step needs at least one step" >&2; exit 2; }
 for s in "${steps[@]}"; do
   case "$s" in
-    build|tests|goldens|bench|train|node|decode|decode_train|all) ;;
-    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train, node, decode, decode_train or all" \
+    build|tests|goldens|bench|train|node|decode|decode_train|cache_train|all) ;;
+    *) echo "gpu_machine: --step takes build, tests, goldens, bench, train, node, decode, decode_train," \
+         "cache_train or all" \
          "(comma-separated), not '$s'" >&2
        exit 2 ;;
   esac
@@ -307,6 +312,16 @@ if [ -n "$deps" ]; then
     done
     return "$rc"
   }
+  deps_cache_train() {  # issue 40: a real model fed from a warm pixel cache, beside the uncached loader
+    local args=(--steps 60 --warmup 15) rc=0
+    [ "$quick" = 1 ] && args=(--steps 30 --warmup 10)
+    local common=("${args[@]}" --loaders ringfeed,ringfeed_pixels --decode cpu --ringfeed "$bdir/bin/ringfeed"
+                  --python-path "$bdir/python" --pixel-cache-dir "$here/build/gpu-machine/pixel-cache")
+    "$py" perf/gpu/train_gpu.py "${common[@]}" --json "$out/cache_train_resnet50.json" || rc=$?
+    "$py" perf/gpu/train_gpu.py "${common[@]}" --model resnet18 --size 176 --json "$out/cache_train_resnet18.json" ||
+      rc=$?
+    return "$rc"
+  }
   deps_node() {  # issue 39: 4 and 8 ranks on this machine's cores (CPU output), perf/node_sim.py
     local data="$here/build/gpu-machine/gen-3000" rounds=2 n rc=0
     gen_dataset "$bdir/bin/ringfeed" "$data" 3000 || return 1
@@ -338,6 +353,7 @@ if [ -n "$deps" ]; then
   if has_step node; then run_step node deps_node node_sim.txt; fi
   if has_step decode; then run_step decode deps_decode decode_gpu.txt; fi
   if has_step decode_train; then run_step decode_train deps_decode_train decode_train.txt; fi
+  if has_step cache_train; then run_step cache_train deps_cache_train cache_train.txt; fi
   echo
   cat "$summary"
   echo "[gpu_machine] results in $out ($(find "$out" -maxdepth 1 -type f | wc -l) files)"

@@ -28,6 +28,10 @@ of the same class names: ringfeed.Loader gets ringfeed.transforms' list as
   rf_dataloader  the same DataLoader call with `import ringfeed` in place
               of torch.utils.data (ringfeed.DataLoader, strict=True: it runs
               natively or fails), the same .cuda(non_blocking=True)
+  ringfeed_pixels  ringfeed.Loader as above with cache="pixels" (issue 40:
+              decode once), its cache filled first by `ringfeed cache build`
+              (--pixel-cache-dir; the fill's time is reported, not measured
+              as training): every measured step reads decoded pixels
 
 each in a process of its own (one after the other, never at the same time),
 --warmup steps first (cudnn autotuning, worker start-up, prefetch filling),
@@ -96,8 +100,10 @@ sys.path.insert(0, os.path.join(REPO, "perf", "common"))
 sys.path.insert(0, HERE)  # train_timing, also when this file is imported from elsewhere
 from gen_dataset import ensure_gen  # noqa: E402
 from train_timing import CudaTimer, HostTimer, quantiles_ms, self_cpu_seconds, tree_cpu_seconds  # noqa: E402
+from train_report import report  # noqa: E402
 SKIP = 77  # ctest's SKIP_RETURN_CODE in this project: cannot run here, nothing measured
-LOADERS = ("ringfeed", "dataloader", "rf_dataloader")
+LOADERS = ("ringfeed", "dataloader", "rf_dataloader", "ringfeed_pixels")
+DEFAULT_LOADERS = LOADERS[:3]
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 FULL = dict(model="resnet50", batch=256, steps=100, warmup=20, size=224)
 DRY = dict(model="resnet18", batch=8, steps=3, warmup=2, size=64, gen_images=200, gen_classes=10)
@@ -132,13 +138,15 @@ def cores():
 def make_loader(args, torch, device):
     """The loader and a function moving one of its batches to `device`."""
     cuda = device.type == "cuda"
-    if args.child == "ringfeed":
+    if args.child in ("ringfeed", "ringfeed_pixels"):
         import ringfeed
         import ringfeed.transforms
         how = (dict(pipeline="train", size=args.size) if args.recipe == "train"
                else dict(transform=recipe(ringfeed.transforms, args.recipe, args.size, torch)))
         if args.decode != "auto":  # issue 43: where JPEGs are decoded
             how["decode"] = args.decode
+        if args.child == "ringfeed_pixels":  # issue 40: filled by `ringfeed cache build` before this run
+            how.update(cache="pixels", cache_dir=args.pixel_cache_dir)
         loader = ringfeed.Loader(args.source, batch_size=args.batch, **how, output=args.ringfeed_output,
                                  device=device if cuda else None, threads=args.threads, drop_last=True)
         fallback = []
@@ -291,7 +299,7 @@ def measure(args):
                               "host_batches_moved": len(fallback),
                               **{k: st.get(k) for k in ("device", "host_reason", "output_made_on", "bottleneck", "stages",
                                                         "threads", "backend", "output", "images_per_s",
-                                                        "gpu_decode", "decode_reason")}}
+                                                        "gpu_decode", "decode_reason", "pixel_cache")}}
     close = getattr(loader, "close", None)
     if close:
         close()
@@ -375,7 +383,7 @@ def run_child(args, name, env):
            "--device", args.device, "--model", args.model, "--batch", str(args.batch), "--steps", str(args.steps),
            "--warmup", str(args.warmup), "--size", str(args.size), "--threads", str(args.threads),
            "--amp-dtype", args.amp_dtype, "--ringfeed-output", args.ringfeed_output, "--recipe", args.recipe,
-           "--num-classes", str(args.num_classes), "--decode", args.decode]
+           "--num-classes", str(args.num_classes), "--decode", args.decode, "--pixel-cache-dir", args.pixel_cache_dir]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)  # its stderr (log lines) passes through
     if done.returncode != 0:  # the others still run: one failed loader does not cost the rest
         return None, (f"the {name} run failed (exit {done.returncode}; its error is above; PYTHONPATH="
@@ -383,53 +391,17 @@ def run_child(args, name, env):
     return json.loads(done.stdout.strip().splitlines()[-1]), None
 
 
-def report(args, results, info):
-    cuda = args.device.startswith("cuda")
-    dev = "GPU" if cuda else "dev"
-    first = next(iter(results.values()))
-    amp = first["amp"]
-    print(f"\ntrain_gpu{' --dry-run (a functional check: these numbers mean nothing)' if args.dry_run else ''}: "
-          f"{args.model}, recipe {args.recipe}, batch {args.batch}, {args.size} px, amp {amp}"
-          f"{' + GradScaler' if cuda and amp == 'float16' else ''}, channels_last, SGD; "
-          f"{args.warmup} warm-up + {args.steps} measured steps")
-    print(f"{first.get('gpu', 'CPU') + ' (' + args.device + ')' if cuda else 'CPU'}; {args.threads} threads/workers, "
-          f"{info['cores']} cores; torch {first['torch']}, torchvision {first['torchvision']}")
-    print(f"{info['source']}: {info['files']} files, {info['bytes'] / 2**20:.0f} MiB, {info['classes']} classes, "
-          f"page cache {'warmed' if info['warmed'] else 'not warmed'}")
-    labels = {"ringfeed": f"ringfeed.Loader(device={'cuda' if cuda else 'None'})",
-              "dataloader": f"DataLoader({args.threads} workers{', pinned' if cuda else ''})",
-              "rf_dataloader": "ringfeed.DataLoader(same arguments)"}
-    print(f"{'loader':34s} {'images/s':>9s} {'data wait':>9s} {dev + ' stall':>9s} {dev + ' util':>8s} "
-          f"{dev + ' ms/step':>11s} {'CPU cores (main)':>16s}")
-    for name, r in results.items():
-        print(f"{labels[name]:34s} {r['images_per_s']:9.1f} {100 * r['data_wait_share']:8.1f}% "
-              f"{100 * r['device_stall_share']:8.1f}% {100 * r['device_util']:7.1f}% "
-              f"{r['device_step_ms']['median']:11.1f} {r['cpu_cores']:9.2f} ({r['cpu_cores_main']:.2f})")
-    print(f"(data wait: host time blocked in next() / wall; {dev} stall: {dev} idle between steps / wall; "
-          f"{dev} util: {dev} time of the steps / wall; {'CUDA events' if cuda else 'host clock'})")
-    summary = {}
-    if "ringfeed" in results:
-        rf = results["ringfeed"]
-        share = rf["data_wait_share"]
-        summary["goal_data_wait_share_below_5pct"] = share < 0.05
-        print(f"goal: ringfeed data-wait share < 5%: {100 * share:.1f}% ({'met' if share < 0.05 else 'NOT met'})")
-        on = rf.get("batches_on") or ""
-        if cuda and not on.startswith("cuda") or rf["ringfeed"]["host_batches_moved"]:
-            print(f"warning: ringfeed gave host batches ({rf['ringfeed']['host_reason']}); they were copied to "
-                  f"the GPU in the loop: not the path this measures")
-        if "dataloader" in results:
-            ratio = rf["images_per_s"] / results["dataloader"]["images_per_s"]
-            summary["ringfeed_vs_dataloader_images_per_s"] = ratio
-            print(f"ringfeed / DataLoader images/s: {ratio:.2f}x")
-    if "rf_dataloader" in results and "dataloader" in results:
-        ratio = results["rf_dataloader"]["images_per_s"] / results["dataloader"]["images_per_s"]
-        summary["rf_dataloader_vs_dataloader_images_per_s"] = ratio
-        print(f"ringfeed.DataLoader (the import swapped) / DataLoader images/s: {ratio:.2f}x")
-    for name, r in results.items():
-        if r["epochs_started"] > 1:
-            print(f"note: {name} crossed an epoch end in the measured steps (a bigger dataset, or --gen-images, "
-                  f"avoids measuring epoch start-up)")
-    return summary
+def fill_pixel_cache(args):
+    """`ringfeed cache build`: the cache the ringfeed_pixels run reads (every
+    recipe here starts with RandomResizedCrop, so what is kept is the decode,
+    as cache build fills it). Present entries are hits: a warm cache is kept."""
+    cmd = [find_cli(args.ringfeed), "cache", "build", args.source, "--cache-dir", args.pixel_cache_dir]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    print(done.stdout, end="", file=sys.stderr, flush=True)
+    if done.returncode != 0:
+        return None, f"ringfeed cache build failed (exit {done.returncode}; its error is above)"
+    return {"seconds": time.perf_counter() - t0, "output": done.stdout.strip()}, None
 
 
 def parse_args():
@@ -444,7 +416,8 @@ def parse_args():
                     help="ringfeed threads = DataLoader workers (default: all cores this process may use, %(default)s)")
     ap.add_argument("--model", help=f"a torchvision.models name (default {FULL['model']}; dry run {DRY['model']})")
     ap.add_argument("--device", help="cuda, cuda:N or cpu (default cuda; a dry run takes cpu where CUDA is missing)")
-    ap.add_argument("--loaders", default=",".join(LOADERS), help="which to run, in this order (default %(default)s)")
+    ap.add_argument("--loaders", default=",".join(DEFAULT_LOADERS),
+                    help=f"which to run, in this order, of {', '.join(LOADERS)} (default %(default)s)")
     ap.add_argument("--amp-dtype", choices=["auto", "bf16", "fp16", "none"], default="auto",
                     help="autocast dtype; auto: bf16 where supported, else fp16 with a GradScaler (default %(default)s)")
     ap.add_argument("--ringfeed-output", choices=["float32", "float16"], default="float32",
@@ -462,6 +435,8 @@ def parse_args():
                     help="read the dataset once first (auto: when it takes under half the available memory)")
     ap.add_argument("--decode", choices=["auto", "cpu", "gpu"], default="auto",
                     help="ringfeed: where JPEGs are decoded (issue 43; default: ringfeed's choice)")
+    ap.add_argument("--pixel-cache-dir", help="ringfeed_pixels' cache (default build/train-gpu/pixels-N-C of this "
+                    "checkout, beside the generated data; kept, so a later run finds it warm)")
     ap.add_argument("--child", choices=LOADERS, help=argparse.SUPPRESS)
     ap.add_argument("--num-classes", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -481,6 +456,8 @@ def parse_args():
         args.gen_classes = DRY["gen_classes"] if args.dry_run else 100
     if args.gen_images is None:  # warm-up and measured steps in one epoch, drop_last and all
         args.gen_images = max(DRY["gen_images"] if args.dry_run else 1000, (args.warmup + args.steps + 2) * args.batch)
+    if args.pixel_cache_dir is None:
+        args.pixel_cache_dir = os.path.join(REPO, "build", "train-gpu", f"pixels-{args.gen_images}-{args.gen_classes}")
     return args
 
 
@@ -522,6 +499,14 @@ def main():
             "cores": cores(), "machine_cores": os.cpu_count()}
 
     results, failed = {}, {}
+    if "ringfeed_pixels" in args.loaders and not args.child:
+        fill, why = fill_pixel_cache(args)
+        if fill is None:
+            failed["ringfeed_pixels"] = why
+            args.loaders = [x for x in args.loaders if x != "ringfeed_pixels"]
+        else:
+            info.update(pixel_cache_dir=args.pixel_cache_dir, pixel_cache_fill_s=fill["seconds"],
+                        pixel_cache_fill=fill["output"])
     for name in args.loaders:
         print(f"train_gpu: {name}: {args.warmup} warm-up + {args.steps} steps of {args.model}, batch {args.batch}, "
               f"recipe {args.recipe}, on {args.device}", file=sys.stderr, flush=True)
@@ -539,7 +524,7 @@ def main():
     if args.json:
         config = {k: getattr(args, k) for k in ("model", "recipe", "batch", "size", "steps", "warmup", "threads",
                                                 "device", "amp_dtype", "ringfeed_output", "loaders", "dry_run",
-                                                "num_classes")}
+                                                "num_classes", "decode", "pixel_cache_dir")}
         with open(args.json, "w") as fh:
             json.dump({"config": config, "dataset": info, **summary, "results": results, "failed": failed}, fh,
                       indent=1)
