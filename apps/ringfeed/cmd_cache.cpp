@@ -1,9 +1,11 @@
-// `ringfeed cache info DIR` and `ringfeed cache build SOURCE --cache-dir DIR`:
-// the pixel cache (loader/pixel_cache.hpp) outside a training run. build
-// runs one epoch of a loader with cache=pixels, so it fills exactly what
-// training would (same keys, same pixels), resumes where an earlier build
-// or run stopped (present entries are hits, checked and skipped), and
-// stops cleanly on SIGINT/SIGTERM with every written entry usable.
+// `ringfeed cache info DIR` and `ringfeed cache build SOURCE --cache-dir DIR
+// [--pipeline P | --transform SPEC]`: the pixel cache (loader/pixel_cache.hpp)
+// outside a training run. build runs one epoch of a loader with cache=pixels
+// and the training run's recipe, so it fills exactly what training would
+// (same keys: the recipe's deterministic head, the same pixels), resumes
+// where an earlier build or run stopped (present entries are hits, checked
+// and skipped), and stops cleanly on SIGINT/SIGTERM with every written entry
+// usable.
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +28,8 @@ namespace {
 struct cache_options {
   std::string dir;
   std::string source;
+  recipe_options recipe = recipe_with("train");
+  io::s3_options s3;
   std::size_t threads = 0;
   std::string io = "auto";
   std::string on_error = "skip";
@@ -76,16 +80,18 @@ int run_info(const cache_options& opt) {
 
 int run_build(const cache_options& opt) {
   const interrupt_watch interrupt;  // before any thread (interrupt.hpp)
-  loader_request request;
+  // Exact: the cache keeps exact mode's pixels (fast mode's reduced decode is
+  // not cached), so a fast-mode run's entries are the same ones.
+  loader_request request = recipe_request(opt.recipe, true, 0, image::default_max_pixels);
   request.base.source = opt.source;
   request.base.device = -1;
   request.base.batch_size = 64;
-  request.exact = true;  // the pixels are the full decode either way; exact keeps the work equal to a hit's
   request.shuffle = false;
   loader_options o = resolve(std::move(request)).options;
   o.threads = opt.threads;
   o.io = io::parse_backend(opt.io);
   o.on_error = parse_error_policy(opt.on_error);
+  o.s3 = opt.s3;
   o.cache_dir = opt.dir;
   o.cache = cache_kind::pixels;
   if (opt.cache_gb > 0) o.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
@@ -151,8 +157,13 @@ void register_cache(CLI::App& app) {
       "build", "fill the pixel cache ahead of training: one pass over SOURCE (resumable; Ctrl-C keeps what is written)");
   build->add_option("SOURCE", opt->source, "the dataset, as training reads it")->required();
   build->add_option("--cache-dir", opt->dir, "where the cache lives (its pixels/ folder)")->required();
+  add_recipe_options(build, opt->recipe,
+                     "the training run's preset: train (keeps the decode) or val (keeps Resize + CenterCrop); "
+                     "--transform: its list (what is kept is the list's deterministic head)")
+      ->check(CLI::IsMember({"train", "val"}));
   build->add_option("--threads", opt->threads, "decode threads (0: this rank's share of the CPUs)");
   add_io_option(build, opt->io);
+  add_s3_options(build, opt->s3);
   build->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
       ->check(accepted_by(parse_error_policy));
   build->add_option("--cache-gb", opt->cache_gb, "size bound, GB (default: the disk's free space less 5%)")

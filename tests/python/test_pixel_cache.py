@@ -8,6 +8,7 @@ import json
 import pytest
 
 import ringfeed
+import ringfeed.transforms
 from conftest import assert_same_batches, brace, epoch_batches, run_cli, shard_names
 
 torch = pytest.importorskip("torch")
@@ -91,3 +92,22 @@ def test_cli_build_then_info_then_bench_reads_it(val_dir, tmp_path):
     assert info["hits"] == 2 * n and info["misses"] == n
     text = run_cli("cache", "info", cache).stdout
     assert "hit rate 100.0% in the last run" in text and "66.7% over 3 run(s)" in text
+
+
+@pytest.mark.parametrize("how", [("--pipeline", "val", "--size", "48"),
+                                 ("--transform", "Resize(56); CenterCrop(48); ToTensor()")])
+def test_cli_build_fills_a_val_lists_head_that_training_then_only_reads(val_dir, tmp_path, how):
+    # The val list keeps its Resize + CenterCrop output, not the decode: a
+    # build for the training run's recipe fills exactly the keys it reads.
+    cache = tmp_path / "cache"
+    run_cli("cache", "build", val_dir, "--cache-dir", cache, *how)
+    T = ringfeed.transforms
+    kw = (dict(pipeline="val", size=48) if how[0] == "--pipeline"
+          else dict(transform=T.Compose([T.Resize(56), T.CenterCrop(48), T.ToTensor()])))
+    want = epoch_batches(ringfeed.Loader(val_dir, batch_size=8, exact=True, **kw))
+    loader = ringfeed.Loader(val_dir, batch_size=8, cache_dir=cache, cache="pixels", epochs=1, **kw)
+    assert_same_batches(epoch_batches(loader), want, "epoch 0")
+    p = loader.stats()["pixel_cache"]
+    assert p["hits"] == loader.dataset_size and p["misses"] == 0 and p["stores"] == 0, p
+    # a head-only entry is smaller than the decode: the val head, not the image, was kept
+    assert p["bytes_per_image"] <= 48 * 48 * 3 + 4096, p
