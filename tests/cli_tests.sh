@@ -47,6 +47,8 @@ json="$("$cli" bench "$work/a/train" --pipeline val --batch 8 --device -1 --json
   2>/dev/null | tail -n 1)"
 check "bench --warmup-batches 2 leaves 2 batches of 8 out of the steady state" \
   grep -q '"steady_images":44,.*"steady_images_per_s":[0-9.e+]*,.*"warmup_batches":2[,}]' <<<"$json"
+check "bench reports the CPU cores its steady state kept busy" \
+  grep -Eq '"steady_cpu_cores":(0\.0*[1-9]|[1-9])[0-9.e+-]*,' <<<"$json"
 
 # bench skips a corrupt image, names it, and still delivers the rest.
 cp -r "$work/a/train" "$work/c"
