@@ -21,7 +21,10 @@ One run, side by side, on `ringfeed gen` data (ImageNet-like, and
             images with mean |d| <= 1.0 (goal >= 99%), and which backend took
             what share, and why the rest went to the CPU.
 
-Without a CUDA device it exits 77 saying why. Writes --json.
+Each part runs on its own: one that fails (a crash of the GPU decoder, say)
+is recorded with its error in the JSON, which is rewritten after every part,
+and the rest still run; the exit status is then 1. Without a CUDA device it
+exits 77 saying why.
 """
 import argparse
 import json
@@ -30,6 +33,7 @@ import resource
 import subprocess
 import sys
 import time
+import traceback
 
 
 def child_cpu_s():
@@ -48,12 +52,18 @@ def bench(cli, source, decode, threads, size, epochs):
     cmd = [cli, "bench", source, "--pipeline", "train", "--size", str(size), "--output", "float16", "--device", "0",
            "--decode", decode, "--threads", str(threads), "--epochs", str(epochs), "--json"]
     c0, t0 = child_cpu_s(), time.monotonic()
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     wall, cpu = time.monotonic() - t0, child_cpu_s() - c0
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {done.returncode} (its error is above)")
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"decode": decode, "threads": threads, "images_per_s": out.get("steady_images_per_s", out["images_per_s"]),
-            "cpu_cores": cpu / wall, "wall_s": wall, "gpu_decode": out.get("gpu_decode"),
-            "decode_reason": out.get("decode_reason"), "bottleneck": out.get("bottleneck")}
+    steady = out.get("steady_images_per_s") or out["images_per_s"]
+    # cores: the steady state's (bench's own CPU clock, all its threads);
+    # the whole child's (start-up and CUDA's initialisation too) beside it
+    return {"decode": decode, "threads": threads, "images_per_s": steady,
+            "cpu_cores": out.get("steady_cpu_cores") or cpu / wall, "cpu_cores_whole_run": cpu / wall,
+            "wall_s": wall, "gpu_decode": out.get("gpu_decode"), "decode_reason": out.get("decode_reason"),
+            "bottleneck": out.get("bottleneck"), "pipeline_stats": out.get("stages")}
 
 
 def dataloader_draft(source, size, workers, batches, torch):
@@ -71,9 +81,13 @@ def dataloader_draft(source, size, workers, batches, torch):
                     T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
     ds = torchvision.datasets.ImageFolder(source, transform=tf, loader=load)
     dl = torch.utils.data.DataLoader(ds, batch_size=256, shuffle=True, num_workers=workers, pin_memory=True,
-                                     drop_last=True, persistent_workers=False)
-    it, n, t0 = iter(dl), 0, None
-    for k, (x, _) in enumerate(it):
+                                     drop_last=True, persistent_workers=True)
+
+    def endless():  # across epochs: a small set holds fewer batches than are measured
+        while True:
+            yield from dl
+    n, t0 = 0, None
+    for k, (x, _) in enumerate(endless()):
         x = x.to("cuda", non_blocking=True).half()
         if k == 2:  # warm-up: the workers' start
             torch.cuda.synchronize()
@@ -83,13 +97,14 @@ def dataloader_draft(source, size, workers, batches, torch):
         if k >= batches + 2:
             break
     torch.cuda.synchronize()
-    return {"images_per_s": n / (time.monotonic() - t0), "workers": workers}
+    return {"images_per_s": n / (time.monotonic() - t0), "workers": workers, "batches": batches}
 
 
 def accuracy(source, size, limit, torch):
     import numpy as np
     import ringfeed
-    common = dict(pipeline="train", size=size, output="uint8", seed=7, shuffle=False, batch_size=64, threads=8)
+    common = dict(pipeline="train", size=size, output="uint8", seed=7, shuffle=False, batch_size=64, threads=8,
+                  epochs=1)
     gpu = ringfeed.Loader(source, device="cuda", decode="gpu", **common)
     cpu = ringfeed.Loader(source, exact=True, decode="cpu", **common)
     means, maxes = [], []
@@ -102,6 +117,8 @@ def accuracy(source, size, limit, torch):
         if len(means) >= limit:
             break
     st = gpu.stats()
+    gpu.close()
+    cpu.close()
     means, maxes = np.array(means), np.array(maxes)
     pct = lambda a: {p: float(np.percentile(a, p)) for p in (50, 90, 99, 100)}
     return {"images": int(len(means)), "mean_abs": pct(means), "max_abs": pct(maxes),
@@ -128,27 +145,55 @@ def main():
     n_img, n_large = (3000, 500) if args.quick else (20000, 2000)
     sets = {"imagenet": gen(args.ringfeed, os.path.join(args.gen_dir, f"gen-{n_img}"), n_img, "imagenet"),
             "large": gen(args.ringfeed, os.path.join(args.gen_dir, f"gen-large-{n_large}"), n_large, "large")}
-    result = {"gpu": torch.cuda.get_device_name(0), "cores": cores, "torch": torch.__version__, "loader": {}}
-    for name, src in sets.items():
-        epochs = 1 if name == "large" else 2
+    result = {"gpu": torch.cuda.get_device_name(0), "cores": cores, "torch": torch.__version__, "loader": {},
+              "accuracy": {}, "failed": {}}
+
+    def part(name, fn):
+        """fn() on its own: a failure is recorded and the next part runs; the JSON is rewritten after each."""
+        print(f"decode_gpu: {name} ...", file=sys.stderr, flush=True)
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 (every part's failure is reported, none ends the run)
+            traceback.print_exc()
+            result["failed"][name] = f"{type(e).__name__}: {e}"
+            print(f"decode_gpu: {name} FAILED: {e}", flush=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+    def loader(name, src):
+        epochs = 2
         g = bench(args.ringfeed, src, "gpu", args.gpu_threads, args.size, epochs)
+        result["loader"][name] = {"gpu": g}
+        gd = g.get("gpu_decode") or {}
+        if gd.get("where") != "gpu":  # bench falls back to the CPU (stats say why): not what this measures
+            result["failed"][f"loader {name}: decode=gpu"] = f"decoded on the {gd.get('where')}: {gd.get('reason')}"
+            print(f"decode_gpu: warning: decode=gpu decoded on the {gd.get('where')}: {gd.get('reason')}", flush=True)
         c = bench(args.ringfeed, src, "cpu", cores, args.size, epochs)
-        result["loader"][name] = {"gpu": g, "cpu": c, "ratio": g["images_per_s"] / c["images_per_s"]}
+        result["loader"][name].update(cpu=c, ratio=g["images_per_s"] / c["images_per_s"])
         print(f"{name:9s} decode=gpu {g['images_per_s']:9.0f} img/s on {g['cpu_cores']:.1f} cores | decode=cpu "
-              f"{c['images_per_s']:9.0f} img/s on {c['cpu_cores']:.1f} cores | {result['loader'][name]['ratio']:.2f}x")
-    dl = dataloader_draft(sets["large"], args.size, 16, 10 if args.quick else 30, torch)
-    result["dataloader_draft_large"] = dl
-    result["large_vs_dataloader"] = result["loader"]["large"]["gpu"]["images_per_s"] / dl["images_per_s"]
-    print(f"large     DataLoader(16 workers, pinned, draft) {dl['images_per_s']:9.0f} img/s: decode=gpu is "
-          f"{result['large_vs_dataloader']:.2f}x")
-    result["accuracy"] = {name: accuracy(src, args.size, 1000 if args.quick else 5000, torch)
-                          for name, src in sets.items()}
-    for name, a in result["accuracy"].items():
+              f"{c['images_per_s']:9.0f} img/s on {c['cpu_cores']:.1f} cores | {result['loader'][name]['ratio']:.2f}x",
+              flush=True)
+
+    def baseline():
+        dl = dataloader_draft(sets["large"], args.size, 16, 10 if args.quick else 30, torch)
+        result["dataloader_draft_large"] = dl
+        gpu = result["loader"].get("large", {}).get("gpu")
+        if gpu:
+            result["large_vs_dataloader"] = gpu["images_per_s"] / dl["images_per_s"]
+        print(f"large     DataLoader(16 workers, pinned, draft) {dl['images_per_s']:9.0f} img/s"
+              + (f": decode=gpu is {result['large_vs_dataloader']:.2f}x" if gpu else ""), flush=True)
+
+    def acc(name, src):
+        a = result["accuracy"][name] = accuracy(src, args.size, 1000 if args.quick else 5000, torch)
         print(f"accuracy {name}: {a['images']} images, mean|d| p50 {a['mean_abs'][50]:.3f} p99 {a['mean_abs'][99]:.3f}"
-              f", max|d| p99 {a['max_abs'][99]:.0f}; mean|d| <= 1.0 on {100 * a['share_mean_le_1']:.2f}%")
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=1)
-    return 0
+              f", max|d| p99 {a['max_abs'][99]:.0f}; mean|d| <= 1.0 on {100 * a['share_mean_le_1']:.2f}%", flush=True)
+
+    for name, src in sets.items():
+        part(f"loader {name}", lambda name=name, src=src: loader(name, src))
+    part("baseline", baseline)
+    for name, src in sets.items():
+        part(f"accuracy {name}", lambda name=name, src=src: acc(name, src))
+    return 1 if result["failed"] else 0
 
 
 if __name__ == "__main__":
