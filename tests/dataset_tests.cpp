@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -382,6 +384,53 @@ TEST_CASE("ImageFolder: the cached index is reused and invalidated by directory 
     const dataset third = scan_image_folder(root, off);
     CHECK_FALSE(third.report().from_cache);
     CHECK(third.report().cache_path.empty());
+  }
+}
+
+TEST_CASE("index cache: an index unused for 30 days is removed, one in use is kept", "[image_folder][cache]") {
+  temp_dir tmp;
+  const fs::path root = make_tricky_tree(tmp.path());
+  backdate(tmp.path());
+  dataset_options opt;
+  opt.cache_dir = tmp.path() / "cache";
+  const fs::path cache = opt.cache_dir;
+  const auto aged = [](const fs::path& p, int days) {
+    fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(24 * days));
+  };
+  const auto days_old = [](const fs::path& p) {
+    return std::chrono::duration_cast<std::chrono::hours>(fs::file_time_type::clock::now() - fs::last_write_time(p))
+               .count() / 24;
+  };
+  for (const char* name : {"folder-00000000000000a1.idx", "tar-00000000000000a2.idx",
+                           ".folder-00000000000000a3.idx.tmp-77", "folder-00000000000000b1.idx", "notes.idx",
+                           "mine.txt"}) {
+    write_file(cache / name, "x");
+    aged(cache / name, std::string_view(name).find("b1") != std::string_view::npos ? 29 : 400);
+  }
+  const dataset first = scan_image_folder(root, opt);  // writes its index: the sweep runs
+  REQUIRE(fs::exists(first.report().cache_path));
+  CHECK_FALSE(fs::exists(cache / "folder-00000000000000a1.idx"));
+  CHECK_FALSE(fs::exists(cache / "tar-00000000000000a2.idx"));
+  CHECK_FALSE(fs::exists(cache / ".folder-00000000000000a3.idx.tmp-77"));  // a writer killed mid-write
+  CHECK(fs::exists(cache / "folder-00000000000000b1.idx"));  // 29 days: still in use
+  CHECK(fs::exists(cache / "notes.idx"));                    // not a name ringfeed writes
+  CHECK(fs::exists(cache / "mine.txt"));
+
+  SECTION("reading an index keeps it from the sweep") {
+    aged(first.report().cache_path, 40);
+    REQUIRE(scan_image_folder(root, opt).report().from_cache);
+    CHECK(days_old(first.report().cache_path) == 0);
+  }
+  SECTION("the sweep runs at most once a day") {
+    write_file(cache / "folder-00000000000000c1.idx", "x");
+    aged(cache / "folder-00000000000000c1.idx", 400);
+    fs::remove(first.report().cache_path);
+    CHECK_FALSE(scan_image_folder(root, opt).report().from_cache);  // written again: no sweep today
+    CHECK(fs::exists(cache / "folder-00000000000000c1.idx"));
+    aged(cache / ".pruned", 2);
+    fs::remove(first.report().cache_path);
+    CHECK_FALSE(scan_image_folder(root, opt).report().from_cache);
+    CHECK_FALSE(fs::exists(cache / "folder-00000000000000c1.idx"));
   }
 }
 

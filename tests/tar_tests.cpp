@@ -362,10 +362,17 @@ TEST_CASE("tar: the shard index is saved beside the shard, reused, and invalidat
   SECTION("index_beside_shards = false uses only the cache dir") {
     dataset_options no_beside = opt;
     no_beside.index_beside_shards = false;
+    const fs::path stale = opt.cache_dir / "tar-00000000000000a1.idx";  // a shard indexed long ago
+    write_file(stale, "x");
+    fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(24 * 40));
     const dataset ds = index_tar_shards({shard}, no_beside);
     CHECK(ds.report().shards_indexed == 1);
-    CHECK_THAT(ds.shards()[0].index_path, Catch::StartsWith(opt.cache_dir.string()));
+    const fs::path cached = ds.shards()[0].index_path;
+    CHECK_THAT(cached.string(), Catch::StartsWith(opt.cache_dir.string()));
+    CHECK_FALSE(fs::exists(stale));  // the sweep after the write (index_cache.hpp)
+    fs::last_write_time(cached, fs::file_time_type::clock::now() - std::chrono::hours(24 * 40));
     CHECK(index_tar_shards({shard}, no_beside).report().shards_from_cache == 1);
+    CHECK(fs::file_time_type::clock::now() - fs::last_write_time(cached) < std::chrono::hours(1));  // read: in use
   }
   SECTION("a read-only shard directory falls back to the cache dir") {
     if (::geteuid() == 0) {

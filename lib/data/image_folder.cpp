@@ -29,6 +29,7 @@
 #include <ringfeed/text.hpp>
 
 #include "data/data_detail.hpp"
+#include "data/index_cache.hpp"
 
 namespace ringfeed::data::detail {
 namespace {
@@ -439,6 +440,7 @@ dataset_contents image_folder_contents(const std::filesystem::path& root_path, c
     if (result) {
       report.from_cache = true;
       report.cache_note.clear();
+      index_cache_used(*cache_file);
     }
   }
   if (!result) {
@@ -460,6 +462,7 @@ dataset_contents image_folder_contents(const std::filesystem::path& root_path, c
         report.cache_note = "not cached: " + err;
       } else {
         report.cache_note.clear();  // written: reused next time
+        prune_index_cache(cache_file->parent_path());
       }
     }
   }

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "data/data_detail.hpp"
+#include "data/index_cache.hpp"
 
 namespace ringfeed::data {
 namespace {
@@ -460,6 +461,7 @@ shard_index index_one_shard(const std::string& shard, const dataset_options& opt
     }
     for (const auto& c : candidates) {
       if (auto s = load_index(c, fingerprint, stamp)) {
+        if (c == cached) index_cache_used(c);
         s->shard_size = stamp.size;
         return std::move(*s);
       }
@@ -480,6 +482,7 @@ shard_index index_one_shard(const std::string& shard, const dataset_options& opt
     for (const auto& c : candidates) {
       const std::string err = write_file_atomically(c, bytes);
       if (err.empty()) {
+        if (c == cached) prune_index_cache(c.parent_path());
         s.index_path = c.native();
         errors.clear();
         break;

@@ -81,7 +81,9 @@ struct dataset_options {
   bool use_cache = true;
   /// Where ImageFolder indexes go, and tar indexes whose shard directory is
   /// not writable. Empty: $RINGFEED_CACHE_DIR, else $XDG_CACHE_HOME/ringfeed,
-  /// else $HOME/.cache/ringfeed; none of those: no cache.
+  /// else $HOME/.cache/ringfeed; none of those: no cache. An index there
+  /// not read or written for 30 days is removed when another is written
+  /// (a sweep at most once a day; nothing else in the directory is touched).
   std::filesystem::path cache_dir;
   /// Tar: keep `<shard>.ringfeed.idx` beside each shard when its directory
   /// is writable (else cache_dir). false: always cache_dir.
