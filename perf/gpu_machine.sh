@@ -255,7 +255,7 @@ if [ -n "$deps" ]; then
     cmake --build "$bdir" -j "$jobs" --target "${want[@]}" || return 1
     # The private prefix, not the system, serves every library at run time.
     echo "libraries of $bdir/bin/ringfeed:"
-    ldd "$bdir/bin/ringfeed" | grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb|curl|crypto|expat'
+    ldd "$bdir/bin/ringfeed" | grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb|curl|crypto|expat|xxhash'
   }
   deps_tests() {
     local rc=0

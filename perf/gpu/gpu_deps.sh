@@ -39,6 +39,7 @@ gpu_deps_dev=(
   libnfs-dev liblmdb-dev libmsgpuck-dev nlohmann-json3-dev libcli11-dev catch2
   libdlpack-dev libbenchmark-dev libboost1.81-dev
   libcurl4-openssl-dev libssl-dev libexpat1-dev
+  libxxhash-dev
 )
 # The shared libraries behind them, and their dependencies beyond the base
 # set above (libcurl's closure, `ldd libcurl.so.4` mapped by `dpkg -S`: the
@@ -48,7 +49,7 @@ gpu_deps_runtime=(
   liburing2 libjpeg62-turbo libturbojpeg0 libspng0 libwebp7 libwebpdemux2 libwebpmux3
   libtiff6 libdeflate0 libjbig0 liblerc4 libnfs13 liblmdb0 libbenchmark1debian
   libpkgconf3 pkgconf-bin
-  libcurl4 libssl3 libexpat1
+  libcurl4 libssl3 libexpat1 libxxhash0
   libbrotli1 libnghttp2-14 libidn2-0 libunistring2 libpsl5 librtmp1 libssh2-1
   libgnutls30 libnettle8 libhogweed6 libgmp10 libp11-kit0 libffi8 libtasn1-6
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1

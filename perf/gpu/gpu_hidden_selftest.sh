@@ -95,7 +95,7 @@ gone=(/usr/include/boost/version.hpp /usr/include/jpeglib.h /usr/include/turbojp
       /usr/include/fuse3/fuse.h /usr/include/python3.11/Python.h
       /usr/lib/x86_64-linux-gnu/libjpeg.so /usr/lib/x86_64-linux-gnu/libtiff.so /usr/lib/x86_64-linux-gnu/liburing.so
       /usr/lib/x86_64-linux-gnu/pkgconfig/libtiff-4.pc /usr/lib/x86_64-linux-gnu/cmake/Boost-1.81.0/BoostConfig.cmake
-      /usr/include/x86_64-linux-gnu/curl/curl.h /usr/include/openssl/evp.h /usr/include/expat.h
+      /usr/include/x86_64-linux-gnu/curl/curl.h /usr/include/openssl/evp.h /usr/include/expat.h /usr/include/xxhash.h
       /usr/bin/pkg-config /usr/bin/pkgconf)
 for f in "${gone[@]}"; do
   if [ -e "$f" ]; then log "FAILED: $f is still visible"; exit 1; fi
@@ -113,9 +113,9 @@ RINGFEED_CUDA=OFF "$here/perf/gpu_machine.sh" --deps "$dir" --out "$out" --step 
 if [ "$rc" != 0 ]; then log "the build against $dir FAILED (exit $rc): $out/build.log"; exit "$rc"; fi
 # ldd, inside the namespace: every library the build links comes from DIR.
 bad="$(ldd build/gpu-deps/bin/ringfeed build/gpu-deps/python/ringfeed/_ringfeed*.so |
-       grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb|deflate|jbig|Lerc|curl|crypto|expat' | grep -vF "$dir/" || true)"
+       grep -E 'uring|jpeg|spng|webp|tiff|nfs|lmdb|deflate|jbig|Lerc|curl|crypto|expat|xxhash' | grep -vF "$dir/" || true)"
 [ -z "$bad" ] || { log "FAILED: libraries from outside $dir: $bad"; exit 1; }
-log "ldd: ringfeed and _ringfeed load liburing, libjpeg, libturbojpeg, libspng, libwebp, libtiff, libnfs, liblmdb, libcurl, libcrypto from $dir"
+log "ldd: ringfeed and _ringfeed load liburing, libjpeg, libturbojpeg, libspng, libwebp, libtiff, libnfs, liblmdb, libcurl, libcrypto, libxxhash from $dir"
 [ "$build_only" = 1 ] && exit 0
 # ctest's children (install_consumer configures a consumer project) find
 # pkg-config and the packages through the same environment as the build.
