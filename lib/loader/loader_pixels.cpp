@@ -6,8 +6,7 @@
 #include <string>
 #include <system_error>
 
-#include <jconfig.h>  // LIBJPEG_TURBO_VERSION_NUMBER: a new libjpeg-turbo may round differently
-
+#include <ringfeed/image/decode.hpp>
 #include <ringfeed/text.hpp>
 
 #include "loader_core.hpp"
@@ -34,7 +33,7 @@ void loader_core::open_pixel_cache() {
     log(std::string(e.what()) + ": going on without the pixel cache (on_error=skip)");
     return;
   }
-  m_pixel_decode = "ringfeed pixels 1; libjpeg-turbo " + std::to_string(LIBJPEG_TURBO_VERSION_NUMBER) + "; exif " +
+  m_pixel_decode = "ringfeed pixels 1; libjpeg-turbo " + std::to_string(image::jpeg_library_version()) + "; exif " +
                    (m_plan.pipe.decoding().apply_exif_orientation ? "applied" : "ignored");
   // A deterministic head (Resize + CenterCrop: a val list) is run once and
   // its output kept, smaller than the decode and one resize less per epoch;

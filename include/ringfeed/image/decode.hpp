@@ -145,6 +145,11 @@ class decoder {
 /// The format the magic bytes announce, or nullopt (not JPEG, PNG, WebP, BMP or PNM).
 [[nodiscard]] std::optional<image_format> detect_format(std::span<const std::byte> bytes) noexcept;
 
+/// The libjpeg-turbo this build decodes with, as LIBJPEG_TURBO_VERSION_NUMBER
+/// (2001005: 2.1.5). The pixel cache keys its entries by it: another
+/// version may round differently.
+[[nodiscard]] long jpeg_library_version() noexcept;
+
 /// Size libjpeg gives a dimension decoded at 1/`denom`: ceil(size / denom).
 [[nodiscard]] constexpr int scaled_dimension(int size, int denom) noexcept {
   return (size + denom - 1) / denom;

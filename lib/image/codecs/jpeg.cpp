@@ -186,6 +186,8 @@ struct decoder::impl {
   }
 };
 
+long jpeg_library_version() noexcept { return LIBJPEG_TURBO_VERSION_NUMBER; }
+
 std::optional<image_format> detect_format(std::span<const std::byte> bytes) noexcept {
   return detail::sniff_format(bytes);
 }
