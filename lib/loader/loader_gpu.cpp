@@ -59,7 +59,7 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   // room for them before the pool is made.
   share_budget_with_files(m_opt, m_plan);
   m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes,
-                                                 m_plan.file_bytes);
+                                                 m_plan.file_bytes, m_opt.batch_size, m_plan.slabs);
   m_gpu_reason = want == decode_where::gpu ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
 }
 
@@ -72,6 +72,7 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   const cuda::jpeg_route r = m_stage->route(g.info, g.plan);
   if (r.backend == cuda::jpeg_backend::cpu) return false;
   g.backend = r.backend;
+  g.name.assign(name);  // for the decoder's messages
   if (!m_stage->keep_file(g, bytes)) return false;  // the files' share of memory_budget is full
   try {
     // Here, so the upload thread only copies the coefficients.
@@ -83,7 +84,6 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
     g.backend = cuda::jpeg_backend::cpu;  // the sample fails; nothing of it goes to the GPU
     throw;
   }
-  g.name.assign(name);
   return true;
 }
 
