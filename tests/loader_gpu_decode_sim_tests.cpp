@@ -21,6 +21,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "cuda/decode_stage.hpp"
+#include "image/codecs/codec_detail.hpp"
 #include "image_test_data.hpp"
 #include "loader_fixtures.hpp"
 #include "sim_device.hpp"
@@ -417,6 +418,23 @@ TEST_CASE("a batch the decoder refuses is retried image by image, the rest on th
   // Each batch holding it: refused whole, then refused alone.
   CHECK(dec.rec->refused >= 2 * 2);
   CHECK(dec.rec->reused_early == 0);
+}
+
+TEST_CASE("the CPU decode of an image the GPU refused reads its header no more", "[device_sim][gpu_decode]") {
+  // gpu_route read each JPEG's header to route it; the upload thread's CPU
+  // fallback (the GPU decoder refused it) decodes with that header, without
+  // reading it again (libjpeg-turbo's own read inside the decode aside).
+  gpu_fixture f("gpu decode fallback header");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  dec.rec->poisoned_sizes.insert(fs::file_size(f.root / "class0" / "chelsea.jpg"));
+  ringfeed::loader l(for_epochs(o, 1));
+  const std::uint64_t before = img::detail::jpeg_headers_read();
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  CHECK(l.stats().gpu_decode.fallbacks == 2);
+  // One read per JPEG of the epoch (all but gray.png), by the router.
+  CHECK(img::detail::jpeg_headers_read() - before == 21);
 }
 
 TEST_CASE("a JPEG neither decoder can read is skipped or fails the batch, by name", "[device_sim][gpu_decode]") {

@@ -101,7 +101,8 @@ bool loader_core::gpu_decode(slab& s) {
     const auto t0 = clock::now();
     try {
       const std::span<std::byte> out(s.images + k * m_plan.sample_bytes, m_plan.sample_bytes);
-      (void)m_plan.pipe.apply_plan(ws, std::as_bytes(std::span(g.encoded)), g.name, g.plan, out);
+      // g.info: gpu_route's read of this header.
+      (void)m_plan.pipe.apply_plan(ws, std::as_bytes(std::span(g.encoded)), g.info, g.name, g.plan, out);
     } catch (...) {
       s.ok[k] = 0;
       failed = true;
