@@ -49,29 +49,48 @@ void pinned_pool::add_chunk(std::size_t bytes) {
 
 void* pinned_pool::allocate(std::size_t bytes) {
   const std::size_t n = round_up(std::max<std::size_t>(bytes, 1), align);
-  std::lock_guard lock(m_mutex);
-  // Best fit: the smallest free piece that holds it.
-  auto best = m_free.end();
-  for (auto it = m_free.begin(); it != m_free.end(); ++it)
-    if (it->second >= n && (best == m_free.end() || it->second < best->second)) best = it;
-  if (best == m_free.end()) {
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    // Best fit: the smallest free piece that holds it.
+    auto best = m_free.end();
+    for (auto it = m_free.begin(); it != m_free.end(); ++it)
+      if (it->second >= n && (best == m_free.end() || it->second < best->second)) best = it;
+    if (best != m_free.end()) {
+      std::byte* p = best->first;
+      const std::size_t left = best->second - n;
+      m_free.erase(best);
+      if (left > 0) m_free[p + n] = left;
+      m_used[p] = n;
+      m_counters.in_use += n;
+      m_counters.peak = std::max(m_counters.peak, m_counters.in_use);
+      return p;
+    }
     const std::size_t grow = std::max(n, m_grow);
     if (m_limit != 0 && m_counters.pinned + grow > m_limit) {
       ++m_counters.refused;
       return nullptr;
     }
-    add_chunk(grow);
+    // Pinned without the lock: a release_after's host function may need it
+    // while the driver holds cudaHostAlloc. Counted at once, so that
+    // threads growing together stay within the limit.
+    m_counters.pinned += grow;
     ++m_counters.growths;
-    best = m_free.find(m_chunks.back());
+    lock.unlock();
+    void* c = nullptr;
+    try {
+      c = m_api.allocate_pinned(grow);
+    } catch (...) {
+      lock.lock();
+      m_counters.pinned -= grow;
+      --m_counters.growths;
+      throw;
+    }
+    lock.lock();
+    auto* chunk = static_cast<std::byte*>(c);
+    m_chunks.push_back(chunk);
+    m_chunk_ends[chunk] = grow;
+    m_free[chunk] = grow;
   }
-  std::byte* p = best->first;
-  const std::size_t left = best->second - n;
-  m_free.erase(best);
-  if (left > 0) m_free[p + n] = left;
-  m_used[p] = n;
-  m_counters.in_use += n;
-  m_counters.peak = std::max(m_counters.peak, m_counters.in_use);
-  return p;
 }
 
 void pinned_pool::give_back(std::byte* p) {
