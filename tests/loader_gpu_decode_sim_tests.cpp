@@ -417,6 +417,8 @@ TEST_CASE("a batch the decoder refuses is retried image by image, the rest on th
   }
   // Each batch holding it: refused whole, then refused alone.
   CHECK(dec.rec->refused >= 2 * 2);
+  const auto split = std::map<std::string, std::uint64_t>(g.split_batches.begin(), g.split_batches.end());
+  CHECK(split.at("simulated nvjpegDecodeBatchedEx: NVJPEG_STATUS_BAD_JPEG") >= 1);
   CHECK(dec.rec->reused_early == 0);
 }
 

@@ -262,6 +262,8 @@ std::vector<std::size_t> decode_stage::decode_jobs(std::span<const jpeg_job> job
       count_refusal(e.reason());
       return {0};
     }
+    std::lock_guard lock(m_reasons_mutex);
+    ++m_split[e.reason()];
   }
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     try {
@@ -375,6 +377,7 @@ decode_counters decode_stage::counters() const {
   c.slot_bytes = m_file_held.load(std::memory_order_relaxed);
   std::lock_guard lock(m_reasons_mutex);
   c.cpu_reasons.assign(m_cpu_reasons.begin(), m_cpu_reasons.end());
+  c.split_batches.assign(m_split.begin(), m_split.end());
   return c;
 }
 

@@ -78,6 +78,8 @@ struct decode_counters {
   std::uint64_t hardware = 0, hybrid = 0, cpu = 0, fallbacks = 0;
   std::int64_t gpu_ns = 0, cpu_ns = 0;
   std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+  /// Calls the decoder refused whole (then retried image by image), by reason.
+  std::vector<std::pair<std::string, std::uint64_t>> split_batches;
   /// Host memory the slots hold for the GPU route (files and resize plans).
   std::uint64_t slot_bytes = 0;
 };
@@ -214,6 +216,7 @@ class decode_stage {
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
   mutable std::mutex m_reasons_mutex;
   std::map<std::string, std::uint64_t> m_cpu_reasons;  // guarded by m_reasons_mutex
+  std::map<std::string, std::uint64_t> m_split;        // guarded by m_reasons_mutex
 };
 
 }  // namespace ringfeed::cuda

@@ -130,6 +130,7 @@ gpu_decode_stats loader_core::gpu_stats() const {
   g.cpu_ns = c.cpu_ns;
   g.fallbacks = c.fallbacks;
   g.cpu_reasons = c.cpu_reasons;
+  g.split_batches = c.split_batches;
   g.slot_bytes = c.slot_bytes;
   return g;
 }
