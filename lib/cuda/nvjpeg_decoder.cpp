@@ -45,7 +45,9 @@ constexpr std::size_t pinned_reserve = std::size_t{128} << 20;
 // (`order`), allocations and frees are ordered on it, whatever stream
 // nvJPEG passes (a call without a stream of its own, nvjpegDecodeJpegHost
 // or nvjpegDecodeBatchedInitialize, cannot pass the one its memory was
-// used on); before, nothing of the decoder's is queued anywhere.
+// used on). Before, and after stream_done(), nothing of the decoder's is
+// queued anywhere (and the stream nvJPEG passes may be the destroyed copy
+// stream): the default stream then, and pinned memory freed at once.
 struct memory {
   cudaMemPool_t pool = nullptr;  // device memory, stream-ordered
   std::size_t device_budget = 0;  // 0: no limit
@@ -54,10 +56,7 @@ struct memory {
   std::atomic<cudaStream_t> order{nullptr};
   std::atomic<int> last_error{cudaSuccess};  // the CUDA error behind an allocator failure
 
-  cudaStream_t stream_for(cudaStream_t given) const noexcept {
-    const cudaStream_t s = order.load(std::memory_order_acquire);
-    return s != nullptr ? s : given;
-  }
+  cudaStream_t stream() const noexcept { return order.load(std::memory_order_acquire); }
   bool take(std::size_t n) {
     // Relaxed: the count only guards a limit, no memory is published through it.
     const std::size_t now = device_bytes.fetch_add(n, std::memory_order_relaxed) + n;
@@ -71,22 +70,22 @@ struct memory {
     return 1;
   }
 
-  static int device_malloc(void* ctx, void** p, std::size_t n, cudaStream_t s) {
+  static int device_malloc(void* ctx, void** p, std::size_t n, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
     if (!m->take(n)) return m->fail(cudaErrorMemoryAllocation);
     // Stream-ordered: no device synchronization; the pool keeps freed
     // memory (its release threshold is the budget), so a steady epoch
     // reuses it without asking the driver.
-    if (const cudaError_t e = cudaMallocFromPoolAsync(p, n, m->pool, m->stream_for(s)); e != cudaSuccess) {
+    if (const cudaError_t e = cudaMallocFromPoolAsync(p, n, m->pool, m->stream()); e != cudaSuccess) {
       m->device_bytes.fetch_sub(n, std::memory_order_relaxed);
       return m->fail(e);
     }
     return 0;
   }
-  static int device_free(void* ctx, void* p, std::size_t n, cudaStream_t s) {
+  static int device_free(void* ctx, void* p, std::size_t n, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
     m->device_bytes.fetch_sub(n, std::memory_order_relaxed);
-    const cudaError_t e = cudaFreeAsync(p, m->stream_for(s));
+    const cudaError_t e = cudaFreeAsync(p, m->stream());
     return e == cudaSuccess ? 0 : m->fail(e);
   }
   // Pinned buffers come from the pool pinned at open (pinned_pool.hpp): no
@@ -102,13 +101,12 @@ struct memory {
     }
     return *p != nullptr ? 0 : m->fail(cudaErrorMemoryAllocation);
   }
-  static int pinned_free(void* ctx, void* p, std::size_t, cudaStream_t s) {
+  static int pinned_free(void* ctx, void* p, std::size_t, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
-    const cudaStream_t after = m->stream_for(s);
-    if (after != nullptr)
+    if (const cudaStream_t after = m->stream(); after != nullptr)
       m->pinned->release_after(p, reinterpret_cast<stream_t>(after));
     else
-      m->pinned->release(p);  // nothing queued yet
+      m->pinned->release(p);  // nothing queued, or all of it done
     return 0;
   }
 };
