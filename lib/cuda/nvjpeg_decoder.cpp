@@ -153,9 +153,17 @@ class nvjpeg_decoder final : public jpeg_decoder {
   nvjpeg_decoder(const nvjpeg_decoder&) = delete;
   nvjpeg_decoder& operator=(const nvjpeg_decoder&) = delete;
 
+  // With the pinned pool's use so far (stats()' decoder: whether its
+  // reserve held, on a GPU run).
   std::string describe() const override {
-    return m_lib->describe() + (m_hardware ? ", " + std::to_string(m_engines) + " hardware JPEG engines"
-                                           : ", no hardware JPEG engine (hybrid backend only)");
+    const pinned_pool::counters p = m_memory.pinned->stats();
+    auto mib = [](std::size_t b) { return std::to_string((b + (1u << 19)) >> 20) + " MiB"; };
+    return m_lib->describe() +
+           (m_hardware ? ", " + std::to_string(m_engines) + " hardware JPEG engines"
+                       : ", no hardware JPEG engine (hybrid backend only)") +
+           "; pinned " + mib(p.pinned) + " (peak use " + mib(p.peak) + ", " + std::to_string(p.growths) +
+           " growths, " + std::to_string(p.refused) + " refused); device " + mib(m_memory.device_bytes.load()) +
+           " in use";
   }
   int hardware_engines() const noexcept override { return m_engines; }
   void stream_done() noexcept override { m_memory.order.store(nullptr, std::memory_order_release); }
