@@ -53,6 +53,9 @@ struct memory {
   std::size_t device_budget = 0;  // 0: no limit
   std::atomic<std::size_t> device_bytes{0};
   std::unique_ptr<pinned_pool> pinned;  // pinned when the decoder opens, within its limit
+  // Set by the upload thread (decode(), stream_done(), close()), read by
+  // the allocators on any thread: release / acquire, though the handle is
+  // all it carries (the stream was made before the loader ran).
   std::atomic<cudaStream_t> order{nullptr};
   std::atomic<int> last_error{cudaSuccess};  // the CUDA error behind an allocator failure
 
