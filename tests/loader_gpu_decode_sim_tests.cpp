@@ -499,6 +499,17 @@ TEST_CASE("decode=gpu decodes on the CPU, saying why, without a decoder or a dev
     CHECK(!g.reason.empty());
     CHECK(g.hardware == 0);
   }
+  SECTION("no pinned memory for the stage") {
+    sim_jpeg_decoder::installed dec(*f.sim.dev);
+    f.sim.dev->fail(sim_device::op::allocate_pinned, 2, false);  // the stage's, the loader's first pinning
+    const epoch_out want = host_epochs(o, 1);
+    ringfeed::loader l(for_epochs(o, 1));
+    require_same(epochs(l, 1, f.sim.dev.get()), want);
+    const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+    CHECK(g.where == "cpu");
+    CHECK(g.reason.find("the GPU decode stage could not be set up") != std::string::npos);
+    CHECK(dec.rec->calls == 0);
+  }
   SECTION("an op without a device kernel") {
     sim_jpeg_decoder::installed dec(*f.sim.dev);
     o.pipeline = img::transform_list::parse("RandomResizedCrop(24); ColorJitter(brightness=0.4); ToTensor()")

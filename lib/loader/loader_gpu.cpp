@@ -58,8 +58,15 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   // The files kept for the decoder count in memory_budget: the slabs make
   // room for them before the pool is made.
   share_budget_with_files(m_opt, m_plan);
-  m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes,
-                                                 m_plan.file_bytes, m_opt.batch_size, m_plan.slabs);
+  try {
+    // (It pins its resize tables' memory now.)
+    m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes,
+                                                   m_plan.file_bytes, m_opt.batch_size, m_plan.slabs);
+  } catch (const cuda::cuda_error& e) {
+    m_gpu_reason = std::string("the GPU decode stage could not be set up: ") + e.what();
+    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    return;
+  }
   m_gpu_reason = want == decode_where::gpu ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
 }
 
