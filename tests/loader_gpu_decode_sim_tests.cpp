@@ -431,8 +431,8 @@ TEST_CASE("the CPU decode of an image the GPU refused reads its header no more",
   const epoch_out want = host_epochs(o, 1);
   sim_jpeg_decoder::installed dec(*f.sim.dev);
   dec.rec->poisoned_sizes.insert(fs::file_size(f.root / "class0" / "chelsea.jpg"));
+  const std::uint64_t before = img::detail::jpeg_headers_read();  // (the loader starts reading when made)
   ringfeed::loader l(for_epochs(o, 1));
-  const std::uint64_t before = img::detail::jpeg_headers_read();
   require_same(epochs(l, 1, f.sim.dev.get()), want);
   CHECK(l.stats().gpu_decode.fallbacks == 2);
   // One read per JPEG of the epoch (all but gray.png), by the router.
