@@ -21,6 +21,7 @@
 #include <ringfeed/sync_wait.hpp>
 
 #include "cuda/decode_stage.hpp"
+#include "image/codecs/codec_detail.hpp"
 #include "image_test_data.hpp"
 #include "loader_fixtures.hpp"
 #include "sim_device.hpp"
@@ -166,6 +167,54 @@ TEST_CASE("decode=gpu gives the host path's bytes, each image on its route", "[d
   CHECK(g.fallbacks == 0);
   CHECK(dec.rec->decoded == 2 * 18);
   CHECK(dec.rec->whole == 0);  // regions only: no whole-image decode was asked for
+}
+
+TEST_CASE("decode=gpu makes no synchronizing device call in a run", "[device_sim][gpu_decode]") {
+  // What perf/gpu/cuda_sync_counter counts (cudaMalloc, cudaFree,
+  // cudaHostAlloc, cudaFreeHost, the synchronizes) must not happen while a
+  // run goes, not even in its first epoch, while the batches' regions,
+  // scratch and resize tables grow to the largest crops: device buffers
+  // grow in stream order, tables come from the pinned pool the stage pins
+  // when it opens. (nvJPEG's pinned buffers come from such a pool too:
+  // gpu_pinned_pool_tests.)
+  gpu_fixture f("gpu decode syncs");
+  ringfeed::loader_options o = options(f.root, 0);
+  o.output = ringfeed::output_spec::uint8_nhwc();  // one copy a batch, no staging
+  // One batch ahead, fixed: an adaptive depth frees and pins slabs as the
+  // consumer's pace changes (slab_pool::retire_if_over: not the stage's).
+  o.prefetch_batches = 1;
+  const epoch_out want = host_epochs(o, 3);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  ringfeed::loader l(for_epochs(o, 3));
+  using op = sim_device::op;
+  const std::vector<op> counted{op::allocate, op::allocate_pinned, op::copy, op::synchronize, op::deallocate,
+                                op::deallocate_pinned};
+  auto counts = [&] {
+    std::vector<std::size_t> c;
+    for (op k : counted) c.push_back(f.sim.dev->calls(k));
+    return c;
+  };
+  const std::vector<std::size_t> before = counts();
+  std::vector<std::size_t> last;  // at the last batch (the run's end frees its slabs)
+  epoch_out got;
+  for (int e = 0; e < 3; ++e) {
+    while (auto b = ringfeed::sync_wait(l.next())) {
+      b->wait(nullptr);
+      f.sim.dev->drain();
+      last = counts();
+      const auto* p = static_cast<const std::byte*>(b->images().data);
+      got.images.emplace_back(p, p + b->images().bytes());
+      got.labels.emplace_back(b->labels().begin(), b->labels().end());
+    }
+  }
+  require_same(got, want);
+  for (std::size_t k = 0; k < counted.size(); ++k) {
+    INFO("sim_device op " << static_cast<int>(counted[k]));
+    CHECK(last[k] - before[k] == 0);
+  }
+  CHECK(f.sim.dev->calls(op::allocate_async) > 0);  // the buffers did grow
+  const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+  CHECK(g.hardware + g.hybrid == 3 * 18);
 }
 
 TEST_CASE("decoders without regions: whole images, cropped on the device", "[device_sim][gpu_decode]") {
@@ -358,9 +407,36 @@ TEST_CASE("a batch the decoder refuses is retried image by image, the rest on th
   CHECK(g.fallbacks == 2);  // chelsea.jpg in both classes
   CHECK(g.hardware == 15);
   CHECK(g.hybrid == 1);
+  // Why, in stats(), and the decoder was told the file's name.
+  CHECK(reasons_of(g).at("the GPU decoder refused it: simulated nvjpegDecodeBatchedEx: NVJPEG_STATUS_BAD_JPEG") == 2);
+  {
+    std::lock_guard lock(dec.rec->mutex);
+    for (const std::string& name : dec.rec->refused_names) INFO(name);
+    CHECK(std::any_of(dec.rec->refused_names.begin(), dec.rec->refused_names.end(),
+                      [](const std::string& n) { return n.ends_with("chelsea.jpg"); }));
+  }
   // Each batch holding it: refused whole, then refused alone.
   CHECK(dec.rec->refused >= 2 * 2);
+  const auto split = std::map<std::string, std::uint64_t>(g.split_batches.begin(), g.split_batches.end());
+  CHECK(split.at("simulated nvjpegDecodeBatchedEx: NVJPEG_STATUS_BAD_JPEG") >= 1);
   CHECK(dec.rec->reused_early == 0);
+}
+
+TEST_CASE("the CPU decode of an image the GPU refused reads its header no more", "[device_sim][gpu_decode]") {
+  // gpu_route read each JPEG's header to route it; the upload thread's CPU
+  // fallback (the GPU decoder refused it) decodes with that header, without
+  // reading it again (libjpeg-turbo's own read inside the decode aside).
+  gpu_fixture f("gpu decode fallback header");
+  const ringfeed::loader_options o = options(f.root, 0);
+  const epoch_out want = host_epochs(o, 1);
+  sim_jpeg_decoder::installed dec(*f.sim.dev);
+  dec.rec->poisoned_sizes.insert(fs::file_size(f.root / "class0" / "chelsea.jpg"));
+  const std::uint64_t before = img::detail::jpeg_headers_read();  // (the loader starts reading when made)
+  ringfeed::loader l(for_epochs(o, 1));
+  require_same(epochs(l, 1, f.sim.dev.get()), want);
+  CHECK(l.stats().gpu_decode.fallbacks == 2);
+  // One read per JPEG of the epoch (all but gray.png), by the router.
+  CHECK(img::detail::jpeg_headers_read() - before == 21);
 }
 
 TEST_CASE("a JPEG neither decoder can read is skipped or fails the batch, by name", "[device_sim][gpu_decode]") {
@@ -422,6 +498,17 @@ TEST_CASE("decode=gpu decodes on the CPU, saying why, without a decoder or a dev
     CHECK(g.where == "cpu");
     CHECK(!g.reason.empty());
     CHECK(g.hardware == 0);
+  }
+  SECTION("no pinned memory for the stage") {
+    sim_jpeg_decoder::installed dec(*f.sim.dev);
+    f.sim.dev->fail(sim_device::op::allocate_pinned, 2, false);  // the stage's, the loader's first pinning
+    const epoch_out want = host_epochs(o, 1);
+    ringfeed::loader l(for_epochs(o, 1));
+    require_same(epochs(l, 1, f.sim.dev.get()), want);
+    const ringfeed::gpu_decode_stats g = l.stats().gpu_decode;
+    CHECK(g.where == "cpu");
+    CHECK(g.reason.find("the GPU decode stage could not be set up") != std::string::npos);
+    CHECK(dec.rec->calls == 0);
   }
   SECTION("an op without a device kernel") {
     sim_jpeg_decoder::installed dec(*f.sim.dev);

@@ -23,6 +23,7 @@ TEST_CASE("stats JSON: gpu_decode says where images were decoded, by which backe
   s.gpu_decode.fallbacks = 3;
   s.gpu_decode.slot_bytes = 123456;
   s.gpu_decode.cpu_reasons = {{"progressive", 30}, {"not a JPEG", 10}};
+  s.gpu_decode.split_batches = {{"nvjpegDecodeBatchedEx: NVJPEG_STATUS_BAD_JPEG", 2}};
 
   const json j = json::parse(s.json());
   CHECK(j.at("decode_reason") == "cpu: exact mode");
@@ -37,6 +38,7 @@ TEST_CASE("stats JSON: gpu_decode says where images were decoded, by which backe
   CHECK(g.at("fallbacks") == 3);
   CHECK(g.at("slot_bytes") == 123456);
   CHECK(g.at("cpu_reasons") == json{{"progressive", 30}, {"not a JPEG", 10}});
+  CHECK(g.at("split_batches") == json{{"nvjpegDecodeBatchedEx: NVJPEG_STATUS_BAD_JPEG", 2}});
 }
 
 TEST_CASE("stats JSON: a loader that decodes on the CPU reports gpu_decode all the same", "[loader][stats][decode]") {

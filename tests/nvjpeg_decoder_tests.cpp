@@ -152,6 +152,7 @@ void decode_and_check(jpeg_decoder& decoder, const samples& in) {
   const stream st;
   decoder.decode(jobs, reinterpret_cast<stream_t>(st.s));
   cuda_ok(cudaStreamSynchronize(st.s));
+  decoder.stream_done();  // st goes: what the decoder frees later is not queued there
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const difference d = compare(in.all[i]);
     INFO(in.all[i].name << " (" << backend_name(jobs[i].backend) << "): mean |delta| " << d.mean << ", max " << d.max);
@@ -201,5 +202,6 @@ TEST_CASE("a bitstream nvJPEG refuses is a jpeg_decode_error naming the call", "
     CHECK(what.find("NVJPEG_STATUS_") != std::string::npos);
   }
   cuda_ok(cudaStreamSynchronize(st.s));
+  c.decoder->stream_done();
   decode_and_check(*c.decoder, in);  // and the decoder still works
 }

@@ -129,6 +129,14 @@ class cuda_device final : public device_api {
   void deallocate(void* p) noexcept override {
     if (p != nullptr) (void)cudaFree(p);
   }
+  void* allocate_async(std::size_t bytes, stream_t s) override {
+    void* p = nullptr;
+    check(cudaMallocAsync(&p, std::max<std::size_t>(bytes, 1), native(s)), "cudaMallocAsync");
+    return p;
+  }
+  void deallocate_async(void* p, stream_t s) noexcept override {
+    if (p != nullptr) (void)cudaFreeAsync(p, native(s));
+  }
   void* allocate_pinned(std::size_t bytes) override {
     void* p = nullptr;
     check(cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable), "cudaHostAlloc");

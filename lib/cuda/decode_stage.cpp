@@ -1,4 +1,5 @@
 // The GPU decode stage: see decode_stage.hpp.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -11,6 +12,12 @@ namespace ringfeed::cuda {
 namespace {
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) noexcept { return (n + a - 1) / a * a; }
+
+// Pinned (and device) memory for resize tables reserved per batch image at
+// first: an image's entry and coefficients (plan_resize_piece) take about
+// 12 KiB for a 224 output of an ImageNet-sized crop (bilinear), some 40 KiB
+// for crops of multi-megapixel photos (those grow it).
+constexpr std::size_t table_reserve_per_image = 16 * 1024;
 
 // What the CPU path's full-size render asks the resampler for (pipeline.cpp:
 // the crop as the logical image, resized, the window cut out): the GPU
@@ -60,17 +67,19 @@ std::int64_t ns_since(std::chrono::steady_clock::time_point t0) {
 // --- pinned_side ------------------------------------------------------------------
 
 pinned_side::~pinned_side() {
-  if (m_data != nullptr) m_api->deallocate_pinned(m_data);
+  if (m_data != nullptr) m_pool->release(m_data);
 }
 
-std::span<std::byte> pinned_side::reserve(device_api& api, std::size_t bytes) {
-  if (bytes > m_bytes || m_api != &api) {
-    if (m_data != nullptr) m_api->deallocate_pinned(m_data);
+std::span<std::byte> pinned_side::reserve(pinned_pool& pool, std::size_t bytes) {
+  if (bytes > m_bytes || m_pool != &pool) {
+    // The slab came back: the copy out of the old table is done.
+    if (m_data != nullptr) m_pool->release(m_data);
     m_data = nullptr;
     m_bytes = 0;
     const std::size_t want = align_up(bytes + bytes / 2, 4096);  // room to grow
-    m_data = static_cast<std::byte*>(api.allocate_pinned(want));
-    m_api = &api;
+    m_data = static_cast<std::byte*>(pool.allocate(want));
+    if (m_data == nullptr) throw cuda_error(2, "decode stage: no pinned memory for a resize table", false);
+    m_pool = &pool;
     m_bytes = want;
   }
   return {m_data, bytes};
@@ -79,19 +88,26 @@ std::span<std::byte> pinned_side::reserve(device_api& api, std::size_t bytes) {
 // --- decode_stage -------------------------------------------------------------------
 
 decode_stage::decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
-                           std::size_t sample_bytes, std::size_t file_bytes)
+                           std::size_t sample_bytes, std::size_t file_bytes, std::size_t max_images,
+                           std::size_t slabs)
     : m_api(std::move(api)),
       m_device(device),
       m_decoder(std::move(decoder)),
       m_sample_bytes(sample_bytes),
+      m_max_images(std::max<std::size_t>(max_images, 1)),
+      // A batch's table is a few KiB per image (its coefficients): the
+      // slabs' tables fit in the reserve, so none pins memory in a run.
+      m_tables(*m_api, std::max<std::size_t>(slabs, 1) * m_max_images * table_reserve_per_image, 0),
       m_file_cap(file_bytes) {}
 
 decode_stage::~decode_stage() {
   // The uploader's destructor has waited for the copy stream (the loader
   // destroys it first): nothing queued reads these any more.
+  // The copy stream may be gone: the decoder frees the works' memory at once.
+  m_decoder->stream_done();
   try {
     const device_guard on(*m_api, m_device);
-    for (void* p : m_retired) m_api->deallocate(p);
+    m_works.clear();
     for (const device_buffer* b : {&m_regions, &m_resize_scratch, &m_table}) m_api->deallocate(b->data);
   } catch (...) {
     // A lost context: the memory went with it.
@@ -114,6 +130,11 @@ jpeg_route decode_stage::route(const image::image_info& info, const image::sampl
   }
   count_cpu_route(r.why_cpu);
   return r;
+}
+
+void decode_stage::count_refusal(std::string_view why) {
+  std::lock_guard lock(m_reasons_mutex);
+  ++m_cpu_reasons["the GPU decoder refused it: " + std::string(why)];
 }
 
 void decode_stage::count_cpu_route(std::string_view why) {
@@ -193,6 +214,7 @@ bool decode_stage::prepare(gpu_sample& g) {
   j.size = g.encoded.size();
   j.info = g.info;
   j.work = g.work;
+  j.name = g.name;
   try {
     for (int tries = 0;; ++tries) {
       j.region = g.region;
@@ -203,9 +225,10 @@ bool decode_stage::prepare(gpu_sample& g) {
       if (!replan || tries > 0) break;
       if (!plan_resize(g)) return false;  // then its host side again, for that region
     }
-  } catch (const jpeg_decode_error&) {
+  } catch (const jpeg_decode_error& e) {
     g.backend = jpeg_backend::cpu;
     count_fallbacks(1);
+    count_refusal(e.reason());
     m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
     return false;
   }
@@ -213,13 +236,15 @@ bool decode_stage::prepare(gpu_sample& g) {
   return true;
 }
 
-void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity) {
+void* decode_stage::reserve(device_buffer& b, std::size_t bytes, std::size_t granularity, std::size_t initial,
+                            stream_t s) {
   if (bytes > b.bytes) {
-    // Work already queued may still read the old one: kept until the end.
-    if (b.data != nullptr) m_retired.push_back(b.data);
+    // Work already queued on `s` may still read the old one: freed in
+    // stream order, after it.
+    if (b.data != nullptr) m_api->deallocate_async(b.data, s);
     b = {};
-    const std::size_t want = align_up(bytes + bytes / 4, granularity);
-    b.data = m_api->allocate(want);
+    const std::size_t want = align_up(std::max(bytes + bytes / 4, initial), granularity);
+    b.data = m_api->allocate_async(want, s);
     b.bytes = want;
   }
   return b.data;
@@ -231,15 +256,21 @@ std::vector<std::size_t> decode_stage::decode_jobs(std::span<const jpeg_job> job
   try {
     m_decoder->decode(jobs, s);
     return refused;
-  } catch (const jpeg_decode_error&) {
+  } catch (const jpeg_decode_error& e) {
     // A batched call fails whole: find the images it refuses, one by one.
+    if (jobs.size() == 1) {
+      count_refusal(e.reason());
+      return {0};
+    }
+    std::lock_guard lock(m_reasons_mutex);
+    ++m_split[e.reason()];
   }
-  if (jobs.size() == 1) return {0};
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     try {
       m_decoder->decode(jobs.subspan(i, 1), s);
-    } catch (const jpeg_decode_error&) {
+    } catch (const jpeg_decode_error& e) {
       refused.push_back(i);
+      count_refusal(e.reason());
     }
   }
   return refused;
@@ -259,7 +290,10 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
     on_gpu.push_back(k);
   }
   if (on_gpu.empty()) return {};
-  auto* base = static_cast<std::uint8_t*>(reserve(m_regions, offset, 1 << 20));
+  // At first room for regions of 4 samples' size each (a crop a little
+  // larger than the output, on average): larger ones grow it in stream
+  // order.
+  auto* base = static_cast<std::uint8_t*>(reserve(m_regions, offset, 1 << 20, 4 * m_max_images * m_sample_bytes, s));
 
   std::vector<jpeg_job> jobs;
   jobs.reserve(on_gpu.size());
@@ -274,6 +308,7 @@ std::vector<std::size_t> decode_stage::decode(std::span<gpu_sample> slots, strea
     j.pitch = static_cast<std::size_t>(g.region.width) * 3;
     j.backend = g.backend;
     j.work = g.work;
+    j.name = g.name;
     jobs.push_back(j);
   }
   std::vector<std::size_t> refused_slots;
@@ -299,16 +334,17 @@ void decode_stage::place(std::span<const gpu_sample> slots, pinned_side& side, s
       pieces.push_back({&slots[k].resize, slots[k].region_offset, k * m_sample_bytes});
   if (pieces.empty()) return;
   const resize_sizes sizes = measure_pieces(pieces);
-  const std::span<std::byte> table = side.reserve(*m_api, sizes.table_bytes);
+  const std::span<std::byte> table = side.reserve(m_tables, sizes.table_bytes);
   join_resize_table(pieces, table);
-  void* device_table = reserve(m_table, sizes.table_bytes, 1 << 16);
+  void* device_table = reserve(m_table, sizes.table_bytes, 1 << 16, m_max_images * table_reserve_per_image, s);
   m_api->copy_to_device_async(device_table, table.data(), sizes.table_bytes, s);
   resize_launch k;
   k.table = static_cast<const std::byte*>(device_table);
   k.images = pieces.size();
   k.source = static_cast<const std::uint8_t*>(m_regions.data);
   k.target = target;
-  k.scratch = static_cast<std::uint8_t*>(reserve(m_resize_scratch, sizes.scratch_bytes, 1 << 20));
+  k.scratch = static_cast<std::uint8_t*>(
+      reserve(m_resize_scratch, sizes.scratch_bytes, 1 << 20, 2 * m_max_images * m_sample_bytes, s));
   m_api->launch_resize(k, s);
   m_gpu_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
 }
@@ -341,6 +377,7 @@ decode_counters decode_stage::counters() const {
   c.slot_bytes = m_file_held.load(std::memory_order_relaxed);
   std::lock_guard lock(m_reasons_mutex);
   c.cpu_reasons.assign(m_cpu_reasons.begin(), m_cpu_reasons.end());
+  c.split_batches.assign(m_split.begin(), m_split.end());
   return c;
 }
 

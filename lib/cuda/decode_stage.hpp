@@ -46,6 +46,7 @@
 
 #include "device_resize.hpp"
 #include "jpeg_decoder.hpp"
+#include "pinned_pool.hpp"
 
 namespace ringfeed::cuda {
 
@@ -77,23 +78,29 @@ struct decode_counters {
   std::uint64_t hardware = 0, hybrid = 0, cpu = 0, fallbacks = 0;
   std::int64_t gpu_ns = 0, cpu_ns = 0;
   std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+  /// Calls the decoder refused whole (then retried image by image), by reason.
+  std::vector<std::pair<std::string, std::uint64_t>> split_batches;
   /// Host memory the slots hold for the GPU route (files and resize plans).
   std::uint64_t slot_bytes = 0;
 };
 
-/// Pinned host memory of a slab for its resize table, grown by the upload
-/// thread, freed through the device API that pinned it.
+/// Pinned host memory of a slab for its resize table, from the stage's
+/// pinned pool (pinned_pool.hpp: no cudaHostAlloc or cudaFreeHost per
+/// growth), grown by the upload thread. Given back to the pool when it
+/// grows (the slab came back: its copy is done) and when it goes, which
+/// must be before the stage.
 class pinned_side {
  public:
   pinned_side() = default;
   ~pinned_side();
   pinned_side(const pinned_side&) = delete;
   pinned_side& operator=(const pinned_side&) = delete;
-  /// At least `bytes` (16-byte aligned), keeping none of the old contents.
-  std::span<std::byte> reserve(device_api& api, std::size_t bytes);
+  /// At least `bytes` (16-byte aligned) from `pool`, keeping none of the
+  /// old contents. Throws cuda_error when the pool cannot pin more.
+  std::span<std::byte> reserve(pinned_pool& pool, std::size_t bytes);
 
  private:
-  device_api* m_api = nullptr;
+  pinned_pool* m_pool = nullptr;
   std::byte* m_data = nullptr;
   std::size_t m_bytes = 0;
 };
@@ -101,10 +108,12 @@ class pinned_side {
 class decode_stage {
  public:
   /// On `device` of `api` (current on the calling thread), with `decoder`,
-  /// for samples of `sample_bytes` (height × width × 3 uint8). The files
-  /// kept for the decoder (keep_file) hold at most `file_bytes` in all.
+  /// for batches of up to `max_images` samples of `sample_bytes` (height ×
+  /// width × 3 uint8) in `slabs` slabs. The files kept for the decoder
+  /// (keep_file) hold at most `file_bytes` in all. Pins the slabs' resize
+  /// tables' reserve now.
   decode_stage(std::shared_ptr<device_api> api, int device, std::unique_ptr<jpeg_decoder> decoder,
-               std::size_t sample_bytes, std::size_t file_bytes);
+               std::size_t sample_bytes, std::size_t file_bytes, std::size_t max_images = 1, std::size_t slabs = 1);
   ~decode_stage();
   decode_stage(const decode_stage&) = delete;
   decode_stage& operator=(const decode_stage&) = delete;
@@ -155,7 +164,8 @@ class decode_stage {
 
   /// Upload thread, inside the uploader's enqueue after the host copy:
   /// queues the resize of the slots decode() decoded into `target` (slot k
-  /// at k × sample_bytes), the table in `side`. Throws cuda_error.
+  /// at k × sample_bytes), the table in `side` (from the stage's pinned
+  /// pool: `side` goes before the stage). Throws cuda_error.
   void place(std::span<const gpu_sample> slots, pinned_side& side, std::uint8_t* target, stream_t s);
 
   /// The decoder's description and engine count, and the counters so far.
@@ -166,19 +176,23 @@ class decode_stage {
   void count_fallbacks(std::size_t n) noexcept;
 
  private:
-  // A device buffer that only grows. A smaller one it replaces is kept
-  // until the stage goes (work queued on it may still run): no
-  // synchronization.
+  // A device buffer that only grows, in stream order on the copy stream
+  // (allocate_async / deallocate_async): the smaller one it replaces is
+  // freed once the work queued on it has run, and nothing waits.
   struct device_buffer {
     void* data = nullptr;
     std::size_t bytes = 0;
   };
-  // `b`, grown to at least `bytes` (rounded up to `granularity`, with room).
-  void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity);
+  // `b`, grown on `s` to at least `bytes` (rounded up to `granularity`,
+  // with room; the first time at least `initial`).
+  void* reserve(device_buffer& b, std::size_t bytes, std::size_t granularity, std::size_t initial, stream_t s);
   // Claims `grow` more bytes of the slots' share (false: over it).
   bool claim(std::size_t grow) noexcept;
   // Counts an image routed to the CPU for `why`.
   void count_cpu_route(std::string_view why);
+  // Counts why the decoder refused an image (a jpeg_decode_error's reason)
+  // among the CPU reasons; the image counts as a fallback.
+  void count_refusal(std::string_view why);
   // Queues `jobs`; a refused call is retried one image at a time. Returns
   // the jobs (indices into `jobs`) still refused.
   std::vector<std::size_t> decode_jobs(std::span<const jpeg_job> jobs, stream_t s);
@@ -187,10 +201,11 @@ class decode_stage {
   int m_device;
   std::unique_ptr<jpeg_decoder> m_decoder;
   std::size_t m_sample_bytes;
+  std::size_t m_max_images;
   device_buffer m_regions;        // the current batch's decoded regions
   device_buffer m_resize_scratch;  // the resize's horizontal passes
   device_buffer m_table;           // device copy of the resize table
-  std::vector<void*> m_retired;    // buffers grown out of, freed by the destructor
+  pinned_pool m_tables;            // the slabs' pinned_side memory
   // The slots' host works (gpu_sample::work), before m_decoder goes.
   std::mutex m_works_mutex;
   std::vector<std::unique_ptr<jpeg_host_work>> m_works;  // guarded by m_works_mutex
@@ -201,6 +216,7 @@ class decode_stage {
   std::atomic<std::int64_t> m_gpu_ns{0}, m_cpu_ns{0};
   mutable std::mutex m_reasons_mutex;
   std::map<std::string, std::uint64_t> m_cpu_reasons;  // guarded by m_reasons_mutex
+  std::map<std::string, std::uint64_t> m_split;        // guarded by m_reasons_mutex
 };
 
 }  // namespace ringfeed::cuda

@@ -77,6 +77,13 @@ class device_api {
   virtual void destroy_event(event_t e) noexcept = 0;
   [[nodiscard]] virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* p) noexcept = 0;
+  /// Device memory in stream order (cudaMallocAsync from the device's
+  /// default pool): usable by work queued on `s` after this, with no host
+  /// synchronization. Freed by deallocate_async, or deallocate.
+  [[nodiscard]] virtual void* allocate_async(std::size_t bytes, stream_t s) = 0;
+  /// Frees `p` once the work queued on `s` before this is done
+  /// (cudaFreeAsync): no host synchronization.
+  virtual void deallocate_async(void* p, stream_t s) noexcept = 0;
   /// Page-locked host memory (usable by every device's copies).
   [[nodiscard]] virtual void* allocate_pinned(std::size_t bytes) = 0;
   virtual void deallocate_pinned(void* p) noexcept = 0;

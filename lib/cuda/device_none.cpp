@@ -29,6 +29,8 @@ class no_device final : public device_api {
   void destroy_event(event_t) noexcept override {}
   void* allocate(std::size_t) override { no_cuda("cudaMalloc"); }
   void deallocate(void*) noexcept override {}
+  void* allocate_async(std::size_t, stream_t) override { no_cuda("cudaMallocAsync"); }
+  void deallocate_async(void*, stream_t) noexcept override {}
   void* allocate_pinned(std::size_t) override { no_cuda("cudaHostAlloc"); }
   void deallocate_pinned(void*) noexcept override {}
   void copy_to_device(void*, const void*, std::size_t) override { no_cuda("cudaMemcpy"); }

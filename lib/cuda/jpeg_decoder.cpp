@@ -60,7 +60,7 @@ jpeg_decoder_choice open_jpeg_decoder(device_api& api, int device, std::size_t m
   if (!found.library) return {nullptr, found.why_not};
   try {
     const device_guard on(api, device);
-    return {make_nvjpeg_decoder(found.library, device, memory_budget), {}};
+    return {make_nvjpeg_decoder(found.library, api, device, memory_budget), {}};
   } catch (const std::exception& e) {
     // No device at all: the probe's words (they name a missing driver
     // where CUDA would say "insufficient driver").

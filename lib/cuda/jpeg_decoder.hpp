@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <ringfeed/cuda/stream.hpp>
 #include <ringfeed/image/decode.hpp>
@@ -75,6 +76,7 @@ struct jpeg_job {
   std::uint8_t* out = nullptr;  ///< device memory: region.width × region.height × 3, RGB interleaved
   std::size_t pitch = 0;        ///< bytes between rows of `out` (≥ region.width × 3)
   jpeg_backend backend = jpeg_backend::hardware;  ///< never cpu
+  std::string_view name;  ///< the file's name, for the decoder's messages
   /// The slot's host work (make_host_work), prepared or not (decode() then
   /// runs the host side itself, on the calling thread). Required.
   jpeg_host_work* work = nullptr;
@@ -86,7 +88,15 @@ struct jpeg_job {
 /// the call's images on the CPU instead.
 class jpeg_decode_error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  /// `what` names the file where one is known; `reason` is what stats()
+  /// counts the refusal under ("nvjpegDecodeJpegHost:
+  /// NVJPEG_STATUS_JPEG_NOT_SUPPORTED"; empty: `what`).
+  explicit jpeg_decode_error(const std::string& what, std::string reason = {})
+      : std::runtime_error(what), m_reason(reason.empty() ? what : std::move(reason)) {}
+  [[nodiscard]] const std::string& reason() const noexcept { return m_reason; }
+
+ private:
+  std::string m_reason;
 };
 
 class jpeg_decoder {
@@ -122,6 +132,10 @@ class jpeg_decoder {
   /// (the call was refused: its jobs not yet queued are not) or cuda_error
   /// (sticky: the device is lost).
   virtual void decode(std::span<const jpeg_job> jobs, stream_t s) = 0;
+  /// The stream decode() was given is done and may be destroyed: what the
+  /// decoder frees from now on (the slots' works, at the stage's end) it
+  /// frees at once, queueing nothing there.
+  virtual void stream_done() noexcept {}
 };
 
 /// What opening a decoder found.

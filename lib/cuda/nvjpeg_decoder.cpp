@@ -17,8 +17,10 @@
 #include <ringfeed/cuda/uploader.hpp>
 
 #include "cuda_check.hpp"
+#include "device_api.hpp"
 #include "nvjpeg_api.hpp"
 #include "nvjpeg_route.hpp"
+#include "pinned_pool.hpp"
 
 namespace ringfeed::cuda {
 
@@ -28,21 +30,41 @@ namespace {
 
 std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 
+// Pinned memory the decoder pins when it opens (within half the budget):
+// the engines' state stages a batch's files (a few MiB at ImageNet sizes),
+// each slot that took a hybrid image keeps its Huffman output (about 3
+// bytes a pixel for 4:2:0).
+constexpr std::size_t pinned_reserve = std::size_t{128} << 20;
+
 // The decoder's memory: nvJPEG calls these (nvjpegDevAllocatorV2_t,
 // nvjpegPinnedAllocatorV2_t: return 0 on success, as cudaMalloc does) from
-// the thread that calls it, with the stream of the call.
+// the thread that calls it (decode threads and the upload thread at once:
+// nvJPEG leaves user allocators' thread safety to the user), with a stream
+// of its choosing. Every device work of the decoder is queued on one
+// stream, the uploader's copy stream (decode()): once decode() has seen it
+// (`order`), allocations and frees are ordered on it, whatever stream
+// nvJPEG passes (a call without a stream of its own, nvjpegDecodeJpegHost
+// or nvjpegDecodeBatchedInitialize, cannot pass the one its memory was
+// used on). Before, and after stream_done(), nothing of the decoder's is
+// queued anywhere (and the stream nvJPEG passes may be the destroyed copy
+// stream): the default stream then, and pinned memory freed at once.
 struct memory {
   cudaMemPool_t pool = nullptr;  // device memory, stream-ordered
-  std::size_t budget = 0;        // 0: no limit
-  std::atomic<std::size_t> bytes{0};
+  std::size_t device_budget = 0;  // 0: no limit
+  std::atomic<std::size_t> device_bytes{0};
+  std::unique_ptr<pinned_pool> pinned;  // pinned when the decoder opens, within its limit
+  // Set by the upload thread (decode(), stream_done(), close()), read by
+  // the allocators on any thread: release / acquire, though the handle is
+  // all it carries (the stream was made before the loader ran).
+  std::atomic<cudaStream_t> order{nullptr};
   std::atomic<int> last_error{cudaSuccess};  // the CUDA error behind an allocator failure
 
+  cudaStream_t stream() const noexcept { return order.load(std::memory_order_acquire); }
   bool take(std::size_t n) {
-    // The decode thread allocates; a relaxed count is enough (it only
-    // guards a limit, no memory is published through it).
-    const std::size_t now = bytes.fetch_add(n, std::memory_order_relaxed) + n;
-    if (budget == 0 || now <= budget) return true;
-    bytes.fetch_sub(n, std::memory_order_relaxed);
+    // Relaxed: the count only guards a limit, no memory is published through it.
+    const std::size_t now = device_bytes.fetch_add(n, std::memory_order_relaxed) + n;
+    if (device_budget == 0 || now <= device_budget) return true;
+    device_bytes.fetch_sub(n, std::memory_order_relaxed);
     return false;
   }
   int fail(cudaError_t e) {
@@ -51,41 +73,44 @@ struct memory {
     return 1;
   }
 
-  static int device_malloc(void* ctx, void** p, std::size_t n, cudaStream_t s) {
+  static int device_malloc(void* ctx, void** p, std::size_t n, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
     if (!m->take(n)) return m->fail(cudaErrorMemoryAllocation);
     // Stream-ordered: no device synchronization; the pool keeps freed
     // memory (its release threshold is the budget), so a steady epoch
     // reuses it without asking the driver.
-    if (const cudaError_t e = cudaMallocFromPoolAsync(p, n, m->pool, s); e != cudaSuccess) {
-      m->bytes.fetch_sub(n, std::memory_order_relaxed);
+    if (const cudaError_t e = cudaMallocFromPoolAsync(p, n, m->pool, m->stream()); e != cudaSuccess) {
+      m->device_bytes.fetch_sub(n, std::memory_order_relaxed);
       return m->fail(e);
     }
     return 0;
   }
-  static int device_free(void* ctx, void* p, std::size_t n, cudaStream_t s) {
+  static int device_free(void* ctx, void* p, std::size_t n, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
-    m->bytes.fetch_sub(n, std::memory_order_relaxed);
-    const cudaError_t e = cudaFreeAsync(p, s);
+    m->device_bytes.fetch_sub(n, std::memory_order_relaxed);
+    const cudaError_t e = cudaFreeAsync(p, m->stream());
     return e == cudaSuccess ? 0 : m->fail(e);
   }
-  // Pinned buffers grow to the largest image's needs and stay (nvJPEG
-  // "reallocates memory only if needed"); cudaFreeHost synchronizes, so it
-  // runs only when a buffer grows and at the end.
+  // Pinned buffers come from the pool pinned at open (pinned_pool.hpp): no
+  // cudaHostAlloc and no cudaFreeHost (which waits for the whole device)
+  // when nvJPEG grows a buffer for a larger image. A freed one is handed
+  // out again only once the stream has passed the copies queued out of it.
   static int pinned_malloc(void* ctx, void** p, std::size_t n, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
-    if (!m->take(n)) return m->fail(cudaErrorMemoryAllocation);
-    if (const cudaError_t e = cudaHostAlloc(p, n, cudaHostAllocDefault); e != cudaSuccess) {
-      m->bytes.fetch_sub(n, std::memory_order_relaxed);
-      return m->fail(e);
+    try {
+      *p = m->pinned->allocate(n);
+    } catch (const cuda_error&) {
+      return m->fail(cudaErrorMemoryAllocation);
     }
-    return 0;
+    return *p != nullptr ? 0 : m->fail(cudaErrorMemoryAllocation);
   }
-  static int pinned_free(void* ctx, void* p, std::size_t n, cudaStream_t) {
+  static int pinned_free(void* ctx, void* p, std::size_t, cudaStream_t) {
     auto* m = static_cast<memory*>(ctx);
-    m->bytes.fetch_sub(n, std::memory_order_relaxed);
-    const cudaError_t e = cudaFreeHost(p);
-    return e == cudaSuccess ? 0 : m->fail(e);
+    if (const cudaStream_t after = m->stream(); after != nullptr)
+      m->pinned->release_after(p, reinterpret_cast<stream_t>(after));
+    else
+      m->pinned->release(p);  // nothing queued, or all of it done
+    return 0;
   }
 };
 
@@ -97,13 +122,13 @@ struct memory {
 // is rewritten only by the next prepare(), once the slot's slab has come
 // back, i.e. after the copy stream passed the transfer: no event to wait on.
 struct nvjpeg_work final : jpeg_host_work {
-  enum class stage : std::uint8_t { fresh, hardware, host_done, queued };
+  enum class stage : std::uint8_t { fresh, parsed, hardware, host_done, queued };
   nvjpeg_api api;
   nvjpegJpegState_t state = nullptr;
   nvjpegBufferPinned_t pinned = nullptr;
   nvjpegJpegStream_t stream = nullptr;
   nvjpegDecodeParams_t params = nullptr;
-  stage at = stage::fresh;
+  stage at = stage::fresh;  // parsed: `stream` holds this job's file, parsed whole
 
   explicit nvjpeg_work(const nvjpeg_api& a) : api(a) {}
   ~nvjpeg_work() override {
@@ -118,10 +143,10 @@ struct nvjpeg_work final : jpeg_host_work {
 
 class nvjpeg_decoder final : public jpeg_decoder {
  public:
-  nvjpeg_decoder(std::shared_ptr<const nvjpeg_library> library, int device, std::size_t budget)
+  nvjpeg_decoder(std::shared_ptr<const nvjpeg_library> library, device_api& api, int device, std::size_t budget)
       : m_lib(std::move(library)), m_api(*m_lib), m_device(device) {
     try {
-      open(budget);
+      open(api, budget);
     } catch (...) {
       close();
       throw;
@@ -131,11 +156,20 @@ class nvjpeg_decoder final : public jpeg_decoder {
   nvjpeg_decoder(const nvjpeg_decoder&) = delete;
   nvjpeg_decoder& operator=(const nvjpeg_decoder&) = delete;
 
+  // With the pinned pool's use so far (stats()' decoder: whether its
+  // reserve held, on a GPU run).
   std::string describe() const override {
-    return m_lib->describe() + (m_hardware ? ", " + std::to_string(m_engines) + " hardware JPEG engines"
-                                           : ", no hardware JPEG engine (hybrid backend only)");
+    const pinned_pool::counters p = m_memory.pinned->stats();
+    auto mib = [](std::size_t b) { return std::to_string((b + (1u << 19)) >> 20) + " MiB"; };
+    return m_lib->describe() +
+           (m_hardware ? ", " + std::to_string(m_engines) + " hardware JPEG engines"
+                       : ", no hardware JPEG engine (hybrid backend only)") +
+           "; pinned " + mib(p.pinned) + " (peak use " + mib(p.peak) + ", " + std::to_string(p.growths) +
+           " growths, " + std::to_string(p.refused) + " refused); device " + mib(m_memory.device_bytes.load()) +
+           " in use";
   }
   int hardware_engines() const noexcept override { return m_engines; }
+  void stream_done() noexcept override { m_memory.order.store(nullptr, std::memory_order_release); }
   jpeg_route route(const image::image_info& info) const noexcept override { return nvjpeg_route(info, m_hardware); }
   // nvjpegDecodeParamsSetROI: nvjpegDecodeBatchedEx (hardware) and the
   // decoupled API (hybrid) both take a region per image. The engines are
@@ -155,11 +189,17 @@ class nvjpeg_decoder final : public jpeg_decoder {
     return w;
   }
 
-  // The engines' support check (nvjpegJpegStreamParseHeader, host only, and
-  // nvjpegDecodeBatchedSupportedEx with the region: 0 means supported);
-  // what they refuse, and every hybrid image, gets its Huffman decode here.
-  // The handle and the decoder are shared by the threads (nvJPEG: "thread
-  // safe" across states); the state, stream and parameters are the work's.
+  // The engines' support check (nvjpegJpegStreamParse of the whole file,
+  // as DALI's nvJPEG decoder parses before nvjpegDecodeBatchedSupportedEx,
+  // with the region: 0 means supported); what they refuse, and every hybrid
+  // image, gets its Huffman decode here, from the same parsed stream.
+  // nvJPEG's thread safety: the handle and the decoder are shared by the
+  // threads; "nvjpegJpegStream_t, nvjpegJpegState_t, nvjpegBufferDevice_t,
+  // nvjpegBufferPinned_t" must be one per thread: the stream, state and
+  // pinned buffer here are the work's, which one thread at a time uses
+  // (its decode thread, then the upload thread once the batch is handed
+  // over), and the shared device buffer is attached and used only by the
+  // upload thread (decode_hybrid).
   jpeg_backend prepare(const jpeg_job& j) override {
     validate(j, 0, false);
     make_current();
@@ -167,10 +207,11 @@ class nvjpeg_decoder final : public jpeg_decoder {
     w.at = nvjpeg_work::stage::fresh;
     set_region(w.params, j, nullptr);
     if (j.backend == jpeg_backend::hardware && m_hardware) {
-      check(m_api.jpeg_stream_parse_header(m_handle, j.data, j.size, w.stream), "nvjpegJpegStreamParseHeader", nullptr);
+      check(m_api.jpeg_stream_parse(m_handle, j.data, j.size, 0, 0, w.stream), "nvjpegJpegStreamParse", j, nullptr);
+      w.at = nvjpeg_work::stage::parsed;
       int unsupported = 1;
       check(m_api.decode_batched_supported_ex(m_handle, w.stream, w.params, &unsupported),
-            "nvjpegDecodeBatchedSupportedEx", nullptr);
+            "nvjpegDecodeBatchedSupportedEx", j, nullptr);
       if (unsupported == 0) {
         w.at = nvjpeg_work::stage::hardware;
         return jpeg_backend::hardware;
@@ -183,6 +224,8 @@ class nvjpeg_decoder final : public jpeg_decoder {
   void decode(std::span<const jpeg_job> jobs, stream_t stream) override {
     const auto s = static_cast<cudaStream_t>(stream);
     make_current();
+    // From now on the allocators order memory on this stream (memory).
+    m_memory.order.store(s, std::memory_order_release);
     std::vector<const jpeg_job*> hardware, hybrid;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       validate(jobs[i], i, true);
@@ -190,21 +233,38 @@ class nvjpeg_decoder final : public jpeg_decoder {
       if (w.at == nvjpeg_work::stage::queued) continue;  // a retry: queued by the refused call
       (w.at == nvjpeg_work::stage::hardware ? hardware : hybrid).push_back(&jobs[i]);
     }
-    if (!hardware.empty()) decode_hardware(hardware, s);
+    if (!hardware.empty()) {
+      try {
+        decode_hardware(hardware, s);
+      } catch (const jpeg_decode_error&) {
+        // The engines refused one image the support check let through (the
+        // stage's retry, one image a call): the hybrid backend decodes it,
+        // its Huffman stage on this thread. A batch refused whole is
+        // retried image by image by the stage first.
+        if (hardware.size() != 1 || jobs.size() != 1) throw;
+        hybrid.push_back(hardware.front());
+      }
+    }
     if (!hybrid.empty()) decode_hybrid(hybrid, s);
   }
 
  private:
-  void open(std::size_t budget) {
+  void open(device_api& api, std::size_t budget) {
     cuda::check(cudaSetDevice(m_device), "cudaSetDevice");
+    // memory_budget: half for device memory, half for pinned memory.
+    const std::size_t pinned_limit = budget / 2;
+    m_memory.device_budget = budget - pinned_limit;
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = m_device;
     cuda::check(cudaMemPoolCreate(&m_memory.pool, &props), "cudaMemPoolCreate");
-    std::uint64_t keep = budget != 0 ? budget : std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t keep = budget != 0 ? m_memory.device_budget : std::numeric_limits<std::uint64_t>::max();
     cuda::check(cudaMemPoolSetAttribute(m_memory.pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
-    m_memory.budget = budget;
+    // Pinned now, for the engines' batched state and the slots' Huffman
+    // outputs (a few MiB per batch of ImageNet-sized files): growing it in
+    // a run pins more (cudaHostAlloc), a chunk at a time.
+    m_memory.pinned = std::make_unique<pinned_pool>(api, pinned_reserve, pinned_limit);
     m_device_allocator = {&memory::device_malloc, &memory::device_free, &m_memory};
     m_pinned_allocator = {&memory::pinned_malloc, &memory::pinned_free, &m_memory};
 
@@ -244,8 +304,10 @@ class nvjpeg_decoder final : public jpeg_decoder {
           nullptr);
   }
 
-  // Frees everything, whatever open() got to; the work queued is done.
+  // Frees everything, whatever open() got to; the work queued is done, and
+  // the copy stream may be gone: nvJPEG's frees from here on are immediate.
   void close() noexcept {
+    m_memory.order.store(nullptr, std::memory_order_release);
     if (m_device_buffer != nullptr) (void)m_api.buffer_device_destroy(m_device_buffer);
     if (m_hybrid != nullptr) (void)m_api.decoder_destroy(m_hybrid);
     if (m_hw_state != nullptr) (void)m_api.jpeg_state_destroy(m_hw_state);
@@ -253,6 +315,7 @@ class nvjpeg_decoder final : public jpeg_decoder {
     // Outstanding stream-ordered frees complete first: the pool is released
     // once they have (cudaMemPoolDestroy's documented behaviour).
     if (m_memory.pool != nullptr) (void)cudaMemPoolDestroy(m_memory.pool);
+    m_memory.pinned.reset();  // after every nvJPEG object gave its pinned buffers back
     m_device_buffer = nullptr;
     m_hybrid = nullptr;
     m_hw_state = nullptr;
@@ -307,71 +370,95 @@ class nvjpeg_decoder final : public jpeg_decoder {
       m_params.push_back(static_cast<nvjpeg_work&>(*j->work).params);
     }
     // "Should be called once for decoding batches of this specific size,
-    // also use to reset failed batches" (nvjpeg.h): every call, as the
-    // size varies; one CPU thread (the caller's).
+    // also use to reset failed batches" (nvjpeg.h): every call, as the size
+    // varies (DALI's nvJPEG decoder does the same, batch after batch, while
+    // the previous batch may still run on the stream); max_cpu_threads 1:
+    // one CPU thread (the caller's) runs the call, as in DALI.
+    const jpeg_job* first = jobs.size() == 1 ? jobs.front() : nullptr;  // a batch names no one file
     check(m_api.decode_batched_initialize(m_handle, m_hw_state, static_cast<int>(m_data.size()), 1, NVJPEG_OUTPUT_RGBI),
-          "nvjpegDecodeBatchedInitialize", s);
+          "nvjpegDecodeBatchedInitialize", first, s);
     check(m_api.decode_batched_ex(m_handle, m_hw_state, m_data.data(), m_sizes.data(), m_out.data(), m_params.data(), s),
-          "nvjpegDecodeBatchedEx", s);
+          "nvjpegDecodeBatchedEx", first, s);
     for (const jpeg_job* j : jobs) static_cast<nvjpeg_work&>(*j->work).at = nvjpeg_work::stage::queued;
   }
 
-  // The decoupled API's host stage into the work: nvjpegJpegStreamParse and
-  // nvjpegDecodeJpegHost (Huffman on this thread, into the work's pinned
-  // buffer), the work's state and pinned buffer made on its first use.
+  // The decoupled API's host stage into the work: nvjpegJpegStreamParse
+  // (unless prepare() parsed it already) and nvjpegDecodeJpegHost (Huffman
+  // on this thread, into the work's pinned buffer), the work's state and
+  // pinned buffer made on its first use.
   void decode_host(const jpeg_job& j, nvjpeg_work& w, cudaStream_t s) {
     if (w.state == nullptr) {
       if (w.pinned == nullptr)
-        check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &w.pinned), "nvjpegBufferPinnedCreateV2", s);
+        check(m_api.buffer_pinned_create_v2(m_handle, &m_pinned_allocator, &w.pinned), "nvjpegBufferPinnedCreateV2", &j,
+              s);
       nvjpegJpegState_t state = nullptr;
-      check(m_api.decoder_state_create(m_handle, m_hybrid, &state), "nvjpegDecoderStateCreate", s);
+      check(m_api.decoder_state_create(m_handle, m_hybrid, &state), "nvjpegDecoderStateCreate", &j, s);
       try {
-        check(m_api.state_attach_pinned_buffer(state, w.pinned), "nvjpegStateAttachPinnedBuffer", s);
-        check(m_api.state_attach_device_buffer(state, m_device_buffer), "nvjpegStateAttachDeviceBuffer", s);
+        check(m_api.state_attach_pinned_buffer(state, w.pinned), "nvjpegStateAttachPinnedBuffer", &j, s);
       } catch (...) {
         (void)m_api.jpeg_state_destroy(state);
         throw;
       }
       w.state = state;
     }
-    check(m_api.jpeg_stream_parse(m_handle, j.data, j.size, 0, 0, w.stream), "nvjpegJpegStreamParse", s);
-    check(m_api.decode_jpeg_host(m_handle, m_hybrid, w.state, w.params, w.stream), "nvjpegDecodeJpegHost", s);
+    if (w.at != nvjpeg_work::stage::parsed)
+      check(m_api.jpeg_stream_parse(m_handle, j.data, j.size, 0, 0, w.stream), "nvjpegJpegStreamParse", &j, s);
+    check(m_api.decode_jpeg_host(m_handle, m_hybrid, w.state, w.params, w.stream), "nvjpegDecodeJpegHost", &j, s);
     w.at = nvjpeg_work::stage::host_done;
   }
 
-  // Its device stages, image by image, on `s`:
+  // Its device stages, image by image, on `s`: the shared device buffer
+  // attached to the work's state (here, on the one thread that uses it:
+  // nvjpegBufferDevice_t is one per thread; DALI attaches its thread's
+  // buffer the same way, right before the transfer), then
   // nvjpegDecodeJpegTransferToDevice (an async copy out of the work's
-  // pinned buffer into the shared device buffer) and nvjpegDecodeJpegDevice.
-  // A work not prepared (or prepared for the engines) gets its host stage
-  // here. Nothing waits: the pinned buffer is the slot's (nvjpeg_work).
+  // pinned buffer into the device buffer) and nvjpegDecodeJpegDevice. The
+  // states share the buffer in stream order: image k+1's transfer is queued
+  // behind image k's device stage, and a buffer nvJPEG grows for it is
+  // freed in stream order too (memory). A work not prepared (or prepared
+  // for the engines, which then refused it) gets its host stage here.
+  // Nothing waits: the pinned buffer is the slot's (nvjpeg_work).
   void decode_hybrid(const std::vector<const jpeg_job*>& jobs, cudaStream_t s) {
     for (const jpeg_job* j : jobs) {
       auto& w = static_cast<nvjpeg_work&>(*j->work);
       if (w.at != nvjpeg_work::stage::host_done) {
         set_region(w.params, *j, s);
+        if (w.at != nvjpeg_work::stage::hardware) w.at = nvjpeg_work::stage::fresh;
+        else w.at = nvjpeg_work::stage::parsed;  // prepare() parsed the whole file
         decode_host(*j, w, s);
       }
+      check(m_api.state_attach_device_buffer(w.state, m_device_buffer), "nvjpegStateAttachDeviceBuffer", j, s);
       check(m_api.decode_jpeg_transfer_to_device(m_handle, m_hybrid, w.state, w.stream, s),
-            "nvjpegDecodeJpegTransferToDevice", s);
+            "nvjpegDecodeJpegTransferToDevice", j, s);
       nvjpegImage_t out = destination(*j);
-      check(m_api.decode_jpeg_device(m_handle, m_hybrid, w.state, &out, s), "nvjpegDecodeJpegDevice", s);
+      check(m_api.decode_jpeg_device(m_handle, m_hybrid, w.state, &out, s), "nvjpegDecodeJpegDevice", j, s);
       w.at = nvjpeg_work::stage::queued;  // (a retry transfers again: the pinned buffer is unchanged)
     }
   }
 
   // An nvJPEG status: a lost context behind it (the runtime's last error,
   // the allocator's, or the stream's state: cudaStreamQuery does not wait)
-  // is a sticky cuda_error; anything else refuses the batch.
-  void check(nvjpegStatus_t st, const char* call, cudaStream_t s) const {
+  // is a sticky cuda_error; anything else refuses the call's images. The
+  // message names the call, the status, the file (`j`; null: a batch or
+  // none) and the library; the reason (stats()' CPU reasons) the call and
+  // the status.
+  void check(nvjpegStatus_t st, const char* call, const jpeg_job* j, cudaStream_t s) const {
     if (st == NVJPEG_STATUS_SUCCESS) return;
     auto lost = [](cudaError_t e) { return is_sticky(e) ? e : cudaSuccess; };
     cudaError_t e = lost(cudaGetLastError());
-    if (e == cudaSuccess) e = lost(static_cast<cudaError_t>(m_memory.last_error.exchange(cudaSuccess)));
+    const auto allocator = static_cast<cudaError_t>(m_memory.last_error.exchange(cudaSuccess));
+    if (e == cudaSuccess) e = lost(allocator);
     if (e == cudaSuccess && s != nullptr) e = lost(cudaStreamQuery(s));
-    const std::string what = std::string(call) + ": " + nvjpeg_status_name(st) + " (" + m_lib->describe() + ")";
+    std::string reason = std::string(call) + ": " + nvjpeg_status_name(st);
+    if (st == NVJPEG_STATUS_ALLOCATOR_FAILURE && allocator != cudaSuccess)
+      reason += allocator == cudaErrorMemoryAllocation ? " (over memory_budget or out of memory)" : " (" + cuda_text(allocator) + ")";
+    const std::string what = (j != nullptr && !j->name.empty() ? std::string(j->name) + ": " : std::string()) + reason +
+                             " (" + m_lib->describe() + ")";
     if (e != cudaSuccess) throw cuda_error(static_cast<int>(e), what + " after " + cuda_text(e), true);
-    throw jpeg_decode_error(what);
+    throw jpeg_decode_error(what, reason);
   }
+  void check(nvjpegStatus_t st, const char* call, cudaStream_t s) const { check(st, call, nullptr, s); }
+  void check(nvjpegStatus_t st, const char* call, const jpeg_job& j, cudaStream_t s) const { check(st, call, &j, s); }
 
   std::shared_ptr<const nvjpeg_library> m_lib;
   nvjpeg_api m_api;
@@ -397,9 +484,9 @@ class nvjpeg_decoder final : public jpeg_decoder {
 
 }  // namespace
 
-std::unique_ptr<jpeg_decoder> make_nvjpeg_decoder(std::shared_ptr<const nvjpeg_library> library, int device,
-                                                  std::size_t memory_budget) {
-  return std::make_unique<nvjpeg_decoder>(std::move(library), device, memory_budget);
+std::unique_ptr<jpeg_decoder> make_nvjpeg_decoder(std::shared_ptr<const nvjpeg_library> library, device_api& api,
+                                                  int device, std::size_t memory_budget) {
+  return std::make_unique<nvjpeg_decoder>(std::move(library), api, device, memory_budget);
 }
 
 }  // namespace ringfeed::cuda

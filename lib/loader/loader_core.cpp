@@ -152,8 +152,8 @@ loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
 loader_core::~loader_core() {
   // Only leases keep the core past the loader; by now every run is stopped.
   m_uploader.reset();  // waits for its streams: no more host-free callbacks
+  m_memory.reset();    // the slabs' resize tables go back to the stage's pool
   m_stage.reset();     // nothing queued reads its scratch any more
-  m_memory.reset();
 }
 
 void loader_core::log(std::string_view line) const { log_line(m_opt.log, line); }

@@ -58,8 +58,15 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   // The files kept for the decoder count in memory_budget: the slabs make
   // room for them before the pool is made.
   share_budget_with_files(m_opt, m_plan);
-  m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes,
-                                                 m_plan.file_bytes);
+  try {
+    // (It pins its resize tables' memory now.)
+    m_stage = std::make_unique<cuda::decode_stage>(api, m_opt.device, std::move(choice.decoder), m_plan.sample_bytes,
+                                                   m_plan.file_bytes, m_opt.batch_size, m_plan.slabs);
+  } catch (const cuda::cuda_error& e) {
+    m_gpu_reason = std::string("the GPU decode stage could not be set up: ") + e.what();
+    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    return;
+  }
   m_gpu_reason = want == decode_where::gpu ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
 }
 
@@ -72,6 +79,7 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
   const cuda::jpeg_route r = m_stage->route(g.info, g.plan);
   if (r.backend == cuda::jpeg_backend::cpu) return false;
   g.backend = r.backend;
+  g.name.assign(name);  // for the decoder's messages
   if (!m_stage->keep_file(g, bytes)) return false;  // the files' share of memory_budget is full
   try {
     // Here, so the upload thread only copies the coefficients.
@@ -83,7 +91,6 @@ bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> byte
     g.backend = cuda::jpeg_backend::cpu;  // the sample fails; nothing of it goes to the GPU
     throw;
   }
-  g.name.assign(name);
   return true;
 }
 
@@ -101,7 +108,8 @@ bool loader_core::gpu_decode(slab& s) {
     const auto t0 = clock::now();
     try {
       const std::span<std::byte> out(s.images + k * m_plan.sample_bytes, m_plan.sample_bytes);
-      (void)m_plan.pipe.apply_plan(ws, std::as_bytes(std::span(g.encoded)), g.name, g.plan, out);
+      // g.info: gpu_route's read of this header.
+      (void)m_plan.pipe.apply_plan(ws, std::as_bytes(std::span(g.encoded)), g.info, g.name, g.plan, out);
     } catch (...) {
       s.ok[k] = 0;
       failed = true;
@@ -129,6 +137,7 @@ gpu_decode_stats loader_core::gpu_stats() const {
   g.cpu_ns = c.cpu_ns;
   g.fallbacks = c.fallbacks;
   g.cpu_reasons = c.cpu_reasons;
+  g.split_batches = c.split_batches;
   g.slot_bytes = c.slot_bytes;
   return g;
 }

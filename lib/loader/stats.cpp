@@ -148,6 +148,8 @@ std::string loader_stats::json() const {
   const gpu_decode_stats& g = gpu_decode;
   nlohmann::json cpu_reasons = nlohmann::json::object();
   for (const auto& [why, count] : g.cpu_reasons) cpu_reasons[why] = cpu_reasons.value(why, std::uint64_t{0}) + count;
+  nlohmann::json split = nlohmann::json::object();
+  for (const auto& [why, count] : g.split_batches) split[why] = split.value(why, std::uint64_t{0}) + count;
   out["gpu_decode"] = {{"where", g.where},
                        {"reason", g.reason},
                        {"decoder", g.decoder},
@@ -157,7 +159,8 @@ std::string loader_stats::json() const {
                        {"cpu_s", static_cast<double>(g.cpu_ns) * 1e-9},
                        {"fallbacks", g.fallbacks},
                        {"slot_bytes", g.slot_bytes},
-                       {"cpu_reasons", std::move(cpu_reasons)}};
+                       {"cpu_reasons", std::move(cpu_reasons)},
+                       {"split_batches", std::move(split)}};
   if (cache)
     out["cache"] = {{"hits", cache_hits},     {"misses", cache_misses},       {"hit_rate", cache_hit_rate()},
                     {"stores", cache_stores}, {"evictions", cache_evictions}, {"bytes", cache_bytes},

@@ -74,7 +74,7 @@ def test_decode_auto_falls_to_the_cpu_with_the_reason(val_dir, kwargs, reason):
     assert g["where"] == "cpu"
     assert g["images"] == {"hardware": 0, "hybrid": 0, "cpu": 0}  # counted only for a GPU-decoding loader
     assert set(g) == {"where", "reason", "decoder", "hardware_engines", "images", "gpu_s", "cpu_s", "fallbacks",
-                      "slot_bytes", "cpu_reasons"}
+                      "slot_bytes", "cpu_reasons", "split_batches"}
 
 
 def test_decode_cpu_is_reported_as_asked(val_dir):

@@ -118,7 +118,8 @@ void chunked_copy(void* dst, const void* src, std::size_t bytes, std::chrono::mi
 const char* name_of(sim_device::op o) {
   static constexpr const char* names[] = {"set_device", "create_stream", "create_event", "allocate",
                                           "allocate_pinned", "copy", "copy_async", "host_func", "convert", "resize",
-                                          "record", "wait", "synchronize"};
+                                          "record", "wait", "synchronize", "allocate_async", "deallocate",
+                                          "deallocate_pinned", "deallocate_async"};
   static_assert(std::size(names) == static_cast<std::size_t>(sim_device::op::count_), "a name per op");
   return names[static_cast<int>(o)];
 }
@@ -163,6 +164,13 @@ void sim_device::enter(op o) {
 }
 
 std::size_t sim_device::calls(op o) const noexcept { return m_calls[static_cast<std::size_t>(o)].load(); }
+
+std::size_t sim_device::synchronizing_calls() const noexcept {
+  std::size_t n = 0;
+  for (op o : {op::allocate, op::allocate_pinned, op::copy, op::synchronize, op::deallocate, op::deallocate_pinned})
+    n += calls(o);
+  return n;
+}
 
 void sim_device::check_device(int device, const char* call) const {
   if (device < 0 || device >= m_devices)
@@ -244,6 +252,11 @@ void* sim_device::allocate(std::size_t bytes) {
 
 void sim_device::deallocate(void* p) noexcept {
   if (p == nullptr) return;
+  m_calls[static_cast<std::size_t>(op::deallocate)].fetch_add(1);
+  free_block(p);
+}
+
+void sim_device::free_block(void* p) noexcept {
   std::lock_guard lock(m_mutex);
   auto it = m_blocks.find(static_cast<std::byte*>(p));
   if (it == m_blocks.end() || it->second.freed) std::abort();  // a double or foreign free: a bug in the caller
@@ -260,7 +273,31 @@ void* sim_device::allocate_pinned(std::size_t bytes) {
   return p;
 }
 
-void sim_device::deallocate_pinned(void* p) noexcept { deallocate(p); }
+void sim_device::deallocate_pinned(void* p) noexcept {
+  if (p == nullptr) return;
+  m_calls[static_cast<std::size_t>(op::deallocate_pinned)].fetch_add(1);
+  free_block(p);
+}
+
+void* sim_device::allocate_async(std::size_t bytes, cuda::stream_t s) {
+  enter(op::allocate_async);
+  (void)resolve(s);  // a valid stream, as CUDA checks it
+  void* p = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+  if (p == nullptr) throw cuda::cuda_error(2, "sim: allocate_async: out of memory");
+  std::lock_guard lock(m_mutex);
+  m_blocks[static_cast<std::byte*>(p)] = {bytes, current_device(), false, false};
+  return p;
+}
+
+void sim_device::deallocate_async(void* p, cuda::stream_t s) noexcept {
+  if (p == nullptr) return;
+  m_calls[static_cast<std::size_t>(op::deallocate_async)].fetch_add(1);
+  try {
+    resolve(s).push([this, p] { free_block(p); });  // poisoned once the stream gets there
+  } catch (...) {
+    free_block(p);  // a destroyed stream: nothing more runs on it
+  }
+}
 
 bool sim_device::live(const void* p, std::size_t bytes) const {
   const auto* b = static_cast<const std::byte*>(p);

@@ -41,7 +41,7 @@ class sim_device final : public cuda::device_api {
  public:
   enum class op : int {
     set_device, create_stream, create_event, allocate, allocate_pinned, copy, copy_async, host_func, convert,
-    resize, record, wait, synchronize, count_
+    resize, record, wait, synchronize, allocate_async, deallocate, deallocate_pinned, deallocate_async, count_
   };
   struct timing {
     std::chrono::microseconds copy{0};    ///< each async copy
@@ -65,8 +65,13 @@ class sim_device final : public cuda::device_api {
   void enqueue(cuda::stream_t s, std::function<void()> fn);
   /// Whether [p, p + bytes) lies in memory allocate() gave and nobody freed.
   [[nodiscard]] bool live(const void* p, std::size_t bytes) const;
-  /// Calls of `o` so far (failed ones included).
+  /// Calls of `o` so far (failed ones included; frees, which cannot fail,
+  /// are only counted).
   [[nodiscard]] std::size_t calls(op o) const noexcept;
+  /// Calls whose CUDA counterpart blocks the host or synchronizes the device
+  /// (cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaMemcpy, the
+  /// synchronizes: what perf/gpu/cuda_sync_counter counts as "sync"), so far.
+  [[nodiscard]] std::size_t synchronizing_calls() const noexcept;
   /// Host threads now blocked in synchronize(event) on a record that has
   /// not run yet.
   [[nodiscard]] std::size_t blocked_event_waits() const noexcept { return m_blocked_event_waits.load(); }
@@ -89,6 +94,8 @@ class sim_device final : public cuda::device_api {
   void destroy_event(cuda::event_t e) noexcept override;
   void* allocate(std::size_t bytes) override;
   void deallocate(void* p) noexcept override;
+  void* allocate_async(std::size_t bytes, cuda::stream_t s) override;
+  void deallocate_async(void* p, cuda::stream_t s) noexcept override;
   void* allocate_pinned(std::size_t bytes) override;
   void deallocate_pinned(void* p) noexcept override;
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
@@ -110,6 +117,7 @@ class sim_device final : public cuda::device_api {
   stream& resolve(cuda::stream_t s);
   event& resolve(cuda::event_t e);
   void check_device(int device, const char* call) const;
+  void free_block(void* p) noexcept;  // poisons and marks a block freed
 
   const int m_devices;
   const std::size_t m_id;  // this simulator's key in the per-thread device map

@@ -74,7 +74,11 @@ void sim_jpeg_decoder::decode(std::span<const cuda::jpeg_job> jobs, cuda::stream
       if (j.work == nullptr) throw std::logic_error("sim_jpeg_decoder: a job without its host work");
       if (m_rec->poisoned_sizes.count(j.size) != 0) {
         m_rec->refused.fetch_add(1);
-        throw cuda::jpeg_decode_error("simulated nvjpegDecodeBatched: NVJPEG_STATUS_BAD_JPEG");
+        m_rec->refused_names.insert(std::string(j.name));
+        // As nvjpeg_decoder's: the file named when the call had one, the
+        // reason the call and the status.
+        const std::string reason = "simulated nvjpegDecodeBatchedEx: NVJPEG_STATUS_BAD_JPEG";
+        throw cuda::jpeg_decode_error(jobs.size() == 1 ? std::string(j.name) + ": " + reason : reason, reason);
       }
     }
   }

@@ -54,6 +54,7 @@ class sim_jpeg_decoder final : public cuda::jpeg_decoder {
     std::mutex mutex;
     std::set<std::thread::id> host_threads;  ///< where prepare() ran host stages (guarded)
     std::set<std::size_t> poisoned_sizes;  ///< a call holding a file of such a size is refused (guarded)
+    std::set<std::string> refused_names;   ///< the jobs' names (jpeg_job::name) it refused (guarded)
     bool lose_device = false;              ///< the next call throws a sticky cuda_error (guarded)
   };
 

@@ -335,11 +335,19 @@ class pipeline {
   /// size. For replaying a sample and for tests.
   sample_result apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                            const sample_plan& plan, std::span<std::byte> dst) const;
+  /// apply_plan() for bytes whose header the caller has read (`header`:
+  /// decoder::read_info's for `encoded`): the same result, without reading
+  /// the header again.
+  sample_result apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_info& header,
+                           std::string_view name, const sample_plan& plan, std::span<std::byte> dst) const;
 
  private:
   enum class geometry : std::uint8_t { none, resize_shorter, resize_exact, random_resized_crop };
 
   void check_can_add(int stage, const char* what) const;
+  // `header`: read_info's for `encoded`, or null (read here when needed).
+  sample_result apply_plan_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_info* header,
+                               std::string_view name, const sample_plan& plan, std::span<std::byte> dst) const;
   // `header`: read_info's for `encoded`, or null (read here when needed).
   sample_result apply_any(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_rows* pixels,
                           std::string_view name, const sample_key& key, std::span<std::byte> dst,

@@ -115,6 +115,10 @@ struct gpu_decode_stats {
   std::uint64_t fallbacks = 0;
   /// Why images went to the CPU ("progressive", "not a JPEG", ...), with counts.
   std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+  /// Batches the GPU decoder refused whole (then retried image by image:
+  /// slow), by the decoder's reason ("nvjpegDecodeBatchedEx:
+  /// NVJPEG_STATUS_ALLOCATOR_FAILURE ..."), with counts.
+  std::vector<std::pair<std::string, std::uint64_t>> split_batches;
   /// Host memory the batch slots hold for the GPU route, within
   /// memory_budget: the files kept for the decoder and the resize plans.
   std::uint64_t slot_bytes = 0;

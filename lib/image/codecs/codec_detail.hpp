@@ -12,6 +12,10 @@
 
 namespace ringfeed::image::detail {
 
+/// JPEG headers decoder::read_info parsed so far, in this process (tests:
+/// a path reads each image's header once).
+[[nodiscard]] std::uint64_t jpeg_headers_read() noexcept;
+
 /// The Orientation tag (0x0112) of IFD0 in a TIFF-structured EXIF payload
 /// (starting at the "II*\0" / "MM\0*" header); 1 when absent or invalid.
 [[nodiscard]] int exif_orientation_from_tiff(const std::uint8_t* data, std::size_t size) noexcept;

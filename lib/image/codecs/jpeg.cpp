@@ -7,6 +7,7 @@
 // libjpeg reports errors by calling error_exit, which must not return: ours
 // longjmps back to a setjmp in run_guarded(). Only trivially destructible
 // objects live between the two, and no C++ exception crosses libjpeg.
+#include <atomic>
 #include <csetjmp>
 
 #include <ringfeed/text.hpp>
@@ -202,7 +203,12 @@ namespace {
   throw image_error(name, "not an image ringfeed decodes (JPEG, PNG, WebP, TIFF, BMP, PBM/PGM/PPM): unrecognised "
                           "leading bytes");
 }
+
+// Relaxed: a count for tests, publishing nothing.
+std::atomic<std::uint64_t> g_jpeg_headers_read{0};
 }  // namespace
+
+std::uint64_t detail::jpeg_headers_read() noexcept { return g_jpeg_headers_read.load(std::memory_order_relaxed); }
 
 decoder::decoder() : m_impl(std::make_unique<impl>()) {}
 decoder::~decoder() = default;
@@ -214,6 +220,7 @@ image_info decoder::read_info(std::span<const std::byte> bytes, std::string_view
   if (!format) throw_unrecognised(bytes, name);
   if (*format != image_format::jpeg) return detail::read_info_other(*format, bytes, name);
   impl& d = *m_impl;
+  g_jpeg_headers_read.fetch_add(1, std::memory_order_relaxed);
   d.run_guarded(name, false, [&] { d.start(bytes); });
   image_info info = d.info_from_header();
   jpeg_abort_decompress(&d.cinfo);

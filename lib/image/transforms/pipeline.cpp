@@ -512,6 +512,17 @@ sample_result pipeline::apply_to(pipeline_workspace& ws, std::span<const std::by
 
 sample_result pipeline::apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, std::string_view name,
                                    const sample_plan& plan, std::span<std::byte> dst) const {
+  return apply_plan_any(ws, encoded, nullptr, name, plan, dst);
+}
+
+sample_result pipeline::apply_plan(pipeline_workspace& ws, std::span<const std::byte> encoded, const image_info& header,
+                                   std::string_view name, const sample_plan& plan, std::span<std::byte> dst) const {
+  return apply_plan_any(ws, encoded, &header, name, plan, dst);
+}
+
+sample_result pipeline::apply_plan_any(pipeline_workspace& ws, std::span<const std::byte> encoded,
+                                       const image_info* header, std::string_view name, const sample_plan& plan,
+                                       std::span<std::byte> dst) const {
   if (!m_tail.empty() || !m_output_ops.empty())
     throw std::invalid_argument("pipeline::apply_plan: not for a pipeline with appended ops");
   check_dst(output_shape{3, plan.window.height, plan.window.width, m_output}, dst);
@@ -522,7 +533,7 @@ sample_result pipeline::apply_plan(pipeline_workspace& ws, std::span<const std::
   sample_result result;
   result.plan = plan;
   if (m_mode == pipeline_mode::fast) {
-    result.info = w.dec.read_info(encoded, name);
+    result.info = header != nullptr ? *header : w.dec.read_info(encoded, name);
     const bool rotate = m_decode.apply_exif_orientation && result.info.orientation != 1;
     if (result.info.format == image_format::jpeg && !rotate) {
       check_source(name, {result.info.width, result.info.height}, plan);
