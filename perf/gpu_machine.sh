@@ -49,10 +49,14 @@
 #                 draft() on the large ones; the GPU decode's accuracy
 #         decode_train  perf/gpu/train_gpu.py --loaders ringfeed with
 #                 --decode gpu and cpu: ResNet-50, then ResNet-18 at 176
+#         parity  issue 42: the transform tests (v1, v2, timm, tensor ops, the
+#                 DataLoader's translation) live against this machine's torch
+#                 and torchvision, and timm from DIR/python-packages (the GPU
+#                 machine has none; --prepare puts it there)
 #         cache_train  perf/gpu/train_gpu.py --loaders ringfeed,ringfeed_pixels
 #                 (issue 40): the same loop fed with a warm pixel cache beside
 #                 the uncached run, CPU decode: ResNet-50, then ResNet-18 at 176
-#         all     the nine in order (default; the full run takes longer
+#         all     the ten in order (default; the full run takes longer
 #                 than one 10-minute command: run a few steps per command there)
 #       each step under `timeout 540` (9 minutes; each reuses the build
 #       before it). RESULTS gets plain files: summary.txt (the
@@ -60,7 +64,7 @@
 #       build/gpu-deps) and build.log, tests.txt, goldens.txt, h2d_bench.txt,
 #       h2d_bench.json, train_gpu.txt, train_gpu.json, decode_gpu.txt,
 #       decode_gpu.json, decode_train.txt, decode_train_{resnet50,resnet18}_{gpu,cpu}.json,
-#       cache_train.txt, cache_train_{resnet50,resnet18}.json.
+#       cache_train.txt, cache_train_{resnet50,resnet18}.json, parity.txt.
 #       RINGFEED_CUDA=OFF builds without CUDA; --targets all builds every
 #       target and --step-limit S changes the 540 s (the self-test does both);
 #       --build-dir D builds in D instead of build/gpu-deps.
@@ -125,9 +129,9 @@ IFS=, read -ra steps <<<"$step_name"
 [ "${#steps[@]}" -gt 0 ] || { echo "gpu_machine: --step needs at least one step" >&2; exit 2; }
 for s in "${steps[@]}"; do
   case "$s" in
-    build|tests|goldens|bench|train|node|decode|decode_train|cache_train|all) ;;
+    build|tests|goldens|bench|train|node|decode|decode_train|parity|cache_train|all) ;;
     *) echo "gpu_machine: --step takes build, tests, goldens, bench, train, node, decode, decode_train," \
-         "cache_train or all" \
+         "parity, cache_train or all" \
          "(comma-separated), not '$s'" >&2
        exit 2 ;;
   esac
@@ -312,6 +316,22 @@ if [ -n "$deps" ]; then
     done
     return "$rc"
   }
+  deps_parity() {  # issue 42: the transform tests against this machine's torchvision (and timm from DIR)
+    local site="$deps/python-packages"
+    [ -d "$site" ] || site=""
+    PYTHONPATH="$bdir/python${site:+:$site}" "$py" -c 'import torch, torchvision, PIL, numpy
+try:
+    import timm; t = timm.__version__
+except Exception as e:
+    t = f"absent ({type(e).__name__}: {e}): its tests skip"
+print(f"parity: torch {torch.__version__}, torchvision {torchvision.__version__}, Pillow {PIL.__version__}, "
+      f"numpy {numpy.__version__}, timm {t}")'
+    PYTHONPATH="$bdir/python${site:+:$site}" RINGFEED_CLI="$bdir/bin/ringfeed" PYTHONDONTWRITEBYTECODE=1 \
+      "$py" -m pytest -q -p no:cacheprovider -rs --durations=5 tests/python/test_transforms.py \
+      tests/python/test_transforms_v2.py tests/python/test_augment_v2.py tests/python/test_tensor_geometry.py \
+      tests/python/test_timm_transforms.py tests/python/test_transform_signatures.py tests/python/test_augmix.py \
+      tests/python/test_transform_loader.py tests/python/test_output_dtypes.py tests/python/test_dataloader.py
+  }
   deps_cache_train() {  # issue 40: a real model fed from a warm pixel cache, beside the uncached loader
     local args=(--steps 60 --warmup 15) rc=0
     [ "$quick" = 1 ] && args=(--steps 30 --warmup 10)
@@ -338,7 +358,7 @@ if [ -n "$deps" ]; then
     step_file="$out/$3"
     step_what="$2 (at most ${limit}s) -> $out/$3"
     step "$1" timeout "$limit" bash -c "set -uo pipefail; $(declare -f "$2" gen_dataset)
-      $(declare -p bdir out py quick has_gpu gpu_why targets jobs here pybind gpu_deps_cmake_args recipe); cd \"\$here\"; $2"
+      $(declare -p bdir out py quick has_gpu gpu_why targets jobs here pybind gpu_deps_cmake_args recipe deps); cd \"\$here\"; $2"
     rc=$?
     step_file="" step_what=""
     cp "$summary" "$kept"
@@ -353,6 +373,7 @@ if [ -n "$deps" ]; then
   if has_step node; then run_step node deps_node node_sim.txt; fi
   if has_step decode; then run_step decode deps_decode decode_gpu.txt; fi
   if has_step decode_train; then run_step decode_train deps_decode_train decode_train.txt; fi
+  if has_step parity; then run_step parity deps_parity parity.txt; fi
   if has_step cache_train; then run_step cache_train deps_cache_train cache_train.txt; fi
   echo
   cat "$summary"

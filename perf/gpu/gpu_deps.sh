@@ -197,7 +197,7 @@ EOF
   echo "downloaded: $debs_bytes bytes of .deb; DIR now: $total bytes" >>"$dir/MANIFEST.txt"
   gpu_deps_log "prepared $dir: $((total / 1024)) KiB ($((debs_bytes / 1024)) KiB of .deb downloaded); see $dir/MANIFEST.txt"
   # The check the GPU machine would fail at: every module resolves in DIR.
-  "$dir/bin/pkg-config" --cflags --libs liburing libjpeg libturbojpeg spng libwebp libwebpdemux libtiff-4 libnfs lmdb libcurl openssl expat >/dev/null ||
+  "$dir/bin/pkg-config" --cflags --libs liburing libjpeg libturbojpeg spng libwebp libwebpdemux libtiff-4 libnfs lmdb libcurl openssl expat libxxhash >/dev/null ||
     { gpu_deps_log "pkg-config cannot resolve the prefix's modules"; return 1; }
 }
 

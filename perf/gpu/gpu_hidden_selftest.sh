@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf/gpu/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args "..."] [--build-only]
+# perf/gpu/gpu_hidden_selftest.sh DIR [--out RESULTS] [--ctest-args "..."] [--build-only] [--cuda]
 #
 # The proof, on this Debian 12 machine, that a folder made by
 # `perf/gpu_machine.sh --prepare DIR` is all a bare GPU machine needs: in a
@@ -23,7 +23,10 @@
 # ctest's. The build directory is build/gpu-deps. --build-only builds what
 # the GPU machine's steps build (--targets gpu: the CLI, the Python module,
 # the CUDA tests' targets) and stops there: the quick check of a new --prepare
-# before spending device time on it.
+# before spending device time on it. --cuda builds with RINGFEED_CUDA=AUTO
+# instead (nvcc at /usr/local/cuda is not hidden): the CUDA stage, nvJPEG's
+# calls against DIR's nvjpeg.h and the CUDA tests' targets compile as they
+# will on the GPU machine (for every architecture nvcc targets by default).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,11 +35,13 @@ shift
 out=""
 ctest_args="-LE nfs"
 build_only=0
+cuda=OFF
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift ;;
     --ctest-args) ctest_args="$2"; shift ;;
     --build-only) build_only=1 ;;
+    --cuda) cuda=AUTO ;;
     *) echo "gpu_hidden_selftest: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -51,6 +56,7 @@ if [ -z "${RINGFEED_HIDDEN_NS:-}" ]; then
   : >"$out/selftest.txt"
   only=()
   [ "$build_only" = 1 ] && only=(--build-only)
+  [ "$cuda" = AUTO ] && only+=(--cuda)
   RINGFEED_HIDDEN_NS=1 exec unshare --mount --propagation private -- "$0" "$dir" --out "$out" --ctest-args "$ctest_args" "${only[@]}"
 fi
 
@@ -108,7 +114,7 @@ cd "$here" || exit 1
 rc=0
 targets=all
 [ "$build_only" = 1 ] && targets=gpu
-RINGFEED_CUDA=OFF "$here/perf/gpu_machine.sh" --deps "$dir" --out "$out" --step build --targets "$targets" \
+RINGFEED_CUDA="$cuda" "$here/perf/gpu_machine.sh" --deps "$dir" --out "$out" --step build --targets "$targets" \
   --step-limit 7200 --jobs "$(nproc)" || rc=$?
 if [ "$rc" != 0 ]; then log "the build against $dir FAILED (exit $rc): $out/build.log"; exit "$rc"; fi
 # ldd, inside the namespace: every library the build links comes from DIR.
