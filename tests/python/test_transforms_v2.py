@@ -137,7 +137,7 @@ def test_interpolation_is_written_as_its_mode_however_it_was_spelled():
 def test_v2s_interpolation_spelled_as_a_string_an_enum_or_a_pil_filter_gives_one_spec_and_torchvisions_bytes(make):
     from PIL import Image
     spellings = [v2.InterpolationMode.BICUBIC, Image.Resampling.BICUBIC, 3]
-    try:  # strings from torchvision 0.27 on; 0.26 refuses them when the op runs, and so does ringfeed
+    try:  # strings from torchvision 0.28 on; 0.26 refuses them when the op runs, and so does ringfeed
         v2.Compose([make("bicubic"), v2.PILToTensor()])(Image.open(os.path.join(R.DATA, R.IMAGES[0])).convert("RGB"))
         spellings.append("bicubic")
     except ValueError:

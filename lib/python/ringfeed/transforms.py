@@ -156,7 +156,7 @@ def _interpolation_mode(value):
 
 def _check_v2_interpolation(value, where):
     """torchvision's own check of a v2 op's interpolation, which it runs when
-    the op runs (0.26 refuses a string there, 0.27 on take it): refused here
+    the op runs (0.26 and 0.27 refuse a string there, 0.28 on take it): refused here
     as the installed torchvision would refuse it."""
     check = getattr(sys.modules.get("torchvision.transforms.v2.functional._geometry"), "_check_interpolation", None)
     if check is None:
