@@ -118,3 +118,44 @@ def test_v2_random_crops_padding_is_translated_in_torchvisions_order(padding):
     transform = v2.Compose([v2.Resize((13, 17)), v2.RandomCrop(size, padding=padding, fill=9), v2.ToImage()])
     got = ringfeed.decode(_read("decode/rgb.jpg"), transform=transform, exact=True)
     assert torch.equal(got, R.reference(transform, os.path.join(R.DATA, "decode/rgb.jpg")))
+
+
+def test_interpolation_is_written_as_its_mode_however_it_was_spelled():
+    # torchvision 0.29's v2 classes keep interpolation as given (default
+    # "bilinear", a str); 0.26's and v1's store the enum: one spec for all
+    want = RT.to_spec(RT.Resize(8, interpolation=RT.InterpolationMode.BICUBIC))
+    assert "interpolation=bicubic," in want
+    for spelled in ("bicubic", 3):
+        assert RT.to_spec(RT.Resize(8, interpolation=spelled)) == want
+
+
+@needs_v2
+@pytest.mark.parametrize("make", [lambda i: v2.Resize(24, interpolation=i),
+                                  lambda i: v2.RandomResizedCrop(24, scale=(1.0, 1.0), ratio=(1.0, 1.0),
+                                                                 interpolation=i)],
+                         ids=["Resize", "RandomResizedCrop"])
+def test_v2s_interpolation_spelled_as_a_string_an_enum_or_a_pil_filter_gives_one_spec_and_torchvisions_bytes(make):
+    from PIL import Image
+    spellings = [v2.InterpolationMode.BICUBIC, Image.Resampling.BICUBIC, 3]
+    try:  # strings from torchvision 0.28 on; 0.26 refuses them when the op runs, and so does ringfeed
+        v2.Compose([make("bicubic"), v2.PILToTensor()])(Image.open(os.path.join(R.DATA, R.IMAGES[0])).convert("RGB"))
+        spellings.append("bicubic")
+    except ValueError:
+        with pytest.raises(ValueError, match=r"\(Resize|RandomResizedCrop\)\.interpolation: torchvision .* refuses"):
+            RT.to_spec([make("bicubic"), v2.PILToTensor()])
+    specs = {RT.to_spec([make(i), v2.PILToTensor()]) for i in spellings}
+    assert len(specs) == 1 and "interpolation=bicubic," in specs.pop()
+    for i in spellings:
+        for img in R.IMAGES[:3]:
+            got = ringfeed.decode(_read(img), transform=[make(i), v2.PILToTensor()], exact=True, name=img)
+            want = R.reference(v2.Compose([make(i), v2.PILToTensor()]), os.path.join(R.DATA, img))
+            assert torch.equal(got, want), f"{i!r} on {img}"
+
+
+@needs_v2
+@pytest.mark.parametrize("spelled", ["nearest-exact", "NEAREST_EXACT"])
+def test_nearest_exact_is_refused_naming_it_however_it_was_spelled(spelled):
+    mode = getattr(v2.InterpolationMode, spelled, spelled)
+    # ringfeed's refusal, or (a string on torchvision 0.26) torchvision's own
+    with pytest.raises(ValueError, match="unknown value 'nearest-exact'|refuses it: .* got nearest-exact"):
+        RT.to_spec(v2.Resize(8, interpolation=mode))

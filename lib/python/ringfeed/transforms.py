@@ -136,6 +136,38 @@ def _value(v, where):
     raise ValueError(f"{where}: value {v!r} of type {type(v).__name__} is not supported")
 
 
+# torchvision 0.29's v2 classes keep `interpolation` as given (their default
+# is the string "bilinear"; a PIL filter number stays a number), 0.26's and
+# v1's store an InterpolationMode: each is written as the mode it names, so a
+# spec does not depend on the version or the spelling. torchvision's own
+# mapping (_interpolation_modes_from_int) for the numbers; a mode ringfeed does
+# not run (NEAREST_EXACT) is written as its quoted name, which the op refuses.
+_PIL_FILTERS = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
+
+
+def _interpolation_mode(value):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) in _PIL_FILTERS:
+        return InterpolationMode(_PIL_FILTERS[int(value)])
+    name = value.value if isinstance(value, enum.Enum) else value
+    if isinstance(name, str):
+        return InterpolationMode(name) if name in {m.value for m in InterpolationMode} else name
+    return value
+
+
+def _check_v2_interpolation(value, where):
+    """torchvision's own check of a v2 op's interpolation, which it runs when
+    the op runs (0.26 and 0.27 refuse a string there, 0.28 on take it): refused here
+    as the installed torchvision would refuse it."""
+    check = getattr(sys.modules.get("torchvision.transforms.v2.functional._geometry"), "_check_interpolation", None)
+    if check is None:
+        return
+    try:
+        check(value)
+    except (TypeError, ValueError) as e:
+        version = getattr(sys.modules.get("torchvision"), "__version__", "?")
+        raise ValueError(f"{where}: torchvision {version} refuses it: {e}") from None
+
+
 def _is_transform_object(t):
     module = type(t).__module__ or ""
     return module.startswith("torchvision.transforms") or module.startswith(__name__)
@@ -182,6 +214,10 @@ def _op_spec(t, where):
         if not hasattr(t, param):
             raise ValueError(f"{where} ({name}) has no attribute {param!r} to translate")
         value = getattr(t, param)
+        if param == "interpolation":
+            if _is_v2(t):
+                _check_v2_interpolation(value, f"{where} ({name}).interpolation")
+            value = _interpolation_mode(value)
         if name == "RandomCrop" and param == "padding" and value is not None and _is_v2(t):
             left, right, top, bottom = value  # v2 keeps torch's order: back to torchvision's
             value = (left, top, right, bottom)
