@@ -51,8 +51,8 @@
 #                 --decode gpu and cpu: ResNet-50, then ResNet-18 at 176
 #         parity  issue 42: the transform tests (v1, v2, timm, tensor ops, the
 #                 DataLoader's translation) live against this machine's torch
-#                 and torchvision, and timm from DIR/python-packages (the GPU
-#                 machine has none; --prepare puts it there)
+#                 and torchvision, and timm from DIR/python-wheels (the GPU
+#                 machine has none; --prepare puts its wheel there)
 #         cache_train  perf/gpu/train_gpu.py --loaders ringfeed,ringfeed_pixels
 #                 (issue 40): the same loop fed with a warm pixel cache beside
 #                 the uncached run, CPU decode: ResNet-50, then ResNet-18 at 176
@@ -317,7 +317,11 @@ if [ -n "$deps" ]; then
     return "$rc"
   }
   deps_parity() {  # issue 42: the transform tests against this machine's torchvision (and timm from DIR)
-    local site="$deps/python-packages"
+    local site="$bdir/python-packages" whl
+    for whl in "$deps"/python-wheels/*.whl; do  # timm, from --prepare: unpacked once per build dir
+      [ -f "$whl" ] && [ ! -f "$site/.$(basename "$whl")" ] &&
+        "$py" -m zipfile -e "$whl" "$site" && : >"$site/.$(basename "$whl")"
+    done
     [ -d "$site" ] || site=""
     PYTHONPATH="$bdir/python${site:+:$site}" "$py" -c 'import torch, torchvision, PIL, numpy
 try:

@@ -192,6 +192,19 @@ EOF
   else
     gpu_deps_log "no nvjpeg.h in $nvj (./bootstrap.sh deps fetches it): the GPU decoder will not be built there"
   fi
+  # timm (issue 42's parity step): the GPU machine has torch and torchvision
+  # but no timm and no network. Its pure-Python wheel (the version the torch
+  # 2.x venv pins) imports with torch, torchvision, numpy and Pillow alone;
+  # the step unpacks it there (2.5 MB here, 17 MB unpacked).
+  local timm
+  timm="$(grep -m1 '^timm==' "$repo/tests/python/torch2-requirements.txt")"
+  rm -rf "${dir:?}/python-wheels"
+  if [ -n "$timm" ] && python3 -m pip download -q --no-deps --only-binary=:all: -d "$dir/python-wheels" "$timm" \
+       >/dev/null 2>&1; then
+    echo "python wheel: $(basename "$dir"/python-wheels/*.whl)" >>"$dir/MANIFEST.txt"
+  else
+    gpu_deps_log "could not download ${timm:-timm} (pip): the parity step's timm tests will skip there"
+  fi
   local total
   total="$(du -sb "$dir" | cut -f1)"
   echo "downloaded: $debs_bytes bytes of .deb; DIR now: $total bytes" >>"$dir/MANIFEST.txt"

@@ -21,6 +21,10 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
+# The dataset indexes the tests make go to a scratch folder, not the
+# developer's ~/.cache/ringfeed (ctest sets the same for every test).
+os.environ.setdefault("RINGFEED_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "ringfeed-test-index-cache"))
+
 # ImageNet normalization, as the loader documents it.
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
