@@ -342,3 +342,46 @@ TEST_CASE("destroying the loader waits for the consumer's pending release", "[de
   REQUIRE(r.got == f.want.front());
   sim.dev->destroy_stream(s);
 }
+
+namespace {
+
+// The next batch, going on to the next epoch at an epoch's end.
+ringfeed::batch next_across(ringfeed::loader& l, std::uint64_t& epoch) {
+  if (auto b = ringfeed::sync_wait(l.next())) return std::move(*b);
+  l.set_epoch(++epoch);
+  auto b = ringfeed::sync_wait(l.next());
+  REQUIRE(b);
+  return std::move(*b);
+}
+
+}  // namespace
+
+TEST_CASE("a prefetch depth that falls and rises keeps its pinned slabs: no cudaFreeHost mid-run",
+          "[device_sim][loader][prefetch]") {
+  // cudaFreeHost waits for the whole device: a slab retired while the
+  // consumer is slow keeps its pinned memory, and comes back with it.
+  sim_fixture f("pinned slabs kept", 0, 0);
+  ringfeed::loader_options o = options(f.root, 0);
+  o.batch_size = 1;
+  o.prefetch_batches = 4;  // the cap
+  ringfeed::loader l(o);
+  using op = sim_device::op;
+  std::uint64_t epoch = 0;
+  const auto depth = [&] { return l.stats().prefetch.depth; };
+  const auto fast_until_cap = [&] {  // each batch taken and dropped at once: every wait adds one ahead
+    for (int n = 0; n < 400 && depth() < 4; ++n) next_across(l, epoch);
+    REQUIRE(depth() == 4);
+  };
+  fast_until_cap();
+  const std::size_t pinned = f.dev().calls(op::allocate_pinned), freed = f.dev().calls(op::deallocate_pinned);
+  // Slow: the loader finishes two before each is taken; spare deliveries take the depth down.
+  for (int n = 0; n < 400 && depth() > 1; ++n) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (l.stats().prefetch.ready < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    next_across(l, epoch);
+  }
+  REQUIRE(depth() == 1);
+  fast_until_cap();
+  CHECK(f.dev().calls(op::deallocate_pinned) == freed);  // none unpinned while running
+  CHECK(f.dev().calls(op::allocate_pinned) == pinned);   // the way back up reused them
+}

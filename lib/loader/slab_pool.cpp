@@ -58,6 +58,8 @@ void slab_pool::allocate() {
     if (i < live) {
       s->memory = allocate_memory();
       s->images = s->memory.get();
+    } else {
+      s->retired = true;
     }
     s->labels.reserve(m_batch_size);
     s->indices.reserve(m_batch_size);
@@ -68,7 +70,7 @@ void slab_pool::allocate() {
   m_slabs = std::move(made);
   m_idle_slabs.clear();
   m_retired.clear();
-  for (auto& s : m_slabs) (s->memory ? m_idle_slabs : m_retired).push_back(s.get());
+  for (auto& s : m_slabs) (s->retired ? m_retired : m_idle_slabs).push_back(s.get());
   m_live = live;
   m_lent = 0;
 }
@@ -106,7 +108,7 @@ void slab_pool::reclaim() {
   std::lock_guard lock(m_mutex);
   m_idle_slabs.clear();
   for (auto& s : m_slabs)
-    if (!s->lent && s->memory) m_idle_slabs.push_back(s.get());  // retired ones stay retired
+    if (!s->lent && !s->retired) m_idle_slabs.push_back(s.get());  // retired ones stay retired
   m_idle_buffers.clear();
   for (std::size_t i = 0; i < m_buffer_lent.size(); ++i)
     if (!m_buffer_lent[i]) m_idle_buffers.push_back(static_cast<int>(i));
@@ -155,20 +157,23 @@ bool slab_pool::consumer_waited() {
     ++m_live;  // this slab's, reserved while it is allocated
   }
   std::unique_ptr<std::byte, slab_memory_deleter> memory;
-  try {
-    memory = allocate_memory();
-  } catch (...) {
-    // Out of (pinned) memory: the depth stays what the slabs with memory give.
+  if (!grown->memory) {  // pinned memory a retirement kept needs none
+    try {
+      memory = allocate_memory();
+    } catch (...) {
+      // Out of (pinned) memory: the depth stays what the slabs with memory give.
+    }
   }
   std::lock_guard lock(m_mutex);
-  if (!memory) {
+  if (!grown->memory && !memory) {
     m_retired.push_back(grown);
     --m_live;
     m_control.cap(m_live - 1);
     return false;
   }
-  grown->memory = std::move(memory);
+  if (memory) grown->memory = std::move(memory);
   grown->images = grown->memory.get();
+  grown->retired = false;
   grown->lent = false;
   if (!m_current)
     m_idle_slabs.push_back(grown);
@@ -182,13 +187,20 @@ void slab_pool::delivered(std::size_t ready_behind) {
   m_control.delivered(ready_behind);
 }
 
+// Host memory goes back to the system; pinned memory (a device path) is
+// kept for the slab's return: cudaFreeHost waits for the whole device, a
+// stall of the training it feeds, and pinning again costs as much. The
+// budget already counted it.
 bool slab_pool::retire_if_over(slab& s) noexcept {
-  std::unique_ptr<std::byte, slab_memory_deleter> freed;  // freed after the lock: cudaFreeHost may take a while
+  std::unique_ptr<std::byte, slab_memory_deleter> freed;  // freed after the lock
   {
     std::lock_guard lock(m_mutex);
     if (m_live <= target()) return false;
-    freed = std::move(s.memory);
-    s.images = nullptr;
+    if (!m_pinned_by) {
+      freed = std::move(s.memory);
+      s.images = nullptr;
+    }
+    s.retired = true;
     --m_live;
     m_retired.push_back(&s);
   }

@@ -57,6 +57,7 @@ struct slab {
   std::exception_ptr error;           // on_error = fail: the first failure in it (guarded by error_mutex)
   std::mutex error_mutex;
   bool lent = false;                  // guarded by the pool's lock
+  bool retired = false;               // guarded by the pool's lock: out of circulation (the depth is lower)
   slab_pool* pool = nullptr;          // for the CUDA host-free callback
   // decode="gpu" (loader_gpu.cpp): per slot, the GPU route's bytes and
   // plan (decode threads); the resize table's pinned memory (upload thread).
@@ -106,15 +107,18 @@ class slab_pool {
 
   // --- prefetch depth -------------------------------------------------------
   /// The consumer waited for a batch: the depth may grow, and the memory
-  /// for it is allocated now and handed to the current run. An allocation
+  /// for it is allocated now (pinned memory a retirement kept is reused)
+  /// and handed to the current run. An allocation
   /// that fails caps the depth where it is (logged by the caller through
   /// the returned false). Consumer thread.
   [[nodiscard]] bool consumer_waited();
   /// A batch went to the consumer with `ready_behind` more finished behind it.
   void delivered(std::size_t ready_behind);
   /// The producer took `s` from the free channel: true when the depth has
-  /// dropped below the slabs with memory, and `s`'s memory was freed
-  /// (take another). Producer (any thread but CUDA's callbacks).
+  /// dropped below the slabs in circulation, and `s` left it (take
+  /// another); host memory is freed, pinned memory kept for its return (no
+  /// cudaFreeHost, which waits for the device, mid-run). Producer (any
+  /// thread but CUDA's callbacks).
   [[nodiscard]] bool retire_if_over(slab& s) noexcept;
   [[nodiscard]] prefetch_stats prefetch() const;
 
@@ -139,9 +143,9 @@ class slab_pool {
   std::vector<int> m_idle_buffers;         // guarded by m_mutex
   std::vector<std::uint8_t> m_buffer_lent;  // guarded by m_mutex: per device buffer
   prefetch_control m_control;              // guarded by m_mutex
-  std::size_t m_live = 0;                  // guarded by m_mutex: slabs with memory
+  std::size_t m_live = 0;                  // guarded by m_mutex: slabs in circulation
   std::size_t m_lent = 0;                  // guarded by m_mutex: slabs with lent set
-  std::vector<slab*> m_retired;            // guarded by m_mutex: slabs without memory
+  std::vector<slab*> m_retired;            // guarded by m_mutex: out of circulation (host: without memory)
 };
 
 }  // namespace ringfeed::detail
