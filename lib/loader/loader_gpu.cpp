@@ -35,6 +35,15 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   // resolve() settles "auto" for the front ends by the same rules; a C++
   // caller's "auto" takes the GPU only where it would. What only the open
   // loader knows comes first: whether there is a device to decode into.
+  // A fallback is logged only when the user asked for the GPU: an "auto"
+  // that resolve() made "gpu" says why not in stats()' gpu_decode (the
+  // missing device has its own line already).
+  bool asked = true;  // a C++ caller's own "gpu" (no resolve()) too
+  for (const option_reason& r : m_opt.reasons)
+    if (r.option == "decode") asked = r.reason == "asked";
+  const auto fell_back = [&] {
+    if (want == decode_where::gpu && asked) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+  };
   if (!m_uploader)
     m_gpu_reason = "no device output: " + m_plan.host_reason;
   else if (m_plan.host_converted)
@@ -42,7 +51,7 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   else if (const auto obstacle = gpu_decode_obstacle(m_opt, m_opt.pipeline.mode() == image::pipeline_mode::exact))
     m_gpu_reason = obstacle->reason;
   if (!m_gpu_reason.empty()) {
-    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    fell_back();
     return;
   }
   cuda::jpeg_decoder_choice choice;
@@ -52,7 +61,7 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   }
   if (!choice.decoder) {
     m_gpu_reason = choice.why_not;
-    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    fell_back();
     return;
   }
   // The files kept for the decoder count in memory_budget: the slabs make
@@ -64,10 +73,10 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
                                                    m_plan.file_bytes, m_opt.batch_size, m_plan.slabs);
   } catch (const cuda::cuda_error& e) {
     m_gpu_reason = std::string("the GPU decode stage could not be set up: ") + e.what();
-    if (want == decode_where::gpu) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
+    fell_back();
     return;
   }
-  m_gpu_reason = want == decode_where::gpu ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
+  m_gpu_reason = want == decode_where::gpu && asked ? "decode=\"gpu\"" : "decode=\"auto\": device output in fast mode";
 }
 
 bool loader_core::gpu_route(cuda::gpu_sample& g, std::span<const std::byte> bytes, std::string_view name,

@@ -98,6 +98,19 @@ def test_without_a_device_the_cpu_decodes_device_batches_asked_of_the_gpu(val_di
     assert s["gpu_decode"]["where"] == "cpu"
 
 
+@pytest.mark.skipif(not NO_CUDA, reason="the fall back to the CPU is what a machine without CUDA shows")
+def test_only_a_gpu_asked_for_is_named_when_the_cpu_decodes_instead(val_dir):
+    # bench's default is decode=auto with device 0: resolve() settles it to
+    # the GPU, the open loader finds no device. The user never wrote
+    # decode="gpu", so no line may say they did.
+    common = ("bench", val_dir, "--pipeline", "val", "--size", 32, "--batch", 8, "--json")
+    auto = run_cli(*common)
+    assert 'decode="gpu"' not in auto.stderr, auto.stderr
+    assert json.loads(auto.stdout.strip().splitlines()[-1])["gpu_decode"]["where"] == "cpu"
+    asked = run_cli(*common, "--decode", "gpu")
+    assert 'decode="gpu": the CPU decodes instead: no device output' in asked.stderr, asked.stderr
+
+
 def test_the_cli_settles_decode_as_python_does(val_dir):
     cli = json.loads(run_cli("bench", val_dir, "--pipeline", "val", "--size", 32, "--batch", 8,
                              "--device", -1, "--json").stdout)
