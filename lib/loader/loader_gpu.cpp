@@ -25,11 +25,13 @@ void stage_fill::fill(std::uint8_t* target, cuda::stream_t stream) {
 
 void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) {
   const decode_where want = m_opt.decode;
+  // resolve()'s reason for the option: "asked", or how it settled "auto"
+  // (none: a C++ caller's own choice, no resolve()).
+  const option_reason* settled = nullptr;
+  for (const option_reason& r : m_opt.reasons)
+    if (r.option == "decode") settled = &r;
   if (want == decode_where::cpu) {
-    // resolve()'s reason when it settled it ("asked", or why not the GPU).
-    m_gpu_reason = "decode=\"cpu\"";
-    for (const option_reason& r : m_opt.reasons)
-      if (r.option == "decode") m_gpu_reason = r.reason;
+    m_gpu_reason = settled != nullptr ? settled->reason : "decode=\"cpu\"";
     return;
   }
   // resolve() settles "auto" for the front ends by the same rules; a C++
@@ -38,9 +40,7 @@ void loader_core::open_gpu_decode(const std::shared_ptr<cuda::device_api>& api) 
   // A fallback is logged only when the user asked for the GPU: an "auto"
   // that resolve() made "gpu" says why not in stats()' gpu_decode (the
   // missing device has its own line already).
-  bool asked = true;  // a C++ caller's own "gpu" (no resolve()) too
-  for (const option_reason& r : m_opt.reasons)
-    if (r.option == "decode") asked = r.reason == "asked";
+  const bool asked = settled == nullptr || settled->reason == "asked";
   const auto fell_back = [&] {
     if (want == decode_where::gpu && asked) log("decode=\"gpu\": the CPU decodes instead: " + m_gpu_reason);
   };
