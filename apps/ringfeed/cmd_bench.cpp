@@ -238,9 +238,14 @@ int run_loader_bench(const bench_options& opt) {
                 st.decode_threads);
     const gpu_decode_stats& g = st.gpu_decode;  // its reason: resolve()'s, or why the GPU could not decode
     std::printf("    decoded on the %s: %s\n", g.where == "gpu" ? "GPU" : "CPU", g.reason.c_str());
-    if (g.where == "gpu")
+    if (g.where == "gpu") {
       std::printf("      %" PRIu64 " by %d hardware engines, %" PRIu64 " hybrid, %" PRIu64 " on the CPU (%" PRIu64
                   " fallbacks); %s\n", g.hardware, g.hardware_engines, g.hybrid, g.cpu, g.fallbacks, g.decoder.c_str());
+      for (const auto& [why, count] : g.cpu_reasons)
+        std::printf("      to the CPU: %" PRIu64 " %s\n", count, why.c_str());
+      for (const auto& [why, count] : g.split_batches)
+        std::printf("      %" PRIu64 " batches refused whole, retried image by image: %s\n", count, why.c_str());
+    }
     if (l.uses_device())
       std::printf("    upload   %8.3f s  %5.1f%% (%s made on the %s)\n", st.upload.busy_s,
                   100 * st.upload_utilization(), output_text.c_str(), l.converts_on_device() ? "device" : "host");
