@@ -74,6 +74,8 @@ def test_each_v2_augment_recipe_gives_its_goldens_bytes(rid, torch_reference_res
 @needs_v2
 @pytest.mark.parametrize("rid", sorted(LIVE or {}))
 def test_v2_augment_pixels_equal_torchvisions_for_ringfeeds_draws(rid):
+    if rid.startswith("augmix") and R.without_vector_unit():
+        pytest.skip(R.without_vector_unit())
     t = LIVE[rid]
     op_spec = RT.to_spec([t])
     assert op_spec.startswith("v2." + type(t).__name__ + "(")
@@ -130,6 +132,8 @@ def test_v2_augment_on_a_uint8_tensor_equals_torchvisions_for_ringfeeds_draws(ri
     # after ToImage: v2's tensor kernels (grid_sample and its fill blend,
     # _blend, ...), every op of the policies; RandomAffine's affine_image,
     # RandomRotation's rotate_image
+    if rid not in ("affine", "affine_fill_center", "rotation", "rotation_quarter_fill") and R.without_vector_unit():
+        pytest.skip(R.without_vector_unit())  # the nearest ones hold there
     t = LIVE[rid]
     seen = set()
     for size in V.AUG_TENSOR_SIZES:
@@ -170,6 +174,8 @@ def test_the_dataloader_runs_v2_trivial_augment_batch_for_batch_as_torch(train_d
     # pinned to the ones ringfeed made for that (seed, epoch, position).
     # "tensor": the issue's train snippet's tail (ToImage, TrivialAugmentWide,
     # ToDtype, Normalize) after a Resize standing in for its crop
+    if where == "tensor" and R.without_vector_unit():
+        pytest.skip(R.without_vector_unit())  # and ringfeed.DataLoader falls back: test_cpu_capability.py
     import torchvision.datasets as datasets
     import warnings
     size, seed = (29, 37), 5

@@ -21,6 +21,7 @@ except ImportError:  # goldens still cover the pixels
     TV = None
 
 needs_torchvision = pytest.mark.skipif(TV is None, reason="torchvision is not installed (goldens cover pixels)")
+needs_vector_unit = pytest.mark.skipif(R.without_vector_unit() is not None, reason=str(R.without_vector_unit()))
 
 with open(R.AUGMIX_GOLDENS) as f:
     GOLDENS = json.load(f)
@@ -55,6 +56,7 @@ def test_augmix_is_bit_identical_to_its_golden_on_every_format(rid, reference, t
             assert R.digest(got) == GOLDENS[reference][rid][img][index], f"{rid} on {img}, sample {index}"
 
 
+@needs_vector_unit
 @needs_torchvision
 @pytest.mark.parametrize("rid", sorted(R.augmix_recipes(RT, torch)))
 def test_augmix_equals_torchvisions_forward_with_ringfeeds_draws(rid):
@@ -72,6 +74,7 @@ def test_augmix_equals_torchvisions_forward_with_ringfeeds_draws(rid):
                                           f"{(got.double() - ref.double()).abs().max()}"
 
 
+@needs_vector_unit
 @needs_torchvision
 def test_the_chains_cover_every_op_and_large_images():
     """More samples than the goldens, on a photo-sized image (Contrast's

@@ -81,6 +81,8 @@ def test_v2s_affine_ops_are_v2s_ops_not_v1s(name):
     # v2 rewrote the inverse affine matrix's double arithmetic and its
     # tensor kernels: v2's objects are v2's ops (test_augment_v2.py checks
     # their pixels); v1's stay v1's
+    if name == "AugMix" and R.without_vector_unit():
+        pytest.skip(R.without_vector_unit())  # refused there: test_cpu_capability.py
     make = (lambda m: getattr(m, name)((10, 10))) if name in ("RandomAffine", "RandomRotation") else \
         (lambda m: getattr(m, name)())
     assert RT.to_spec([make(v2)]).startswith(f"v2.{name}(")

@@ -31,6 +31,18 @@ IMAGES = [
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 
 
+def without_vector_unit():
+    """Why ringfeed does not follow torch's float arithmetic for AugMix and
+    the tensor policies / bilinear affine here (get_cpu_capability() DEFAULT,
+    perf/results/parity_cpu_capability.md), or None where it does."""
+    import torch
+    cpu = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if cpu is not None and cpu() == "DEFAULT":
+        return ("torch without a vector unit (DEFAULT) rounds AugMix and the tensor policies / bilinear affine "
+                "otherwise than the AVX2 / AVX512 kernels ringfeed follows; ringfeed refuses torchvision's there")
+    return None
+
+
 def recipes(T, torch):
     """id -> torchvision transform (pinned randomness)."""
     I = T.InterpolationMode

@@ -311,12 +311,55 @@ def _check_v1_tensor_resize(flat, ops):
                              f"or put it before ToImage() / PILToTensor()")
 
 
+# torch 2.x without a vector unit (get_cpu_capability() DEFAULT: an x86 CPU
+# without AVX2, ATEN_CPU_CAPABILITY=default, or aarch64) rounds AugMix's
+# float mix, and on tensors the policies' ops and the bilinear affine,
+# otherwise than the AVX2 / AVX512 kernels ringfeed follows there (the live
+# tests: perf/results/parity_cpu_capability.md). torchvision's are refused
+# by name there: other bytes than torch's would be a silent difference.
+_VECTOR_UNIT_OPS = ("AugMix",)
+_VECTOR_UNIT_TENSOR_OPS = ("AutoAugment", "RandAugment", "TrivialAugmentWide")
+_VECTOR_UNIT_BILINEAR_OPS = ("RandomAffine", "RandomRotation")
+
+
+def _check_vector_unit(flat, ops):
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(torch, "__version__", None) is None:
+        return
+    reference = torch_reference_text(torch)
+    if not reference.upper().endswith("CPU=DEFAULT"):
+        return
+    try:
+        _ringfeed._transform_output(_joined(ops), 0, 0)
+    except ValueError:
+        return  # the list's own error, more to the point, comes when it is parsed
+    for position, t in enumerate(flat):
+        name = type(t).__name__
+        what = None
+        if not (type(t).__module__ or "").startswith("torchvision."):
+            continue  # ringfeed's own classes: no torchvision object to match
+        if name in _VECTOR_UNIT_OPS:
+            what = "mixes in float32"
+        elif name in _VECTOR_UNIT_TENSOR_OPS + _VECTOR_UNIT_BILINEAR_OPS and position > 0:
+            mode = getattr(getattr(t, "interpolation", None), "value", None)
+            if name in _VECTOR_UNIT_BILINEAR_OPS and mode != "bilinear":
+                continue
+            if _ringfeed._transform_output(_joined(ops[:position]), 0, 0)[0] == "image":
+                continue
+            what = "on a tensor computes in float32"
+        if what:
+            raise ValueError(f"transform {position} ({name}): {name} {what}, and torch without a vector unit "
+                             f"({reference}) rounds it otherwise than on AVX2 / AVX512, which ringfeed follows; "
+                             f"its bytes would differ from torch's (run torch with AVX2: ATEN_CPU_CAPABILITY=avx2)")
+
+
 def _op_specs(transform):
     """[(type name, spec)] of each op of `transform`, translated, not parsed."""
     follow_installed_torch()
     flat = _flatten(transform)
     ops = [(type(t).__name__, _op_spec(t, f"transform {position}")) for position, t in enumerate(flat)]
     _check_v1_tensor_resize(flat, ops)
+    _check_vector_unit(flat, ops)
     return ops
 
 
