@@ -53,10 +53,9 @@ inline void write_file(const std::filesystem::path& p, std::string_view text) {
   write_file(p, std::as_bytes(std::span(text.data(), text.size())));
 }
 
-/// The whole of `p`.
-// One read of the whole file, not a character at a time: the sanitizer
-// builds compile tests at -Og, where an istreambuf_iterator loop made the
-// crash tests' shard comparisons most of their run time.
+/// The whole of `p`, in one read, not a character at a time: the sanitizer
+/// builds compile tests at -Og, where an istreambuf_iterator loop made the
+/// crash tests' shard comparisons most of their run time.
 inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot open " + p.string());
@@ -65,6 +64,7 @@ inline std::string read_text(const std::filesystem::path& p) {
   if (!in.read(s.data(), static_cast<std::streamsize>(s.size()))) throw std::runtime_error("cannot read " + p.string());
   return s;
 }
+/// The same as bytes.
 inline std::vector<std::byte> read_file(const std::filesystem::path& p) {
   const std::string s = read_text(p);
   std::vector<std::byte> out(s.size());

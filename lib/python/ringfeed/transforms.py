@@ -288,6 +288,15 @@ def torch_reference_text(torch):
 _V1_RESIZES = ("Resize", "RandomResizedCrop")
 
 
+def _kind_before(ops, position):
+    """What ops[:position] give ("image", "uint8" or "float32"), or None where
+    they do not parse: the list's own error comes when it is parsed whole."""
+    try:
+        return _ringfeed._transform_output(_joined(ops[:position]), 0, 0)[0]
+    except ValueError:
+        return None
+
+
 def _check_v1_tensor_resize(flat, ops):
     torch = sys.modules.get("torch")
     if torch is None or not str(getattr(torch, "__version__", "1")).split(".")[0].isdigit() \
@@ -300,10 +309,9 @@ def _check_v1_tensor_resize(flat, ops):
         mode = getattr(getattr(t, "interpolation", None), "value", None)
         if position == 0 or mode not in ("bilinear", "bicubic"):
             continue
-        try:
-            kind = _ringfeed._transform_output(_joined(ops[:position]), 0, 0)[0]
-        except ValueError:
-            return  # the list's own error comes when it is parsed whole
+        kind = _kind_before(ops, position)
+        if kind is None:
+            return
         if kind == "uint8":
             raise ValueError(f"transform {position} ({name}): torchvision.transforms.{name} (v1) on a uint8 tensor "
                              f"resizes a float copy and rounds under torch {torch.__version__}, which ringfeed does "
@@ -329,9 +337,7 @@ def _check_vector_unit(flat, ops):
     reference = torch_reference_text(torch)
     if not reference.upper().endswith("CPU=DEFAULT"):
         return
-    try:
-        _ringfeed._transform_output(_joined(ops), 0, 0)
-    except ValueError:
+    if _kind_before(ops, len(ops)) is None:
         return  # the list's own error, more to the point, comes when it is parsed
     for position, t in enumerate(flat):
         name = type(t).__name__
@@ -344,7 +350,7 @@ def _check_vector_unit(flat, ops):
             mode = getattr(getattr(t, "interpolation", None), "value", None)
             if name in _VECTOR_UNIT_BILINEAR_OPS and mode != "bilinear":
                 continue
-            if _ringfeed._transform_output(_joined(ops[:position]), 0, 0)[0] == "image":
+            if _kind_before(ops, position) == "image":
                 continue
             what = "on a tensor computes in float32"
         if what:
