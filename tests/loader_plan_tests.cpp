@@ -155,6 +155,27 @@ TEST_CASE("plan: no batch to deliver, no samples, or a pipeline of any size is r
   CHECK_THROWS_WITH(plan_loader(o, ten, smp, no_gpu()), Catch::Contains("batch_size"));
 }
 
+TEST_CASE("plan: threads and io_depth past what a machine holds are refused, naming them", "[plan]") {
+  // --io-depth -1 wrapped to 2^64-1 and aborted the CLI; --threads 1e9
+  // filled memory with threads until the kernel's OOM killer came.
+  const auto ds = folder_of(64);
+  const ringfeed::data::sampler smp(ds.size(), {});
+  auto o = options_for(4);
+  o.memory_budget = 8 * slab;
+  o.threads = ringfeed::max_threads;
+  o.io_depth = ringfeed::max_io_depth;
+  CHECK_NOTHROW(plan_loader(o, ds, smp, no_gpu()));
+  o.threads = ringfeed::max_threads + 1;
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("threads 4097 is more than 4096"));
+  o.threads = 0;
+  o.io_depth = ~std::size_t{0};
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("io_depth 18446744073709551615") &&
+                                                            Catch::Contains("32768"));
+  o.io_depth = 0;
+  o.pread_threads = 100000;
+  CHECK_THROWS_WITH(plan_loader(o, ds, smp, no_gpu()), Catch::Contains("pread_threads 100000"));
+}
+
 TEST_CASE("plan: the resume state sets where delivery starts, and must match the loader", "[plan]") {
   const dataset ds = folder_of(10);
   auto o = options_for(4);

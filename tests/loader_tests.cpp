@@ -323,6 +323,31 @@ TEST_CASE("stream_shards: shards read front to back, mixed by the shuffle buffer
   for (std::size_t k = 0; k < rest.size(); ++k) REQUIRE(rest[k].indices == runs[0][per_epoch + 3 + k].indices);
 }
 
+TEST_CASE("stream_shards: a shuffle buffer past the dataset's size mixes as one of its size", "[loader][stream]") {
+  // A typed --shuffle-buffer 4294967295 reserved that many slots: the run
+  // never started and next() waited for ever.
+  ringfeed::test::temp_dir tmp;
+  const auto shards = make_shards(tmp.path(), 2);  // 16 samples
+  auto o = base_options(shards);
+  o.stream_shards = true;
+  o.batch_size = 4;
+  std::vector<std::vector<std::size_t>> orders;
+  for (const std::size_t buffer : {std::size_t{16}, std::size_t{1} << 60}) {
+    o.shuffle_buffer = buffer;
+    loader l(o);
+    std::vector<std::size_t> got;
+    for (const auto& b : drain_epoch(l)) got.insert(got.end(), b.indices.begin(), b.indices.end());
+    REQUIRE(got.size() == 16);
+    orders.push_back(std::move(got));
+  }
+  CHECK(orders[0] == orders[1]);
+  const std::vector<std::uint32_t> shard_of(16, 0);
+  std::vector<std::uint64_t> offset_of(16);
+  for (std::size_t i = 0; i < 16; ++i) offset_of[i] = i;
+  CHECK(ringfeed::data::shard_stream_order(shard_of, offset_of, 1, 3, 0, std::size_t{1} << 60, true).emit ==
+        ringfeed::data::shard_stream_order(shard_of, offset_of, 1, 3, 0, 16, true).emit);
+}
+
 TEST_CASE("stream_shards needs tar shards and says how to get them", "[loader][stream]") {
   ringfeed::test::temp_dir tmp;
   auto o = base_options(make_folder(tmp.path(), 1));

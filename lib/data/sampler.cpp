@@ -167,7 +167,7 @@ stream_order shard_stream_order(std::span<const std::uint32_t> shard_of, std::sp
   sample_rng rng(sample_key{seed + epoch, 0, 1}, permutation_stream);
   out.emit.reserve(out.read.size());
   std::vector<std::size_t> pool;
-  pool.reserve(buffer);
+  pool.reserve(std::min(buffer, out.read.size()));  // never holds more
   for (const std::size_t i : out.read) {
     if (pool.size() < buffer) {
       pool.push_back(i);

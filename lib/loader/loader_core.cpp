@@ -25,6 +25,7 @@ namespace ringfeed::detail {
 loader_core::loader_core(loader_options options) : m_opt(std::move(options)) {
   if (m_opt.source.empty()) throw std::invalid_argument("loader: options.source is empty");
   if (m_opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
+  check_limits(m_opt);  // before the pool a network source starts below
   // on_error reaches the index too: an ImageFolder directory that cannot be
   // listed is left out and reported below, or stops the scan naming it.
   if (m_opt.on_error == error_policy::skip) m_opt.dataset.skip_unreadable = true;
@@ -186,7 +187,15 @@ void loader_core::start() {
   // leaves nothing that would need joining.
   if (m_opt.start_eagerly) start_threads();
   m_async_calls = std::make_unique<async_scope>();
-  if (m_opt.start_eagerly) start_run(m_pos_epoch, m_pos_batch);
+  if (!m_opt.start_eagerly) return;
+  try {
+    start_run(m_pos_epoch, m_pos_batch);
+  } catch (...) {
+    // The loader is not made (out of memory for the run, say): what did
+    // start is stopped and joined, as the loader's destructor would.
+    shut_down();
+    throw;
+  }
 }
 
 std::unique_ptr<thread_pool> loader_core::make_pool() const {
@@ -254,16 +263,16 @@ void loader_core::start_run(std::uint64_t epoch, std::size_t first_batch) {
   // A sample is emitted at most shuffle_buffer reads after it was read;
   // workers wait for up to io_depth + workers samples (jobs queued and running).
   const std::size_t stream_capacity =
-      m_opt.shuffle_buffer + m_opt.batch_size + m_opt.io_depth + m_plan.workers + 16;
+      stream_buffer() + m_opt.batch_size + m_opt.io_depth + m_plan.workers + 16;
   auto r = std::make_shared<run>(*m_pool, m_uploader != nullptr, m_plan.slabs, m_opt.io_depth, m_plan.workers,
                                  m_memory->device_buffers(), stream_capacity);
   m_memory->attach(r);
   if (m_started == clock::time_point{}) m_started = clock::now();
   r->order = m_order;
-  r->scope.spawn(produce(r, epoch, first_batch));
-  for (std::size_t i = 0; i < m_plan.workers; ++i) r->scope.spawn(work(r));
-  if (m_opt.stream_shards) r->scope.spawn(stream(r, epoch, first_batch));
-  if (m_uploader) r->scope.spawn(upload(r));
+  r->scope.spawn(failing_to_consumer(r, produce(r, epoch, first_batch)));
+  for (std::size_t i = 0; i < m_plan.workers; ++i) r->scope.spawn(failing_to_consumer(r, work(r)));
+  if (m_opt.stream_shards) r->scope.spawn(failing_to_consumer(r, stream(r, epoch, first_batch)));
+  if (m_uploader) r->scope.spawn(failing_to_consumer(r, upload(r)));
 }
 
 void loader_core::stop_run() {

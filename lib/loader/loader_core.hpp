@@ -125,6 +125,9 @@ class loader_core : public std::enable_shared_from_this<loader_core> {
   task<stream_window> read_window(stream_window w);
   task<> upload(std::shared_ptr<run> r);
   [[nodiscard]] data::stream_order stream_order_of(std::uint64_t epoch) const;
+  // shuffle_buffer, at most the dataset: a larger buffer gives the same
+  // order (it never fills) and would only reserve memory.
+  [[nodiscard]] std::size_t stream_buffer() const noexcept;
   // options.end: whether epoch `e` lies past it, and how many of the
   // `in_epoch` batches of epoch `e` may be read.
   [[nodiscard]] bool past_end(std::uint64_t e) const noexcept;

@@ -77,6 +77,18 @@ void size_memory(const loader_options& opt, loader_plan& p) {
 
 }  // namespace
 
+void check_limits(const loader_options& opt) {
+  const auto refuse = [](const char* name, std::size_t value, std::size_t most, const char* why) {
+    throw std::invalid_argument("loader: " + std::string(name) + " " + std::to_string(value) + " is more than " +
+                                std::to_string(most) + " (" + why + ")");
+  };
+  if (opt.threads > max_threads) refuse("threads", opt.threads, max_threads, "0 chooses from the CPUs this process may use");
+  if (opt.pread_threads > max_threads)
+    refuse("pread_threads", opt.pread_threads, max_threads, "0: min(io_depth, 16)");
+  if (opt.io_depth > max_io_depth)
+    refuse("io_depth", opt.io_depth, max_io_depth, "io_uring's largest queue; 0 asks the storage probe");
+}
+
 void share_budget_with_files(const loader_options& opt, loader_plan& p) noexcept {
   if (opt.prefetch_batches == 0) {
     const std::size_t for_slabs = opt.memory_budget - opt.memory_budget / 4;
@@ -88,6 +100,7 @@ void share_budget_with_files(const loader_options& opt, loader_plan& p) noexcept
 
 loader_plan plan_loader(const loader_options& opt, const data::dataset& ds, const data::sampler& smp,
                         const cuda::device_probe& devices) {
+  check_limits(opt);
   if (opt.batch_size == 0) throw std::invalid_argument("loader: batch_size must be at least 1");
   if (ds.empty()) throw std::invalid_argument("loader: '" + escape_bytes(opt.source) + "' holds no samples");
   check_streaming(opt, ds, smp);

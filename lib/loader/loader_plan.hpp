@@ -45,6 +45,11 @@ struct loader_plan {
 /// Slabs when prefetch_batches is 0: as many as the budget holds, at most this.
 inline constexpr std::size_t max_default_slabs = 8;
 
+/// Refuses threads, pread_threads or io_depth above max_threads /
+/// max_io_depth (loader.hpp), naming the option: before any thread,
+/// ring or read slot is made of them. plan_loader calls it too.
+void check_limits(const loader_options& opt);
+
 /// Checks `opt` against the dataset and sampler and sizes the batch memory.
 /// `devices` is consulted only when opt.device >= 0. Throws
 /// std::invalid_argument naming the option, the value and the way out.

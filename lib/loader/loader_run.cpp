@@ -78,6 +78,24 @@ void run::stop() noexcept {
   read_slots.close();
 }
 
+void run::fail(std::exception_ptr error) noexcept {
+  if (failed.exchange(true)) return;
+  stopping.store(true, std::memory_order_relaxed);
+  delivery d;
+  d.what = delivery::kind::error;
+  d.error = std::move(error);
+  // Room is kept for it (the channels' + 4); after stop() nobody waits.
+  (void)consumer_channel().try_send(std::move(d));
+}
+
+task<> failing_to_consumer(std::shared_ptr<run> r, task<> body) {
+  try {
+    co_await std::move(body);
+  } catch (...) {
+    r->fail(std::current_exception());
+  }
+}
+
 void run::emit(std::uint64_t seq, delivery d) {
   std::lock_guard lock(seq_mutex);
   const std::size_t n = pending.size();

@@ -86,6 +86,16 @@ struct run {
   /// Emits `d` as item `seq`, and every item after it that is waiting.
   void emit(std::uint64_t seq, delivery d);
   void stop() noexcept;
+  /// A coroutine of the run failed outside any sample (out of memory while
+  /// planning an epoch, say): the consumer gets `error` as its next item
+  /// and the run makes nothing more. The first failure only.
+  void fail(std::exception_ptr error) noexcept;
+  std::atomic<bool> failed{false};
 };
+
+/// Runs `body`, one of run `r`'s coroutines; an exception it lets out goes
+/// to the consumer (run::fail) instead of waiting in the scope for a join
+/// that only a delivery would bring.
+task<> failing_to_consumer(std::shared_ptr<run> r, task<> body);
 
 }  // namespace ringfeed::detail

@@ -17,9 +17,11 @@
 
 namespace ringfeed::detail {
 
+std::size_t loader_core::stream_buffer() const noexcept { return std::min(m_opt.shuffle_buffer, m_ds.size()); }
+
 data::stream_order loader_core::stream_order_of(std::uint64_t epoch) const {
   return data::shard_stream_order(m_stream_shard_of, m_stream_offset_of, m_ds.shards().size(), m_opt.sampler.seed, epoch,
-                                  m_opt.shuffle_buffer, m_opt.sampler.shuffle);
+                                  stream_buffer(), m_opt.sampler.shuffle);
 }
 
 std::vector<stream_window> loader_core::plan_windows(std::uint64_t epoch, std::size_t first_batch) const {
@@ -77,6 +79,12 @@ task<stream_window> loader_core::read_window(stream_window w) {
 // The run is held (unnamed, still in the frame): its scope outlives this task.
 task<> loader_core::read_windows(std::shared_ptr<run> /*r*/, std::shared_ptr<channel<stream_window>> out,
                                  std::size_t at_once, std::uint64_t epoch, std::size_t first_batch) {
+  // Closed however this returns (past options.end, or a failure the run
+  // reports): the streamer takes what was sent, then ends.
+  struct closer {
+    channel<stream_window>& c;
+    ~closer() { c.close(); }
+  } close_on_exit{*out};
   co_await m_pool->schedule();
   for (std::uint64_t e = epoch; !past_end(e); ++e, first_batch = 0) {
     std::vector<stream_window> windows = plan_windows(e, first_batch);
@@ -90,7 +98,6 @@ task<> loader_core::read_windows(std::shared_ptr<run> /*r*/, std::shared_ptr<cha
         if (!co_await out->send(std::move(w))) co_return;  // the streamer stopped
     }
   }
-  out->close();  // past options.end: the streamer takes what was sent, then ends
 }
 
 task<> loader_core::stream(std::shared_ptr<run> r, std::uint64_t epoch, std::size_t first_batch) {
@@ -102,7 +109,7 @@ task<> loader_core::stream(std::shared_ptr<run> r, std::uint64_t epoch, std::siz
     channel<stream_window>& c;
     ~closer() { c.close(); }
   } close_on_exit{*windows};
-  r->scope.spawn(read_windows(r, windows, at_once, epoch, first_batch));
+  r->scope.spawn(failing_to_consumer(r, read_windows(r, windows, at_once, epoch, first_batch)));
   while (std::optional<stream_window> w = co_await windows->receive()) {
     for (const std::size_t i : w->samples) {
       if (!co_await r->store.room()) co_return;

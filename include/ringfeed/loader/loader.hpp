@@ -140,6 +140,14 @@ struct pixel_array {
   std::shared_ptr<const void> owner;
 };
 
+/// The most threads (threads, pread_threads) and reads in flight
+/// (io_depth) a loader takes; more is refused naming the option. io_uring
+/// queues at most 32768 entries (the kernel's IORING_MAX_ENTRIES), and a
+/// thread or a read slot each holds memory: a mistyped count would
+/// otherwise exhaust the machine's before any error.
+inline constexpr std::size_t max_threads = 4096;
+inline constexpr std::size_t max_io_depth = 32768;
+
 struct loader_options {
   /// A directory (ImageFolder), a manifest (.csv/.tsv) or tar shards (a
   /// .tar, a glob or brace pattern, or a directory of .tar files); or an
