@@ -229,6 +229,23 @@ class OwnDataset(torch.utils.data.Dataset):
         return torch.zeros(3, 2, 2), i
 
 
+class OwnFolder(torch.utils.data.Dataset):
+    """A samples list, torchvision's loader and a transform, as
+    DatasetFolder has, and a __getitem__ that returns something else: it
+    ran natively, its labels and third field silently lost."""
+
+    def __init__(self, folder):
+        self.samples, self.transform = folder.samples, folder.transform
+        self.loader = datasets.folder.default_loader
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        path, target = self.samples[i]
+        return self.transform(self.loader(path)), target + 100, i
+
+
 class PairSubset(Subset):
     def __getitem__(self, i):
         image, label = super().__getitem__(i)
@@ -257,6 +274,7 @@ class Endless(torch.utils.data.Sampler):
 
 def reasons(folder, train_dir):
     yield "own __getitem__", OwnDataset(), {}, "has its own __getitem__"
+    yield "own __getitem__ and samples", OwnFolder(folder), {}, "has its own __getitem__ (not torchvision's"
     yield "Subset subclass", PairSubset(folder, [0, 1]), {}, "has its own __getitem"
     yield "own __getitems__", BatchFetchFolder(train_dir, transform=val_transform()), {}, "own __getitems__"
     yield "endless sampler", folder, {"sampler": Endless()}, "has no len()"

@@ -126,8 +126,13 @@ def native_source(dataset: Any):
         samples = getattr(dataset, "imgs", None)
     if not isinstance(samples, list):
         return f"{name} has its own __getitem__ and no `samples` list of (path, class) to read", None
-    if isinstance(dataset, DatasetFolder) and type(dataset).__getitem__ is not DatasetFolder.__getitem__:
-        return f"{name} overrides DatasetFolder.__getitem__", None
+    # What ringfeed does is what DatasetFolder.__getitem__ does: a class of
+    # its own with a samples list may return anything from its own.
+    if type(dataset).__getitem__ is not DatasetFolder.__getitem__:
+        if isinstance(dataset, DatasetFolder):
+            return f"{name} overrides DatasetFolder.__getitem__", None
+        return (f"{name} has its own __getitem__ (not torchvision's DatasetFolder's), which ringfeed "
+                "would not run"), None
     if getattr(dataset, "loader", None) not in (default_loader, pil_loader):
         return f"{name} reads its files with its own loader function, not torchvision's default_loader", None
     if getattr(dataset, "target_transform", None) is not None:
