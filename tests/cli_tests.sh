@@ -102,6 +102,21 @@ out="$("$cli" export "$work/a/train" --out "$work/exp-erase" --transform 'Center
 check "export refuses a list that ends with RandomErasing, naming it" \
   test "$rc" -ne 0 -a -n "$(grep -F 'ends with RandomErasing' <<<"$out")"
 
+# Numbers as typed: a negative count was wrapped to 2^64 - 1 (--io-depth -1
+# aborted, --count -1 exported nothing and said it was done), NaN passed
+# every range, and --threads 1e9 made threads until the OOM killer came.
+for args in "--threads -1" "--io-depth -1" "--seed -1" "--step-ms nan" "--cache-gb 1e300" \
+            "--memory-mb 17592186044416" "--io-depth 65536" "--threads 5000"; do
+  # shellcheck disable=SC2086  # split on purpose
+  out="$(timeout 60 "$cli" bench "$work/a/train" --device -1 $args 2>&1)"; rc=$?
+  check "bench $args is refused, naming the option" test "$rc" -ne 0 -a "$rc" -ne 124 -a "$rc" -lt 128 \
+    -a -n "$(grep -F -- "${args%% *}" <<<"$out" || grep -F "$(sed 's/^--//; s/-/_/' <<<"${args%% *}")" <<<"$out")"
+done
+out="$("$cli" export "$work/a/train" --out "$work/exp-neg" --count -1 2>&1)"; rc=$?
+check "export --count -1 is refused" test "$rc" -ne 0 -a ! -e "$work/exp-neg"
+"$cli" export "$work/a/train" --out "$work/exp-all" --count 18446744073709551615 >/dev/null 2>&1; rc=$?
+check "export --count 2^64-1 writes the whole epoch" test "$rc" -eq 0 -a "$(ls "$work/exp-all" | wc -l)" -eq 30
+
 # Hostile bytes: file names in Latin-1 (bytes, not UTF-8; one with a tab and
 # a newline) and images whose bytes quote raw into a decoder's message. The
 # JSON stays valid UTF-8 (a name that is not UTF-8 is written as Python's

@@ -304,7 +304,8 @@ void register_bench(CLI::App& app) {
   opt->output_option = cmd->add_option("--output", opt->output, "what batches hold: float32, float16 or bfloat16 (normalized NCHW), the same "
                                        "with _nhwc (float16_nhwc: NHWC) or uint8 (NHWC)")
       ->check(accepted_by(parse_output));
-  cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches");
+  cmd->add_option("--device", opt->device, "CUDA device for the upload stage; -1: host batches")
+      ->check(CLI::Range(-1, 65535));
   cmd->add_option("--decode", opt->decode,
                   "where JPEGs are decoded: auto (the GPU for device batches in fast mode when every op has a "
                   "device kernel and nvJPEG is found, else the CPU), cpu (libjpeg-turbo), gpu (nvJPEG, then "
@@ -312,9 +313,10 @@ void register_bench(CLI::App& app) {
       ->check(accepted_by(parse_decode_where))->capture_default_str();
   opt->memory_option = cmd->add_option("--memory-mb", opt->memory_mb,
                                        "budget for batch slabs, MiB (default: max(1 GiB, 4 batches))")
-                            ->check(CLI::PositiveNumber);
+                            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));  // (<< 20 stays in 64 bits)
   cmd->add_option("--seed", opt->seed, "sampler and augmentation seed");
-  cmd->add_option("--step-ms", opt->step_ms, "simulate a training step of this many ms per batch (a slow consumer)");
+  cmd->add_option("--step-ms", opt->step_ms, "simulate a training step of this many ms per batch (a slow consumer)")
+      ->check(CLI::Range(0.0, 3.6e6));
   cmd->add_option("--warmup-batches", opt->warmup_batches,
                   "batches left out of steady_images_per_s (default: one per batch buffer, at most half the run)")
       ->check(CLI::NonNegativeNumber);
@@ -335,7 +337,7 @@ void register_bench(CLI::App& app) {
       ->check(accepted_by(parse_cache_kind));
   opt->cache_gb_option = cmd->add_option("--cache-gb", opt->cache_gb,
                                          "size bound of --cache-dir, GB (pixels: default the disk's free space less 5%)")
-                             ->check(CLI::PositiveNumber);
+                             ->check(CLI::Range(1e-9, 1e9)  /* (GB, as bytes in 64 bits) */);
   cmd->add_flag("--stream", opt->stream,
                 "tar shards: read each shard sequentially in large reads, shards in seeded random order, "
                 "samples mixed by a shuffle buffer (for HDDs and remote storage)");

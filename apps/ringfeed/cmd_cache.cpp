@@ -167,7 +167,7 @@ void register_cache(CLI::App& app) {
   build->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
       ->check(accepted_by(parse_error_policy));
   build->add_option("--cache-gb", opt->cache_gb, "size bound, GB (default: the disk's free space less 5%)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-9, 1e9)  /* (GB, as bytes in 64 bits) */);
   build->callback([opt] {
     if (const int rc = run_build(*opt); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -102,7 +102,7 @@ int run_export(const export_options& opt) {
   // batches holding its first samples. (With --on-error skip a skipped
   // sample's place goes to a later one, so the whole epoch may be needed.)
   o.end = loader_end{opt.epoch};
-  if (opt.count != 0 && o.on_error == error_policy::fail) o.end->batches = (opt.count + o.batch_size - 1) / o.batch_size;
+  if (opt.count != 0 && o.on_error == error_policy::fail) o.end->batches = opt.count / o.batch_size + (opt.count % o.batch_size != 0);
 
   std::optional<loader> l;
   if (!open_unless_interrupted(l, o, interrupt, "export")) {

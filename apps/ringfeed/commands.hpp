@@ -74,6 +74,11 @@ CLI::Validator accepted_by(Parse parse) {
       "");
 }
 
+/// On every option of `app` and its subcommands: an unsigned one refuses a
+/// negative value (CLI11 would wrap it), a floating-point one refuses NaN
+/// and infinities. main() calls it once all are added.
+void check_numbers(CLI::App& app);
+
 /// `--io auto|uring|pread` on `cmd`, stored in `target` (default "auto":
 /// io_uring, else pread threads with one log line saying why).
 CLI::Option* add_io_option(CLI::App* cmd, std::string& target);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <system_error>
 
@@ -59,6 +60,29 @@ void add_s3_options(CLI::App* cmd, io::s3_options& target) {
     else
       cmd->add_flag_callback(flag, [&target, name] { io::set_s3_option(target, name, "1"); }, help)->group(group);
   }
+}
+
+void check_numbers(CLI::App& app) {
+  // CLI11 reads "-1" into an unsigned option as 2^64 - 1, and "nan" or
+  // "1e400" into a double: neither is what anyone typed them for.
+  const CLI::Validator not_negative(
+      [](std::string& value) -> std::string {
+        const auto first = value.find_first_not_of(" \t");
+        return first != std::string::npos && value[first] == '-' ? "must not be negative: " + value : "";
+      },
+      "");
+  const CLI::Validator finite(
+      [](std::string& value) -> std::string {
+        double v = 0;
+        return CLI::detail::lexical_cast(value, v) && std::isfinite(v) ? "" : "not a finite number: " + value;
+      },
+      "");
+  for (CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    if (type.rfind("UINT", 0) == 0) o->check(not_negative);
+    if (type.rfind("FLOAT", 0) == 0) o->check(finite);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_numbers(*sub);
 }
 
 CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   ringfeed::cli::register_probe(app);
   ringfeed::cli::register_pack(app);
   ringfeed::cli::register_cache(app);
+  ringfeed::cli::check_numbers(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
