@@ -325,14 +325,28 @@ void py_loader::issue() {
 py::object py_loader::next(std::uintptr_t stream, double timeout) {
   loader& l = checked();
   busy_guard busy(m_busy);
-  {
-    py::gil_scoped_release nogil;  // the first call starts the threads
-    issue();
-  }
   std::exception_ptr error;
   std::optional<batch> got;
-  wait_done(m_pending, error, got, timeout);
-  m_position = l.state();
+  if (m_landed) {  // received with a Ctrl-C, which was raised instead
+    error = m_landed->error;
+    got = std::move(m_landed->got);
+    m_position = m_landed->position;
+    m_landed.reset();
+  } else {
+    {
+      py::gil_scoped_release nogil;  // the first call starts the threads
+      issue();
+    }
+    wait_done(m_pending, error, got, timeout);
+    const loader_state position = l.state();
+    // A signal that came in the wait's last slice: its KeyboardInterrupt
+    // would be raised as this returns, and the batch lost with the result.
+    if (PyErr_CheckSignals() != 0) {
+      m_landed = landed{error, std::move(got), position};
+      throw py::error_already_set();
+    }
+    m_position = position;
+  }
   if (error) std::rethrow_exception(error);
   if (!got) return py::none();  // end of the epoch
 
@@ -357,6 +371,7 @@ py::object py_loader::next(std::uintptr_t stream, double timeout) {
 }
 
 void py_loader::drop_pending() {
+  m_landed.reset();  // (its batch goes back to the stopped run's memory)
   if (m_pending) {  // a request interrupted by Ctrl-C: let it land, then drop it
     std::exception_ptr error;
     std::optional<batch> dropped;
@@ -432,6 +447,7 @@ void py_loader::close() {
     return;
   }
   busy_guard busy(m_busy);
+  m_landed.reset();  // before the loader its batch belongs to
   std::unique_ptr<loader> l = std::move(m_loader);
   py::gil_scoped_release nogil;  // joins the threads
   l.reset();

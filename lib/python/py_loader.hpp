@@ -10,7 +10,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,15 @@ class py_loader {
   bool m_started = false;      // threads exist (next() or set_epoch() ran)
   std::atomic<bool> m_busy{false};  // a call is inside next()/set_epoch()/close()
   loader_state m_position;
+  // What a next() received as Ctrl-C came: KeyboardInterrupt is raised
+  // first (Python would raise it as the call returned, and drop the batch),
+  // and the next next() returns this.
+  struct landed {
+    std::exception_ptr error;
+    std::optional<batch> got;  // nullopt: the end of the epoch
+    loader_state position;     // the loader's state once it is taken
+  };
+  std::optional<landed> m_landed;
   std::string m_recipe;
   std::string m_output;
   bool m_shuffle = false;

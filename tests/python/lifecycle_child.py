@@ -245,7 +245,43 @@ def sigint_resume(source):
                                   "expected_batches": len(ref)}), flush=True)
 
 
-MODES = {f.__name__: f for f in (fork_started, fork_unstarted, fork_pool, fork_sysexit, sigint, sigint_resume)}
+def sigint_with_the_batch(source):
+    # Ctrl-C at random moments of an epoch of small batches (each well
+    # inside one 50 ms wait slice): a signal that came in the slice its
+    # batch landed in was raised as next() returned, and the batch was gone.
+    # Each interrupted epoch must still be the whole epoch, in order.
+    import random
+    import threading
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    kw = dict(batch_size=8, pipeline="val", size=64, shuffle=False, threads=1)
+    with ringfeed.Loader(source, **kw) as loader:
+        ref = epoch_digest(loader)
+    rng = random.Random(0)
+    lost, interrupts = [], 0
+    for trial in range(20):
+        with ringfeed.Loader(source, **kw) as loader:
+            got = []
+            it = iter(loader)
+            timer = threading.Timer(rng.uniform(0.0, 0.1), os.kill, (os.getpid(), signal.SIGINT))
+            timer.start()
+            while True:
+                try:
+                    got.append(digest(next(it)))
+                except StopIteration:
+                    break
+                except KeyboardInterrupt:
+                    interrupts += 1
+            try:
+                timer.join()  # a signal after the epoch: caught here, not in the next trial
+            except KeyboardInterrupt:
+                interrupts += 1
+            if got != ref:
+                lost.append(trial)
+    print("RESULT " + json.dumps({"lost": lost, "interrupts": interrupts}), flush=True)
+
+
+MODES = {f.__name__: f for f in (fork_started, fork_unstarted, fork_pool, fork_sysexit, sigint, sigint_resume,
+                                 sigint_with_the_batch)}
 SOURCE = None
 
 if __name__ == "__main__":
