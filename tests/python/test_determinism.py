@@ -85,6 +85,20 @@ def test_break_starts_next_epoch(train_dir, reference):
     assert_same_batches(epoch_batches(loader), e1, "epoch after a break")
 
 
+def test_an_iterator_a_later_one_ended_says_so(train_dir, reference):
+    # It stopped as if its epoch were over: an outer loop over one iterator
+    # with an inner one took 1 of 8 batches, zip(L, L) gave no pair, no error.
+    e0, e1 = reference
+    loader = ringfeed.Loader(train_dir, **KW, threads=2)
+    first = iter(loader)
+    assert torch.equal(next(first)[0], e0[0][0])
+    second = iter(loader)  # the next epoch, as after a break
+    assert torch.equal(next(second)[0], e1[0][0])
+    with pytest.raises(RuntimeError, match="ended by a later iter"):
+        next(first)
+    assert torch.equal(next(second)[0], e1[1][0])
+
+
 def test_resume_mid_epoch(train_dir):
     k = 3
     original = ringfeed.Loader(train_dir, **KW, threads=2)

@@ -258,3 +258,28 @@ def test_ctrl_c_that_lands_with_its_batch_loses_nothing(train_dir):
     result = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))[len("RESULT "):])
     assert result["interrupts"] == 20, proc.stdout
     assert result["lost"] == [], f"epochs that lost a batch to Ctrl-C: {result['lost']}"
+
+
+def test_close_refused_from_another_thread_leaves_the_loader_whole(big_dataset):
+    # close() while the consumer waits in next() is refused (one consumer);
+    # it used to drop the loader all the same, so every later call said
+    # "ringfeed.Loader is closed".
+    import linecache
+    import threading
+    loader = ringfeed.Loader(big_dataset, batch_size=8, pipeline="train", exact=True, output="uint8", threads=1)
+    it = iter(loader)
+    got = []
+    consumer = threading.Thread(target=lambda: got.append(next(it)))
+    consumer.start()
+    deadline = time.monotonic() + 60
+    while True:  # until the consumer's innermost frame is the call into C++ (its GIL given up there)
+        frame = sys._current_frames().get(consumer.ident)
+        if frame is not None and "core.next(" in linecache.getline(frame.f_code.co_filename, frame.f_lineno):
+            break
+        assert consumer.is_alive() and time.monotonic() < deadline, "the consumer never waited in next()"
+    with pytest.raises(RuntimeError, match="two threads at once"):
+        loader.close()
+    consumer.join()
+    assert len(got) == 1
+    assert next(it)[0].shape[0] == 8  # the loader still works
+    loader.close()

@@ -391,9 +391,10 @@ class Loader:
     def close(self):
         """Stops the pipeline and joins its threads. Tensors already handed
         out stay valid."""
-        core, self._core = self._core, None
+        core = self._core
         if core is not None:
-            core.close()
+            core.close()  # (raises, changing nothing, while another thread is in next())
+            self._core = None
 
     def __enter__(self):
         return self
@@ -456,8 +457,11 @@ class _EpochIterator:
         return self
 
     def __next__(self):
-        if self._finished or self._loader._iter_token != self._token:
+        if self._finished:
             raise StopIteration
+        if self._loader._iter_token != self._token:  # its batches went to the later one: say so
+            raise RuntimeError("this iterator of a ringfeed.Loader was ended by a later iter() or "
+                               "load_state_dict() on the same loader: it runs one iteration at a time")
         batch = self._loader._next_batch()
         if batch is None:
             self._finished = True
