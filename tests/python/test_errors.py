@@ -38,6 +38,12 @@ BATCH_BYTES = BS * 3 * 224 * 224 * 4
     (dict(seed=-1), "seed"),
     (dict(max_pixels=0), "max_pixels"),
     (dict(max_pixels=1.5), "max_pixels"),
+    # past what C++ holds, or a machine: pybind11's "Unable to cast", or
+    # bad_alloc after threads were made
+    (dict(batch_size=2**64), "batch_size"),
+    (dict(seed=2**64), "seed"),
+    (dict(threads=2**40), "threads"),
+    (dict(io_depth=10**6), "io_depth"),
 ])
 def test_bad_option_is_value_error_naming_it(val_dir, options, name):
     with pytest.raises(ValueError) as info:

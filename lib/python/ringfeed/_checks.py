@@ -6,10 +6,13 @@ backends and error policies, are parsed once there, in lib/loader/names.cpp.)"""
 from __future__ import annotations
 
 
-def int_arg(name, value, minimum=0):
-    """An int (not a bool) >= minimum."""
+def int_arg(name, value, minimum=0, maximum=2**64 - 1):
+    """An int (not a bool) >= minimum and <= maximum (by default what C++'s
+    64-bit unsigned integers hold)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, not {value!r}")
+    if value > maximum:
+        raise ValueError(f"{name} must be an int <= {maximum}, not {value!r}")
     return value
 
 
