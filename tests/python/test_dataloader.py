@@ -61,6 +61,34 @@ def test_same_batches_as_torch_with_a_generator(folder, shuffle):
         assert_like_torch(batches(ours), batches(theirs), f"shuffle={shuffle} epoch {epoch}")
 
 
+@pytest.mark.parametrize("workers, batch_size, drop_last, steps", [
+    (0, 16, False, 3),    # torch's generator: one permutation, not the sampler's last
+    (0, 20, False, 10),   # every batch taken, the end not asked for: no last permutation
+    (0, 16, True, 12),
+    (2, 16, False, 3),    # workers ask 4 batches ahead: still short of the end
+    (2, 16, False, 9),    # 9 + 4 asked: the sampler ran dry, its last permutation drawn
+])
+def test_a_break_leaves_the_generator_where_torchs_iterator_does(folder, workers, batch_size, drop_last, steps):
+    # RandomSampler draws a last permutation once it is used up, which
+    # torch's iterator reaches only at the end; ringfeed drew it up front,
+    # so after a break every later epoch's order differed from torch's.
+    def first_batches(make):
+        g = torch.Generator().manual_seed(0)
+        loader = make(folder, batch_size=batch_size, shuffle=True, generator=g, num_workers=workers,
+                      drop_last=drop_last)
+        labels = []
+        for epoch in range(3):
+            for k, (_, y) in enumerate(loader):
+                labels.append((epoch, k, y.tolist()))
+                if epoch == 0 and k + 1 == steps:
+                    break
+        return labels, g.get_state()
+    want, want_state = first_batches(torch.utils.data.DataLoader)
+    got, got_state = first_batches(lambda *a, **k: native(*a, **k))
+    assert got == want
+    assert torch.equal(got_state, want_state)
+
+
 def test_the_tuning_guide_snippet_with_only_the_import_changed(train_dir):
     def snippet(DataLoader):
         torch.manual_seed(0)

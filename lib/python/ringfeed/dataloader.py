@@ -31,6 +31,7 @@ import warnings
 from . import _ringfeed
 from ._checks import choice, flag, int_arg
 from ._datasets import fingerprint, native_source
+from ._draws import draw_order
 from .loader import Loader, _torch
 
 __all__ = ["DataLoader"]
@@ -147,6 +148,7 @@ class DataLoader:
         self._token = 0          # the live iterator's
         self._resume = None      # load_state_dict(): (order, first batch) for the next iteration
         self._position = None    # (iteration, order, next batch) of the live iteration
+        self._left_early = None  # its _draws.LeftEarly: torch's generator after a break
         # torch's iterator draws its base seed when made; with persistent
         # workers it is made once and only reset for later epochs.
         self._finished = False   # the live iteration delivered its last batch
@@ -172,11 +174,15 @@ class DataLoader:
         if self._fingerprint is not None and fingerprint(self._torch_loader.dataset) != self._fingerprint:
             self._reopen()
         core = self._core._live()
+        if self._left_early is not None and not self._finished and self._position is not None:
+            self._left_early.settle(self._position[2])  # the last iteration was left early
+        self._left_early = None
         if self._resume is not None:
             order, first = self._resume
         else:
             draw_seed = not (self._persistent and self._seed_drawn)
-            order, first = _draw_order(self._torch_loader, self._core._options["batch_size"], draw_seed), 0
+            order, self._left_early = draw_order(self._torch_loader, self._core._options["batch_size"], draw_seed)
+            first = 0
             self._seed_drawn = True
             if self._index_map is not None:  # a Subset of images in memory: indices into the whole array
                 order = [self._index_map[i] for i in order]
@@ -229,6 +235,7 @@ class DataLoader:
             raise ValueError(f"state was saved with batch_size {state['batch_size']}, "
                              f"this loader has {self._core._options['batch_size']}")
         self._token += 1  # an iterator of before ends
+        self._left_early = None
         self._finished = False
         self._iteration = iteration
         self._position = None
@@ -320,26 +327,6 @@ def _torch_loader(dataset, args, native=False):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="This DataLoader will create")
         return torch.utils.data.DataLoader(dataset, **kwargs)
-
-
-def _draw_order(torch_loader, size, draw_seed=True):
-    """The indices of one iteration of `torch_loader`, batch after batch,
-    drawn as its iterator draws them: iter() of the index sampler, then
-    the iterator's base seed (one int64 from the generator), then the
-    batches (RandomSampler draws its permutation at its first next())."""
-    torch = _torch()
-    batches = iter(torch_loader._index_sampler)
-    if draw_seed:
-        torch.empty((), dtype=torch.int64).random_(generator=torch_loader.generator)
-    order = []
-    batches = list(batches)
-    for k, batch in enumerate(batches):
-        batch = list(batch)
-        if len(batch) != size and (k != len(batches) - 1 or len(batch) > size):
-            raise RuntimeError(f"ringfeed.DataLoader: batch {k} of the batch sampler holds {len(batch)} indices, "
-                               f"not batch_size={size}: only the last batch may be shorter")
-        order.extend(int(i) for i in batch)
-    return order
 
 
 def _unsupported_arguments(args, torch_loader):
