@@ -221,7 +221,30 @@ def test_a_state_saved_after_an_iteration_resumes_with_the_next(folder):
     again.load_state_dict(state)
     got = batches(again)
     assert len(got) == len(want) == 4  # not an empty iteration
+    assert_like_torch(got, want, "the iteration after the state")
     assert again.state_dict()["iteration"] == first.state_dict()["iteration"] == 2
+
+
+def test_a_resumed_loader_draws_the_later_epochs_as_the_first(folder):
+    # The restarted script seeds its generator as before: without the
+    # generator's state in the state_dict, every later epoch replayed epoch 0's order.
+    import json
+
+    def make():
+        return native(folder, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(5))
+    straight = make()
+    want = [[l.tolist() for _, l in straight] for _ in range(3)]
+    first = make()
+    it = iter(first)
+    head = [next(it)[1].tolist() for _ in range(3)]
+    state = json.loads(json.dumps(first.state_dict()))
+    again = make()
+    again.load_state_dict(state)
+    got = [head + [l.tolist() for _, l in again]] + [[l.tolist() for _, l in again] for _ in range(2)]
+    assert got == want
+    state["generator"] = "not base64!"
+    with pytest.raises(ValueError, match="generator"):
+        make().load_state_dict(state)
 
 
 def test_a_new_transform_between_epochs_is_used(train_dir):

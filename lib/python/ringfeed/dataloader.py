@@ -25,6 +25,7 @@ the reason; strict=True raises ValueError with it instead.
 """
 from __future__ import annotations
 
+import base64
 import os
 import warnings
 
@@ -214,7 +215,9 @@ class DataLoader:
     def state_dict(self):
         """Where the loader is: load_state_dict() on a DataLoader made with
         the same arguments continues with the same batches (the current
-        iteration's indices are part of the state)."""
+        iteration's indices are part of the state, and the `generator`'s
+        state the later iterations draw from; without a generator they draw
+        from torch's global RNG, which a checkpoint saves itself)."""
         iteration, order, first = self._iteration, None, 0  # before any iteration
         if self._resume is not None:
             order, first = self._resume
@@ -222,8 +225,12 @@ class DataLoader:
             iteration, order, first = self._position
             if first >= -(-len(order) // self._core._options["batch_size"]) or self._finished:
                 iteration, order, first = iteration + 1, None, 0  # over: a resumed loader starts the next one
-        return {"iteration": iteration, "order": None if order is None else list(order), "next_batch": first,
-                "batch_size": self._core._options["batch_size"]}
+        state = {"iteration": iteration, "order": None if order is None else list(order), "next_batch": first,
+                 "batch_size": self._core._options["batch_size"]}
+        generator = self._torch_loader.generator
+        if generator is not None:  # the later iterations' draws (a restarted script seeds it anew)
+            state["generator"] = base64.b64encode(generator.get_state().numpy().tobytes()).decode("ascii")
+        return state
 
     def load_state_dict(self, state):
         """The next `for` continues where `state` (from state_dict()) was."""
@@ -234,6 +241,13 @@ class DataLoader:
         if state.get("batch_size", self._core._options["batch_size"]) != self._core._options["batch_size"]:
             raise ValueError(f"state was saved with batch_size {state['batch_size']}, "
                              f"this loader has {self._core._options['batch_size']}")
+        generator = self._torch_loader.generator
+        if state.get("generator") is not None and generator is not None:
+            try:
+                raw = base64.b64decode(state["generator"], validate=True)
+                generator.set_state(_torch().frombuffer(bytearray(raw), dtype=_torch().uint8))
+            except (ValueError, TypeError, RuntimeError) as e:
+                raise ValueError(f"state's generator is not a torch.Generator state: {e}") from None
         self._token += 1  # an iterator of before ends
         self._left_early = None
         self._finished = False
