@@ -100,6 +100,10 @@ int run_build(const cache_options& opt) {
   o.sampler.world_size = 1;
   std::optional<loader> l;
   if (!open_unless_interrupted(l, o, interrupt, "cache build")) return interrupt.exit_status();
+  if (!l->stats().pixel_cache) {  // (--on-error skip goes on without it: the line above says why)
+    std::fprintf(stderr, "ringfeed cache build: no pixel cache could be made in '%s'\n", escape_bytes(opt.dir).c_str());
+    return 1;
+  }
   const std::size_t total = l->dataset().size();
   std::size_t done = 0;
   auto last = std::chrono::steady_clock::now();

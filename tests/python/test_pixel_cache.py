@@ -94,6 +94,19 @@ def test_cli_build_then_info_then_bench_reads_it(val_dir, tmp_path):
     assert "hit rate 100.0% in the last run" in text and "66.7% over 3 run(s)" in text
 
 
+def test_cli_build_fails_when_it_can_make_no_cache(val_dir, tmp_path):
+    # Its one purpose failed, and it said "0 added" and exited 0.
+    import subprocess
+    from conftest import cli_path
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    proc = subprocess.run([cli_path(), "cache", "build", val_dir, "--cache-dir", str(blocker)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc
+    assert "no pixel cache could be made" in proc.stderr and str(blocker) in proc.stderr, proc.stderr
+    assert "Not a directory" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("how", [("--pipeline", "val", "--size", "48"),
                                  ("--transform", "Resize(56); CenterCrop(48); ToTensor()")])
 def test_cli_build_fills_a_val_lists_head_that_training_then_only_reads(val_dir, tmp_path, how):
