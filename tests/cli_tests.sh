@@ -102,6 +102,28 @@ out="$("$cli" export "$work/a/train" --out "$work/exp-erase" --transform 'Center
 check "export refuses a list that ends with RandomErasing, naming it" \
   test "$rc" -ne 0 -a -n "$(grep -F 'ends with RandomErasing' <<<"$out")"
 
+# A second export into the same OUT: the first one's images were left among
+# the new ones (14 files for an export of 5). A foreign file is refused.
+"$cli" export "$work/a/train" --out "$work/exp-twice" --count 10 >/dev/null 2>&1
+"$cli" export "$work/a/train" --out "$work/exp-twice" --count 5 --seed 2 >/dev/null 2>&1; rc=$?
+check "export into a previous export's directory replaces it" \
+  test "$rc" -eq 0 -a "$(ls -A "$work/exp-twice" | wc -l)" -eq 5
+mkdir -p "$work/exp-foreign" && echo keep > "$work/exp-foreign/notes.txt"
+out="$("$cli" export "$work/a/train" --out "$work/exp-foreign" --count 2 2>&1)"; rc=$?
+check "export refuses a directory holding other files, naming one" \
+  test "$rc" -ne 0 -a -n "$(grep -F notes.txt <<<"$out")" -a "$(cat "$work/exp-foreign/notes.txt")" = keep
+# Output inside the source: the next read took it for samples or classes.
+cp -r "$work/a/train" "$work/inside"
+listing="$(cd "$work/inside" && find . | sort)"
+for cmdline in "export $work/inside --out $work/inside/n00000000/x --count 2" \
+               "pack $work/inside $work/inside/shards" \
+               "cache build $work/inside --cache-dir $work/inside"; do
+  # shellcheck disable=SC2086  # split on purpose
+  out="$("$cli" $cmdline 2>&1)"; rc=$?
+  check "${cmdline%% *} into its own source is refused" test "$rc" -ne 0 -a -n "$(grep -F 'inside the source' <<<"$out")"
+done
+check "the source is as it was" test "$(cd "$work/inside" && find . | sort)" = "$listing"
+
 # Numbers as typed: a negative count was wrapped to 2^64 - 1 (--io-depth -1
 # aborted, --count -1 exported nothing and said it was done), NaN passed
 # every range, and --threads 1e9 made threads until the OOM killer came.

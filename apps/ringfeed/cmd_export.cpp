@@ -69,13 +69,48 @@ void write_skipped(const fs::path& list, const std::vector<skipped_sample>& skip
   write_text_atomically(list, text);
 }
 
+// What a previous export leaves in OUT: <position>_<label>.ppm, the
+// marker, skipped.tsv, and the temporary files of their atomic writes.
+bool is_export_file(const std::string& name) {
+  if (name == incomplete_marker || name == "skipped.tsv") return true;
+  if (name.size() > 1 && name[0] == '.' && name.find(".tmp-") != std::string::npos) return true;
+  const auto digits = [&](std::size_t at) {
+    std::size_t k = at;
+    while (k < name.size() && name[k] >= '0' && name[k] <= '9') ++k;
+    return k;
+  };
+  std::size_t k = digits(0);
+  if (k == 0 || k >= name.size() || name[k] != '_') return false;
+  std::size_t l = k + 1 + (k + 1 < name.size() && name[k + 1] == '-');
+  const std::size_t end = digits(l);
+  return end > l && name.substr(end) == ".ppm";
+}
+
+// OUT made ready: created if missing; a previous export's files removed, so
+// none of them passes for part of this one; anything else refused.
+void prepare_output(const export_options& opt) {
+  refuse_output_inside(opt.out, opt.source, "export");
+  std::error_code ec;
+  fs::create_directories(opt.out, ec);
+  if (ec) throw std::runtime_error("cannot create '" + opt.out + "': " + ec.message());
+  std::vector<fs::path> previous;
+  for (fs::directory_iterator it(opt.out, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!is_export_file(name))
+      throw std::runtime_error("'" + opt.out + "' holds '" + name +
+                               "', which is not from `ringfeed export`; choose an empty or new directory");
+    previous.push_back(it->path());
+  }
+  if (ec) throw std::runtime_error("cannot list '" + opt.out + "': " + ec.message());
+  for (const fs::path& p : previous)
+    if (!fs::remove(p, ec) && ec) throw std::runtime_error("cannot remove '" + p.string() + "': " + ec.message());
+}
+
 int run_export(const export_options& opt) {
   // First, before the loader starts any thread: SIGINT/SIGTERM stop the
   // export between two images (interrupt.hpp).
   const interrupt_watch interrupt;
-  std::error_code ec;
-  fs::create_directories(opt.out, ec);
-  if (ec) throw std::runtime_error("cannot create '" + opt.out + "': " + ec.message());
+  prepare_output(opt);
   write_marker(opt, "the export is running, or it failed or was killed before the end.");
 
   loader_request request = recipe_request(opt.recipe, opt.exact, opt.seed, opt.max_pixels);
@@ -144,6 +179,7 @@ int run_export(const export_options& opt) {
                  (fs::path(opt.out) / incomplete_marker).c_str());
     return interrupt.exit_status();
   }
+  std::error_code ec;
   fs::remove(fs::path(opt.out) / incomplete_marker, ec);
   if (ec) throw std::runtime_error("cannot remove '" + opt.out + "/" + incomplete_marker + "': " + ec.message());
   std::printf("export: %zu samples of epoch %llu (%s, %s mode, seed %llu, read with %s) -> %s\n", position,

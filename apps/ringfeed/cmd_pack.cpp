@@ -326,6 +326,7 @@ int run_pack(const pack_options& opt) {
   }
 
   const fs::path out(opt.out);
+  refuse_output_inside(out, opt.source, "pack");
   prepare_output(out, ds);
 
   data::tar_shard_writer writer(out, opt.shard_mb << 20);

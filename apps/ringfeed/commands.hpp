@@ -98,6 +98,11 @@ CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target);
 /// an interrupt or a failure, see no file or the whole file, never a torn
 /// one. Throws std::runtime_error naming the path and the reason (the
 /// temporary is removed).
+/// Throws when `out` is `source` or lies inside it and `source` is a local
+/// directory: what `command` writes there would be read back as samples
+/// (or as class folders) by the next run.
+void refuse_output_inside(const std::filesystem::path& out, const std::string& source, const char* command);
+
 void write_file_atomically(const std::filesystem::path& path,
                            std::initializer_list<std::span<const unsigned char>> parts);
 void write_text_atomically(const std::filesystem::path& path, std::string_view text);

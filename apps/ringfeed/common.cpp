@@ -94,6 +94,19 @@ CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {
       ->capture_default_str();
 }
 
+void refuse_output_inside(const std::filesystem::path& out, const std::string& source, const char* command) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(source, ec)) return;  // a URL, a manifest, a tar file
+  const std::filesystem::path root = std::filesystem::weakly_canonical(source, ec);
+  if (ec) return;
+  const std::filesystem::path at = std::filesystem::weakly_canonical(out, ec);
+  if (ec) return;
+  const auto [r, a] = std::mismatch(root.begin(), root.end(), at.begin(), at.end());
+  if (r == root.end())
+    throw std::runtime_error(std::string(command) + ": the output '" + out.string() + "' is inside the source '" +
+                             source + "': what it writes would be read as part of the dataset; write elsewhere");
+}
+
 void write_file_atomically(const std::filesystem::path& path,
                            std::initializer_list<std::span<const unsigned char>> parts) {
   try {

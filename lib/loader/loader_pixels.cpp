@@ -2,7 +2,10 @@
 // key of a sample. The reads and stores are in work() (loader_run.cpp).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -12,6 +15,20 @@
 #include "loader_core.hpp"
 
 namespace ringfeed::detail {
+namespace {
+
+// Whether `inner` is `outer` or lies inside it, both resolved as far as
+// they exist (symbolic links, "..").
+bool inside(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::weakly_canonical(outer, ec);
+  if (ec) return false;
+  const std::filesystem::path at = std::filesystem::weakly_canonical(inner, ec);
+  if (ec) return false;
+  return std::mismatch(root.begin(), root.end(), at.begin(), at.end()).first == root.end();
+}
+
+}  // namespace
 
 void loader_core::open_pixel_cache() {
   if (m_opt.cache != cache_kind::pixels || m_opt.cache_dir.empty()) return;
@@ -20,6 +37,12 @@ void loader_core::open_pixel_cache() {
     log("cache_dir '" + dir + "' not used: the samples are pixels in memory already");
     return;
   }
+  // In a folder that is read as the dataset, its directory would become a
+  // class (with no image in it) at the next listing.
+  std::error_code ec;
+  if (!m_src && std::filesystem::is_directory(m_opt.source, ec) && inside(m_opt.cache_dir, m_opt.source))
+    throw std::invalid_argument("loader: cache_dir '" + dir + "' is inside the source '" + escape_bytes(m_opt.source) +
+                                "', which would list the cache as part of the dataset; put it elsewhere");
   pixel_cache_options po;
   po.dir = std::filesystem::path(m_opt.cache_dir) / "pixels";
   // The option's default means "not set": the pixel cache then sizes itself by the disk.

@@ -4,6 +4,7 @@ to an uncached exact run and, through ringfeed.DataLoader, to torchvision's
 own (torch's DataLoader over PIL). The cache itself is tested in
 tests/pixel_cache_tests.cpp and tests/loader_pixel_cache_tests.cpp."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -92,6 +93,16 @@ def test_cli_build_then_info_then_bench_reads_it(val_dir, tmp_path):
     assert info["hits"] == 2 * n and info["misses"] == n
     text = run_cli("cache", "info", cache).stdout
     assert "hit rate 100.0% in the last run" in text and "66.7% over 3 run(s)" in text
+
+
+def test_a_cache_dir_inside_the_source_is_refused(val_dir, tmp_path):
+    # The cache's folder became a class with no image at the next listing.
+    import shutil
+    source = tmp_path / "val"
+    shutil.copytree(val_dir, source)
+    with pytest.raises(ValueError, match="inside the source"):
+        ringfeed.Loader(str(source), batch_size=4, cache="pixels", cache_dir=str(source / "n00000000"))
+    assert sorted(p.name for p in source.iterdir()) == sorted(p.name for p in Path(val_dir).iterdir())
 
 
 def test_cli_build_fails_when_it_can_make_no_cache(val_dir, tmp_path):
