@@ -296,6 +296,28 @@ for sig in INT TERM; do
   check "every image of the interrupted export is whole" ppm_whole "$out_dir"
   check "the interrupted export leaves no temporary file" test -z "$(find "$out_dir" -name '.*')"
 done
+# pack on SIGINT: left shards and no classes.txt, which read as a smaller
+# dataset. It is stopped (SIGSTOP) until it has written a shard, so the
+# signal lands mid-pack however fast the machine is; then nothing is kept.
+pack_caught=0
+for attempt in 1 2 3; do
+  rm -rf "$work/sig-pack"
+  env --default-signal=INT "$cli" pack "$work/big/train" "$work/sig-pack" --shard-mb 1 --threads 1 \
+    >/dev/null 2>"$work/sig-pack.err" &
+  pid=$!
+  while kill -STOP "$pid" 2>/dev/null; do
+    if [ -e "$work/sig-pack/shard-000002.tar" ] && [ ! -e "$work/sig-pack/classes.txt" ]; then
+      kill -INT "$pid"; kill -CONT "$pid"; pack_caught=1; break
+    fi
+    kill -CONT "$pid"
+  done
+  wait "$pid"; pack_rc=$?
+  [ "$pack_caught" -eq 1 ] && break
+done
+check "pack was caught mid-way for the SIGINT check (in 3 tries)" test "$pack_caught" -eq 1
+check "pack stops on SIGINT with status 130 (got $pack_rc)" test "$pack_rc" -eq 130
+check "pack says it was interrupted and kept nothing" grep -q "interrupted by SIGINT.*nothing was kept" "$work/sig-pack.err"
+check "an interrupted pack leaves no shard" test -z "$(ls -A "$work/sig-pack")"
 signal_run INT 'loader_running $pid' \
   "$cli" bench "$work/big/train" --pipeline val --size 64 --batch 8 --threads 2 --device -1 --epochs 1000
 check "bench stops on SIGINT with status 130 within 10 s (got $sig_rc after ${sig_secs}s)" \

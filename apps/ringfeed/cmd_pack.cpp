@@ -48,6 +48,7 @@
 #include <ringfeed/thread_pool.hpp>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 namespace ringfeed::cli {
 namespace {
@@ -289,6 +290,9 @@ int run_pack(const pack_options& opt) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   if (opt.shard_mb == 0) throw std::runtime_error("--shard-mb must be at least 1");
+  // Before any thread: SIGINT/SIGTERM stop the pack between two samples,
+  // and it leaves nothing, as a failure does (interrupt.hpp).
+  const interrupt_watch interrupt;
 
   // Read through the storage interface: local files on io_uring (or pread
   // threads), nfs:// with libnfs, s3:// and https:// with libcurl, LMDB
@@ -359,6 +363,7 @@ int run_pack(const pack_options& opt) {
       const std::size_t next_count = std::min(samples_per_chunk, n - next_first);
       if (next_count != 0) reader.start(next_first, next_count, slots[current ^ 1]);
       for (std::size_t k = 0; k < count; ++k) {
+        if (interrupt.requested()) break;
         const std::size_t position = first + k, i = order[position];
         if (slots[current][k].size() > data::tar_shard_writer::max_member_size) {
           throw std::runtime_error("cannot pack " + in_quotes(ds.describe(i)) + ": it holds " +
@@ -370,8 +375,16 @@ int run_pack(const pack_options& opt) {
         written.store(writer.bytes(), std::memory_order_relaxed);
         done.store(position + 1, std::memory_order_relaxed);
       }
+      if (interrupt.requested()) break;  // (the reader's chunk in flight is waited for by its destructor)
       first = next_first;
       count = next_count;
+    }
+    if (interrupt.requested()) {
+      bar.stop();
+      writer.abandon();  // shards that are not the whole dataset would read as if they were
+      std::fprintf(stderr, "ringfeed pack: interrupted by %s after %zu of %zu samples; nothing was kept\n",
+                   interrupt.signal_name().c_str(), done.load(), ds.size());
+      return interrupt.exit_status();
     }
     writer.finish();
     write_classes(out, ds, opt.source);
