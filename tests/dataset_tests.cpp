@@ -1,5 +1,7 @@
 // Dataset index tests: ImageFolder order against torchvision, the index
 // cache, manifests and source strings. (Tar shards: tar_tests.cpp.)
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -311,6 +313,26 @@ TEST_CASE("ImageFolder: a symlink loop is walked once", "[image_folder]") {
   const dataset ds = scan_image_folder(root, opt);
   // "c/up" (the root) is walked once: its class folder c is the loop.
   CHECK(samples_of(ds) == sample_list{{"c/a.jpg", 0}, {"c/sub/b.jpg", 0}});
+}
+
+TEST_CASE("ImageFolder: a FIFO or a device named like an image is left out, or stops the scan", "[image_folder]") {
+  // Its read blocked for ever (a FIFO: Ctrl-C too) or never ended (/dev/zero).
+  temp_dir tmp;
+  const fs::path root = tmp.path() / "ds";
+  write_file(root / "c/a.jpg", "x");
+  REQUIRE(::mkfifo((root / "c/pipe.jpg").c_str(), 0644) == 0);
+  fs::create_symlink("/dev/zero", root / "c/zero.jpg");
+  fs::create_symlink(root / "c/missing.jpg", root / "c/dangling.jpg");  // fails at its read, named
+  dataset_options opt;
+  opt.use_cache = false;
+  CHECK_THROWS_WITH(scan_image_folder(root, opt),
+                    Catch::Contains("pipe.jpg") && Catch::Contains("not a regular file but a FIFO"));
+  opt.skip_unreadable = true;
+  const dataset ds = scan_image_folder(root, opt);
+  CHECK(samples_of(ds) == sample_list{{"c/a.jpg", 0}, {"c/dangling.jpg", 0}});
+  REQUIRE(ds.report().skipped.size() == 2);
+  CHECK_THAT(ds.report().skipped[0].path, Catch::EndsWith("c/pipe.jpg"));
+  CHECK_THAT(ds.report().skipped[1].reason, Catch::Contains("a character device"));
 }
 
 TEST_CASE("ImageFolder: the cached index is reused and invalidated by directory changes", "[image_folder][cache]") {

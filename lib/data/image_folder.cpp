@@ -35,7 +35,7 @@ namespace ringfeed::data::detail {
 namespace {
 
 constexpr std::string_view folder_magic = "RFIFOLD1";
-constexpr std::uint32_t folder_version = 1;
+constexpr std::uint32_t folder_version = 2;  // 2: FIFOs and devices left out
 
 // A directory whose listing is part of the index: path relative to the
 // root ("" for the root itself) and what it looked like when listed.
@@ -92,6 +92,26 @@ bool entry_is_dir(int dir_fd, const dirent& e) {
   if (e.d_type != DT_LNK && e.d_type != DT_UNKNOWN) return false;
   struct stat st {};
   return ::fstatat(dir_fd, e.d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
+// What a listed name that is no directory is, when it is neither a regular
+// file nor a dangling link (which fails at its read, naming the file): a
+// FIFO would block its read, and Ctrl-C, for ever; a device reads without end.
+const char* special_file(int dir_fd, const dirent& e) {
+  unsigned char type = e.d_type;
+  if (type == DT_LNK || type == DT_UNKNOWN) {
+    struct stat st {};
+    if (::fstatat(dir_fd, e.d_name, &st, 0) != 0) return nullptr;
+    type = S_ISREG(st.st_mode) ? DT_REG : S_ISFIFO(st.st_mode) ? DT_FIFO : S_ISSOCK(st.st_mode) ? DT_SOCK
+                                        : S_ISCHR(st.st_mode) ? DT_CHR : S_ISBLK(st.st_mode) ? DT_BLK : DT_UNKNOWN;
+  }
+  switch (type) {
+    case DT_FIFO: return "a FIFO (named pipe)";
+    case DT_SOCK: return "a socket";
+    case DT_CHR: return "a character device";
+    case DT_BLK: return "a block device";
+    default: return nullptr;
+  }
 }
 
 // Walks one class directory as os.walk(followlinks=True) would, collecting
@@ -193,6 +213,13 @@ class class_walker {
       if (entry_is_dir(dfd, *e)) {
         subdirs.emplace_back(name);
       } else if (has_image_extension(name)) {
+        // torchvision lists it, and its read never ends: left out here.
+        if (const char* what = special_file(dfd, *e)) {
+          const std::string path = display(sub) + "/" + std::string(name);
+          if (!m_options.skip_unreadable) throw dataset_error(path, std::string("not a regular file but ") + what);
+          m_skipped.push_back({path, std::string("not a regular file but ") + what});
+          continue;
+        }
         listed.images.emplace_back(name);
       }
     }

@@ -117,8 +117,10 @@ struct dataset_options {
   std::size_t object_part_bytes = std::size_t{8} << 20;
 };
 
-/// A directory the scan left out (dataset_options::skip_unreadable), or an
-/// object of a listing that no tree can hold (io::source::excluded), and why.
+/// A directory the scan left out (dataset_options::skip_unreadable), a FIFO,
+/// socket or device named like an image (whose read would block or never
+/// end: without skip_unreadable the scan stops naming it), or an object of
+/// a listing that no tree can hold (io::source::excluded), and why.
 struct skipped_directory {
   std::string path;    ///< as the scan named it: the root joined with the directory's relative path
   std::string reason;  ///< e.g. "cannot open directory: Permission denied"
