@@ -287,6 +287,8 @@ TEST_CASE("tar: malformed shards and samples are errors naming the shard", "[tar
   CHECK_THAT(error_of(), Catch::Contains("member 'a.jpg' (header at offset 0) claims 3000 bytes but the file ends at 2000"));
   write_file(shard, good.substr(0, 512 + 3072 + 100));
   CHECK_THAT(error_of(), Catch::Contains("truncated header at offset 3584"));
+  write_file(shard, "");  // was read as a shard of no sample, silently
+  CHECK_THAT(error_of(), Catch::Contains("empty file, not a tar archive"));
   REQUIRE_THROWS_AS(index_tar_shards({tmp.path() / "missing.tar"}, opt), std::system_error);
 }
 

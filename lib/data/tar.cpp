@@ -154,6 +154,8 @@ std::optional<tar_member> tar_reader::next() {
   std::optional<std::uint64_t> pax_size;
   bool sparse = false;
   bool pending = false;
+  // Python's tarfile and GNU tar refuse it; it is no archive of no sample.
+  if (m_size == 0) throw dataset_error(m_path, "empty file, not a tar archive");
   for (;;) {
     const std::uint64_t at = m_next;
     if (at >= m_size) {
