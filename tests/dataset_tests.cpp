@@ -523,6 +523,9 @@ TEST_CASE("manifest: errors name the file and the line", "[manifest]") {
   CHECK_THAT(error_of("a.jpg,1\n\"b\"x.jpg,2\n"), Catch::Contains(":2: unexpected character 'x' after a closing quote"));
   CHECK_THAT(error_of("a.jpg,1\n,2\n"), Catch::StartsWith(m.string() + ":2: empty path"));
   CHECK_THAT(error_of("path,label\n"), Catch::Contains("lists no sample"));
+  // A typo in the first line's label was taken for a header: its sample gone.
+  CHECK_THAT(error_of("a.jpg,1x\nb.jpg,0\n"), Catch::StartsWith(m.string() + ":1: label '1x' is not an integer"));
+  CHECK_THAT(error_of("a.jpg,-\nb.jpg,0\n"), Catch::StartsWith(m.string() + ":1: label '-' is not an integer"));
   CHECK_THAT(error_of("a.jpg,99999999999999999999\n"), Catch::Contains("not an integer"));
   REQUIRE_THROWS_AS(read_manifest(tmp.path() / "missing.csv"), std::system_error);
   REQUIRE_THROWS_WITH(read_manifest(tmp.path() / "missing.csv"), Catch::Contains("missing.csv"));

@@ -112,6 +112,14 @@ bool looks_numeric(std::string_view s) {
          s.find_first_of("0123456789") != std::string_view::npos;
 }
 
+// A header's label column: a name ("label", "class", "target"), which
+// starts with neither a digit nor a sign. "1x" on the first line is a
+// label mistyped, not a header: refused, where it was skipped with its sample.
+bool looks_like_a_column_name(std::string_view s) {
+  s = trim(s, " \t");
+  return !s.empty() && s.find_first_of("0123456789+-.") != 0 && !looks_numeric(s);
+}
+
 }  // namespace
 
 dataset_contents manifest_contents(const std::filesystem::path& manifest, const dataset_options& /*options*/) {
@@ -152,7 +160,7 @@ dataset_contents manifest_text_contents(std::string_view text, const std::string
     }
     const auto label = parse_int(r.fields[1]);
     if (!label) {
-      if (first && !looks_numeric(r.fields[1])) {  // a header line: its label column holds a name
+      if (first && looks_like_a_column_name(r.fields[1])) {  // a header line: its label column holds a name
         first = false;
         continue;
       }

@@ -309,7 +309,8 @@ using directory_lister = std::function<std::vector<listed_entry>(const std::stri
 
 /// Reads a manifest: one sample per line, `path,label` (`.csv`) or
 /// `path<TAB>label` (`.tsv`; other names: tab if the first line has one).
-/// A first line whose label field is not a number is a header and skipped;
+/// A first line whose label field is a name (it starts with neither a
+/// digit, a sign nor a dot) is a header and skipped;
 /// labels are 64-bit signed integers.
 /// Fields may be double-quoted (RFC 4180: `""` is a quote; quoted fields may
 /// hold the delimiter and line breaks); columns after the second are
