@@ -74,7 +74,7 @@ int run_loader_bench(const bench_options& opt) {
   base.on_error = parse_error_policy(opt.on_error);
   base.cache_dir = opt.cache_dir;
   base.cache = parse_cache_kind(opt.cache);
-  // pixels without --cache-gb: the loader's default, the disk's free space less 5%
+  // pixels without --cache-gb: the loader's default, the disk's free space less max(5%, 1 GiB)
   if (base.cache == cache_kind::bytes || opt.cache_gb_option->count() > 0)
     base.cache_bytes = static_cast<std::uint64_t>(opt.cache_gb * 1e9);
   base.stream_shards = opt.stream;
@@ -336,7 +336,7 @@ void register_bench(CLI::App& app) {
                   "pixels: epochs after the first skip the decode; batches are --exact's)")
       ->check(accepted_by(parse_cache_kind));
   opt->cache_gb_option = cmd->add_option("--cache-gb", opt->cache_gb,
-                                         "size bound of --cache-dir, GB (pixels: default the disk's free space less 5%)")
+                                         "size bound of --cache-dir, GB (pixels: default the disk's free space less max(5%, 1 GiB))")
                              ->check(CLI::Range(1e-9, 1e9)  /* (GB, as bytes in 64 bits) */);
   cmd->add_flag("--stream", opt->stream,
                 "tar shards: read each shard sequentially in large reads, shards in seeded random order, "

@@ -33,7 +33,7 @@ struct cache_options {
   std::size_t threads = 0;
   std::string io = "auto";
   std::string on_error = "skip";
-  double cache_gb = 0.0;  // 0: the loader's default (the disk's free space less 5%)
+  double cache_gb = 0.0;  // 0: the loader's default (the disk's free space less max(5%, 1 GiB))
   bool json = false;
 };
 
@@ -170,7 +170,7 @@ void register_cache(CLI::App& app) {
   add_s3_options(build, opt->s3);
   build->add_option("--on-error", opt->on_error, "skip: report bad files and go on; fail: stop")
       ->check(accepted_by(parse_error_policy));
-  build->add_option("--cache-gb", opt->cache_gb, "size bound, GB (default: the disk's free space less 5%)")
+  build->add_option("--cache-gb", opt->cache_gb, "size bound, GB (default: the disk's free space less max(5%, 1 GiB))")
       ->check(CLI::Range(1e-9, 1e9)  /* (GB, as bytes in 64 bits) */);
   build->callback([opt] {
     if (const int rc = run_build(*opt); rc != 0) throw CLI::RuntimeError(rc);

@@ -172,7 +172,12 @@ pixel_cache::pixel_cache(pixel_cache_options options) : m_opt(std::move(options)
       m_opt.max_bytes = m_bytes + (free > margin ? free - margin : 0);
       if (m_filling)
         m_reason = "budget " + byte_size_text(m_opt.max_bytes, byte_unit::gib) +
-                   ": the entries held and the disk's free space, less 5% of the disk";
+                   ": the entries held and the disk's free space (" + byte_size_text(free, byte_unit::gib) +
+                   "), less max(5% of the disk, 1 GiB)";
+      if (m_filling && free <= margin)
+        stop_filling("full: the disk has " + byte_size_text(free, byte_unit::gib) +
+                     " free, within the margin of max(5% of the disk, 1 GiB) kept free; give cache_bytes "
+                     "(--cache-gb) to use it anyway");
     } else {
       m_opt.max_bytes = m_bytes;
       stop_filling("cannot read the free space of '" + dir + "': adding no entries");

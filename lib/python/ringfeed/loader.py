@@ -170,7 +170,7 @@ class Loader:
     epoch 0 fills it, later epochs and later runs read it instead of
     decoding. Batches are exact mode's, byte for byte (the full decode is
     kept, so fast mode's reduced decode is not used). `cache_bytes` bounds
-    it (default: the disk's free space less 5%); stats()["pixel_cache"]
+    it (default: the disk's free space less max(5%, 1 GiB)); stats()["pixel_cache"]
     counts hits, misses and bytes. `cache="bytes"` (the default) caches the
     encoded bytes of remote (NFS) samples instead.
 
