@@ -386,6 +386,27 @@ def test_a_path_gets_torchs_argument_checks(train_dir):
     assert str(ours.value) == str(theirs.value)
 
 
+def test_a_corrupt_file_raises_as_in_torchs_loader_unless_skipped(train_dir, tmp_path):
+    # It was left out with one log line: torch's loader raises, so the
+    # drop-in did otherwise, and offered no way to fail.
+    import shutil
+    root = tmp_path / "train"
+    shutil.copytree(train_dir, root)
+    bad = sorted((root / sorted(p.name for p in root.iterdir())[0]).iterdir())[1]
+    bad.write_bytes(b"not an image")
+    dataset = datasets.ImageFolder(str(root), transform=val_transform())
+    with pytest.raises(Exception):
+        list(torch.utils.data.DataLoader(dataset, batch_size=4))
+    loader = native(dataset, batch_size=4)
+    with pytest.raises(RuntimeError, match=bad.name):
+        list(loader)
+    skipping = native(dataset, batch_size=4, on_error="skip")
+    assert sum(len(labels) for _, labels in skipping) == len(dataset) - 1
+    assert [s["path"] for s in skipping.stats()["skipped"]] == [str(bad)]
+    with pytest.raises(ValueError, match="on_error"):
+        ringfeed.DataLoader(dataset, on_error="ignore")
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"strict": 1}, "strict must be True or False"),
     ({"exact": "yes"}, "exact must be True or False"),

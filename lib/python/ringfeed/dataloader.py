@@ -55,8 +55,11 @@ class DataLoader:
     what the transform ends with; for a transform ending with a float
     tensor "float16", "bfloat16" or a "_nhwc" name, as Loader's: NHWC is
     torch.channels_last memory format; torch's fallback keeps the
-    transform's float32 and its warning says so), strict (raise instead of
-    falling back).
+    transform's float32 and its warning says so), on_error ("fail", as
+    torch's: a file that cannot be read or decoded raises RuntimeError
+    naming it, after the batches before it; "skip": it is left out, named
+    in stats()["skipped"], and its batch comes out one sample short),
+    strict (raise instead of falling back).
 
     num_workers and persistent_workers are accepted and checked as torch
     checks them; the work runs in ringfeed's threads in this process, never
@@ -70,8 +73,11 @@ class DataLoader:
                 multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                 persistent_workers=False, pin_memory_device="",
                 seed=None, device=None, exact=False, threads=None, memory_budget=None, strict=False,
-                cache_dir=None, cache="bytes", cache_bytes=None, decode="auto", output=None):
+                cache_dir=None, cache="bytes", cache_bytes=None, decode="auto", output=None, on_error="fail"):
         flag("strict", strict)
+        # torch's loader raises on a file it cannot read, and so does this one
+        # unless told to leave such files out (stats()["skipped"] names them)
+        choice("on_error", on_error, tuple(_ringfeed._accepted_names("on_error")))
         if output is not None:
             choice("output", output, tuple(_ringfeed._accepted_names("output")))
         flag("exact", exact)
@@ -107,7 +113,7 @@ class DataLoader:
             core = Loader(source, batch_size=per_batch, shuffle=False, seed=seed, exact=exact, device=device,
                           rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
                           prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
-                          cache_bytes=cache_bytes, decode=decode, output=output)
+                          cache_bytes=cache_bytes, decode=decode, output=output, on_error=on_error)
             return cls._native(_SourceIndex(source, core.dataset_size), torch_args, core, None)
 
         reason, found = native_source(dataset)
@@ -127,7 +133,7 @@ class DataLoader:
         core_args = dict(batch_size=per_batch, exact=exact, device=device, shuffle=False, seed=seed,
                          drop_last=False, rank=0, world_size=1, threads=threads, memory_budget=memory_budget,
                          prefetch_batches=prefetch, _workers=workers, cache_dir=cache_dir, cache=cache,
-                         cache_bytes=cache_bytes, decode=decode, output=output)
+                         cache_bytes=cache_bytes, decode=decode, output=output, on_error=on_error)
         self = cls._native(dataset, torch_args, _open_core(found, core_args), torch_loader, found)
         self._core_args = core_args
         self._fingerprint = fingerprint(dataset)
