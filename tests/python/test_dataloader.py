@@ -262,6 +262,22 @@ def test_a_new_transform_between_epochs_is_used(train_dir):
         iter(loader)
 
 
+def test_samples_and_subset_indices_edited_in_place_are_used(train_dir):
+    """Relabelling in place between epochs (same list, same length): torch's
+    loader reads the new labels at the next iteration; ringfeed served the
+    old ones, its fingerprint being the lists' identity and length."""
+    dataset = datasets.ImageFolder(train_dir, transform=val_transform())
+    subset = Subset(dataset, list(range(8)))
+    loaders = (native(dataset, batch_size=4), native(subset, batch_size=4))
+    assert [next(iter(l))[1].tolist() for l in loaders] == [[0, 0, 0, 0]] * 2
+    for i in range(4):
+        dataset.samples[i] = (dataset.samples[i][0], 2)
+    subset.indices[0] = len(dataset) - 1
+    want = [next(iter(torch.utils.data.DataLoader(d, batch_size=4)))[1].tolist() for d in (dataset, subset)]
+    assert want == [[2, 2, 2, 2], [dataset.samples[-1][1], 2, 2, 2]]
+    assert [next(iter(l))[1].tolist() for l in loaders] == want
+
+
 def test_timeout_raises_as_torch_does(big_dataset):
     slow = datasets.ImageFolder(big_dataset, transform=T.Compose([T.Resize(64), T.CenterCrop(64), T.ToTensor()]))
     loader = native(slow, batch_size=8, timeout=0.01, threads=1)  # 8 exact 3000x2000 decodes on one thread

@@ -154,14 +154,27 @@ def native_source(dataset: Any):
     return None, Native(root, spec, (paths, labels), None, None, None)
 
 
+def _content(values):
+    """A hash of a list of samples, labels or indices (a list, tuple, numpy
+    array or tensor): an edit in place changes it. About 0.1 s for
+    ImageNet's 1.28 million samples (0.17 s the first time), once per iteration."""
+    if isinstance(values, (list, tuple)):
+        return hash(tuple(values))
+    if hasattr(values, "numpy"):  # a tensor
+        values = values.numpy()
+    tobytes = getattr(values, "tobytes", None)
+    return hash(tobytes()) if tobytes is not None else id(values)
+
+
 def fingerprint(dataset):
     """What native_source read that a training script may change between
-    iterations (progressive resizing sets a new transform): the transform's
-    translation and the identity of the samples list or image array and of
-    each Subset's indices."""
+    iterations (progressive resizing sets a new transform, a relabelling
+    edits the samples or targets in place): the transform's translation,
+    the samples (or targets) and each Subset's indices by content, and the
+    image array (in memory) by identity."""
     subsets, dataset = _subsets(dataset)
-    # each Subset's index list by identity and length, not composed (iter() runs this)
-    levels = tuple((id(subset.indices), len(subset.indices)) for subset in subsets)
+    # each Subset's index list, not composed (iter() runs this)
+    levels = tuple(_content(subset.indices) for subset in subsets)
     transform = getattr(dataset, "transform", None)
     try:
         from .transforms import to_spec
@@ -169,5 +182,11 @@ def fingerprint(dataset):
         spec = to_spec(transform, check=False) if transform is not None else None
     except ValueError as e:
         spec = f"untranslatable: {e}"
-    held = getattr(dataset, "data", None) if hasattr(dataset, "data") else getattr(dataset, "samples", None)
-    return spec, id(held), len(held) if hasattr(held, "__len__") else None, levels
+    if hasattr(dataset, "data"):  # in memory: the array by identity, its labels by content
+        held = getattr(dataset, "data", None)
+        labels = getattr(dataset, "targets", None)
+        return spec, id(held), None if labels is None else _content(labels), levels
+    held = getattr(dataset, "samples", None)
+    if held is None:
+        held = getattr(dataset, "imgs", None)
+    return spec, None, None if held is None else _content(held), levels
