@@ -301,7 +301,10 @@ void loader_core::fail_sample(slab& s, std::size_t index, std::exception_ptr err
   std::string sample = m_ds.describe(index);
   std::lock_guard lock(m_skipped_mutex);
   if (!m_skipped_indices.insert(index).second) return;  // reported in an earlier epoch
-  log("skipped " + escape_bytes(sample) + ": " + reason);
+  const std::string named = escape_bytes(sample);
+  // "skipped a.jpg: a.jpg: empty file" says the name once
+  const bool says_it = reason.compare(0, named.size() + 2, named + ": ") == 0;
+  log("skipped " + named + ": " + (says_it ? reason.substr(named.size() + 2) : reason));
   m_skipped.push_back({std::move(sample), std::move(reason)});
 }
 
