@@ -57,7 +57,7 @@ run::run(thread_pool& pool, bool device, std::size_t slabs, std::size_t io_depth
       free(slabs, pool),
       jobs(io_depth, pool),
       ready(2 * slabs + 4, pool),
-      out(2 * slabs + 4, pool),
+      out(2 * std::max(slabs, device_buffers) + 4, pool),  // batches in device buffers, markers, room
       device_free(std::max<std::size_t>(device_buffers, 1), pool),
       store(pool, stream_capacity),
       gate_reads(workers > io_depth),
@@ -86,6 +86,10 @@ void run::fail(std::exception_ptr error) noexcept {
   d.error = std::move(error);
   // Room is kept for it (the channels' + 4); after stop() nobody waits.
   (void)consumer_channel().try_send(std::move(d));
+  // Nothing more is made (as next() does on an error it receives): the
+  // producer ends at its next slab, the workers at their next job.
+  jobs.close();
+  free.close();
 }
 
 task<> failing_to_consumer(std::shared_ptr<run> r, task<> body) {
