@@ -122,7 +122,13 @@ for cmdline in "export $work/inside --out $work/inside/n00000000/x --count 2" \
   out="$("$cli" $cmdline 2>&1)"; rc=$?
   check "${cmdline%% *} into its own source is refused" test "$rc" -ne 0 -a -n "$(grep -F 'inside the source' <<<"$out")"
 done
+out="$(cd "$work/inside" && "$cli" export . --out rel-out --count 2 2>&1)"; rc=$?
+check "export into its own source by a relative path is refused" \
+  test "$rc" -ne 0 -a -n "$(grep -F 'inside the source' <<<"$out")"
 check "the source is as it was" test "$(cd "$work/inside" && find . | sort)" = "$listing"
+"$cli" export "$work/no-such-source" --out "$work/exp-twice" >/dev/null 2>&1
+check "an export that cannot open its source leaves the previous one" \
+  test "$(ls -A "$work/exp-twice" | wc -l)" -eq 5
 
 # Numbers as typed: a negative count was wrapped to 2^64 - 1 (--io-depth -1
 # aborted, --count -1 exported nothing and said it was done), NaN passed

@@ -86,10 +86,10 @@ bool is_export_file(const std::string& name) {
   return end > l && name.substr(end) == ".ppm";
 }
 
-// OUT made ready: created if missing; a previous export's files removed, so
-// none of them passes for part of this one; anything else refused.
+// OUT made ready, once the source is open: created if missing; a previous
+// export's files removed, so none of them passes for part of this one;
+// anything else refused.
 void prepare_output(const export_options& opt) {
-  refuse_output_inside(opt.out, opt.source, "export");
   std::error_code ec;
   fs::create_directories(opt.out, ec);
   if (ec) throw std::runtime_error("cannot create '" + opt.out + "': " + ec.message());
@@ -110,8 +110,7 @@ int run_export(const export_options& opt) {
   // First, before the loader starts any thread: SIGINT/SIGTERM stop the
   // export between two images (interrupt.hpp).
   const interrupt_watch interrupt;
-  prepare_output(opt);
-  write_marker(opt, "the export is running, or it failed or was killed before the end.");
+  refuse_output_inside(opt.out, opt.source, "export");
 
   loader_request request = recipe_request(opt.recipe, opt.exact, opt.seed, opt.max_pixels);
   request.base.source = opt.source;
@@ -140,10 +139,10 @@ int run_export(const export_options& opt) {
   if (opt.count != 0 && o.on_error == error_policy::fail) o.end->batches = opt.count / o.batch_size + (opt.count % o.batch_size != 0);
 
   std::optional<loader> l;
-  if (!open_unless_interrupted(l, o, interrupt, "export")) {
-    write_marker(opt, "interrupted by " + interrupt.signal_name() + " while opening the source; nothing exported.");
-    return interrupt.exit_status();
-  }
+  if (!open_unless_interrupted(l, o, interrupt, "export")) return interrupt.exit_status();  // OUT untouched
+  // Only now, the source open and the recipe valid, is a previous export replaced.
+  prepare_output(opt);
+  write_marker(opt, "the export is running, or it failed or was killed before the end.");
   std::size_t position = 0;
   bool stopped = false;  // by a signal, before the end
   if (l->state().epoch != opt.epoch) l->set_epoch(opt.epoch);

@@ -331,6 +331,11 @@ int run_pack(const pack_options& opt) {
 
   const fs::path out(opt.out);
   refuse_output_inside(out, opt.source, "pack");
+  if (interrupt.requested()) {  // while indexing: the previous pack stays as it was
+    std::fprintf(stderr, "ringfeed pack: interrupted by %s before writing; nothing was changed\n",
+                 interrupt.signal_name().c_str());
+    return interrupt.exit_status();
+  }
   prepare_output(out, ds);
 
   data::tar_shard_writer writer(out, opt.shard_mb << 20);

@@ -21,9 +21,11 @@ namespace {
 // they exist (symbolic links, "..").
 bool inside(const std::filesystem::path& inner, const std::filesystem::path& outer) {
   std::error_code ec;
-  const std::filesystem::path root = std::filesystem::weakly_canonical(outer, ec);
+  // (absolute first: weakly_canonical leaves a relative path whose first
+  // part does not exist yet relative)
+  const std::filesystem::path root = std::filesystem::weakly_canonical(std::filesystem::absolute(outer, ec), ec);
   if (ec) return false;
-  const std::filesystem::path at = std::filesystem::weakly_canonical(inner, ec);
+  const std::filesystem::path at = std::filesystem::weakly_canonical(std::filesystem::absolute(inner, ec), ec);
   if (ec) return false;
   return std::mismatch(root.begin(), root.end(), at.begin(), at.end()).first == root.end();
 }
