@@ -384,6 +384,7 @@ void py_loader::restart(Restart&& restart) {
   loader& l = checked();
   busy_guard busy(m_busy);
   m_started = true;
+  m_landed.reset();  // of the run restart() stops, even if it then throws
   {
     py::gil_scoped_release nogil;
     restart(l);
@@ -442,7 +443,10 @@ void py_loader::close() {
   if (!m_loader) return;
   if (m_generation != fork_generation() && m_started) {
     // A parent's running loader, copied by fork: its threads are not here
-    // and its locks may be held. Leaked, never touched.
+    // and its locks may be held. Leaked, never touched, with a batch kept
+    // from it (whose release would take its locks).
+    if (m_landed) static_cast<void>(new landed(std::move(*m_landed)));
+    m_landed.reset();
     (void)m_loader.release();
     return;
   }

@@ -225,13 +225,16 @@ def test_a_state_saved_after_an_iteration_resumes_with_the_next(folder):
     assert again.state_dict()["iteration"] == first.state_dict()["iteration"] == 2
 
 
-def test_a_resumed_loader_draws_the_later_epochs_as_the_first(folder):
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_resumed_loader_draws_the_later_epochs_as_the_first(folder, persistent):
     # The restarted script seeds its generator as before: without the
-    # generator's state in the state_dict, every later epoch replayed epoch 0's order.
+    # generator's state in the state_dict, every later epoch replayed epoch
+    # 0's order; with persistent workers the resumed loader drew another base seed.
     import json
 
     def make():
-        return native(folder, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(5))
+        kw = dict(num_workers=2, persistent_workers=True) if persistent else {}
+        return native(folder, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(5), **kw)
     straight = make()
     want = [[l.tolist() for _, l in straight] for _ in range(3)]
     first = make()

@@ -159,7 +159,10 @@ def _content(values):
     array or tensor): an edit in place changes it. About 0.1 s for
     ImageNet's 1.28 million samples (0.17 s the first time), once per iteration."""
     if isinstance(values, (list, tuple)):
-        return hash(tuple(values))
+        try:
+            return hash(tuple(values))
+        except TypeError:  # samples as lists ([path, class], from JSON)
+            return hash(tuple(tuple(v) if isinstance(v, list) else v for v in values))
     if hasattr(values, "numpy"):  # a tensor
         values = values.numpy()
     tobytes = getattr(values, "tobytes", None)

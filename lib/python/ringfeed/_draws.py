@@ -76,14 +76,20 @@ class LeftEarly:
         short_last = not self._drop_last and self._samples % self._batch_size != 0
         self._exhausted_at = batches if short_last else batches + 1
 
-    def settle(self, returned):
-        """The iteration ended after `returned` batches, before its end:
-        the generator goes where torch's iterator would have left it,
-        unless something drew from it since."""
+    def state_after(self, returned):
+        """The generator's state had torch's iterator returned `returned`
+        batches and been left: its current one unless short of the end, or
+        when something drew from it since."""
         torch = _torch()
-        if self.at_end is None or not torch.equal(self.generator.get_state(), self.at_end):
-            return
+        now = self.generator.get_state()
+        if self.at_end is None or not torch.equal(now, self.at_end):
+            return now
         asked = returned + self._ahead
         if asked >= self._exhausted_at:
-            return
-        self.generator.set_state(self.after_first if asked >= 1 else self.before)
+            return now
+        return self.after_first if asked >= 1 else self.before
+
+    def settle(self, returned):
+        """The iteration ended after `returned` batches, before its end:
+        the generator goes where torch's iterator would have left it."""
+        self.generator.set_state(self.state_after(returned))

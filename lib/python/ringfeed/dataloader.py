@@ -123,7 +123,10 @@ class DataLoader:
             if strict:
                 raise ValueError(f"ringfeed.DataLoader cannot run this natively: {reason}")
             fallback = _torch_loader(dataset, torch_args)
-            unapplied = f" (output={output!r} is not applied)" if output is not None else ""
+            unapplied = [f"{k}={v!r}" for k, v in (("output", output), ("on_error", on_error))
+                         if v is not None and v != "fail"]
+            unapplied = f" ({', '.join(unapplied)} {'is' if len(unapplied) == 1 else 'are'} not applied)" \
+                if unapplied else ""
             warnings.warn(f"ringfeed.DataLoader: using torch's DataLoader: {reason}{unapplied}", UserWarning,
                           stacklevel=2)
             fallback.backend = "torch"
@@ -235,7 +238,10 @@ class DataLoader:
                  "batch_size": self._core._options["batch_size"]}
         generator = self._torch_loader.generator
         if generator is not None:  # the later iterations' draws (a restarted script seeds it anew)
-            state["generator"] = base64.b64encode(generator.get_state().numpy().tobytes()).decode("ascii")
+            held = generator.get_state()
+            if order is None and self._left_early is not None and not self._finished and self._position is not None:
+                held = self._left_early.state_after(self._position[2])  # as the next iter() will settle it
+            state["generator"] = base64.b64encode(held.numpy().tobytes()).decode("ascii")
         return state
 
     def load_state_dict(self, state):
@@ -257,6 +263,8 @@ class DataLoader:
         self._token += 1  # an iterator of before ends
         self._left_early = None
         self._finished = False
+        # torch's persistent iterator drew its base seed at the first iteration
+        self._seed_drawn = iteration > 0 or order is not None
         self._iteration = iteration
         self._position = None
         self._resume = None if order is None else ([int(i) for i in order], first)
