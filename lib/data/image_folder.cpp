@@ -29,6 +29,7 @@
 #include <ringfeed/text.hpp>
 
 #include "data/data_detail.hpp"
+#include "data/dir_entry.hpp"
 #include "data/index_cache.hpp"
 
 namespace ringfeed::data::detail {
@@ -76,42 +77,6 @@ void refuse_directory(const dataset_options& options, std::vector<skipped_direct
                       std::string_view what, const std::string& path) {
   if (!options.skip_unreadable) throw_errno(err, what, path);
   skipped.push_back({path, std::string(what) + ": " + std::generic_category().message(err)});
-}
-
-bool is_hidden(std::string_view name) { return !name.empty() && name.front() == '.'; }
-
-bool is_dot_or_dotdot(const char* name) {
-  return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
-}
-
-// Whether the entry is a directory the way os.scandir's entry.is_dir()
-// (follow_symlinks=True) decides: d_type when it is definite, else stat;
-// a failing stat (broken symlink) means "not a directory".
-bool entry_is_dir(int dir_fd, const dirent& e) {
-  if (e.d_type == DT_DIR) return true;
-  if (e.d_type != DT_LNK && e.d_type != DT_UNKNOWN) return false;
-  struct stat st {};
-  return ::fstatat(dir_fd, e.d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
-}
-
-// What a listed name that is no directory is, when it is neither a regular
-// file nor a dangling link (which fails at its read, naming the file): a
-// FIFO would block its read, and Ctrl-C, for ever; a device reads without end.
-const char* special_file(int dir_fd, const dirent& e) {
-  unsigned char type = e.d_type;
-  if (type == DT_LNK || type == DT_UNKNOWN) {
-    struct stat st {};
-    if (::fstatat(dir_fd, e.d_name, &st, 0) != 0) return nullptr;
-    type = S_ISREG(st.st_mode) ? DT_REG : S_ISFIFO(st.st_mode) ? DT_FIFO : S_ISSOCK(st.st_mode) ? DT_SOCK
-                                        : S_ISCHR(st.st_mode) ? DT_CHR : S_ISBLK(st.st_mode) ? DT_BLK : DT_UNKNOWN;
-  }
-  switch (type) {
-    case DT_FIFO: return "a FIFO (named pipe)";
-    case DT_SOCK: return "a socket";
-    case DT_CHR: return "a character device";
-    case DT_BLK: return "a block device";
-    default: return nullptr;
-  }
 }
 
 // Walks one class directory as os.walk(followlinks=True) would, collecting
