@@ -325,32 +325,36 @@ void py_loader::issue() {
 py::object py_loader::next(std::uintptr_t stream, double timeout) {
   loader& l = checked();
   busy_guard busy(m_busy);
+  if (m_landed) {  // received with a Ctrl-C, which was raised instead
+    landed kept = std::move(*m_landed);
+    m_landed.reset();
+    m_position = kept.position;
+    if (kept.error) std::rethrow_exception(kept.error);
+    return kept.result;
+  }
+  {
+    py::gil_scoped_release nogil;  // the first call starts the threads
+    issue();
+  }
   std::exception_ptr error;
   std::optional<batch> got;
-  if (m_landed) {  // received with a Ctrl-C, which was raised instead
-    error = m_landed->error;
-    got = std::move(m_landed->got);
-    m_position = m_landed->position;
-    m_landed.reset();
-  } else {
-    {
-      py::gil_scoped_release nogil;  // the first call starts the threads
-      issue();
-    }
-    wait_done(m_pending, error, got, timeout);
-    const loader_state position = l.state();
-    // A signal that came in the wait's last slice: its KeyboardInterrupt
-    // would be raised as this returns, and the batch lost with the result.
-    if (PyErr_CheckSignals() != 0) {
-      m_landed = landed{error, std::move(got), position};
-      throw py::error_already_set();
-    }
-    m_position = position;
+  wait_done(m_pending, error, got, timeout);
+  const loader_state position = l.state();
+  py::object result = py::none();  // the end of the epoch
+  if (!error && got) result = to_python(std::move(*got), stream);
+  // A signal that came while this waited or made its answer: Python would
+  // raise its KeyboardInterrupt as this returns, the answer lost with it.
+  // Checked last, so that nothing runs between this check and the return.
+  if (PyErr_CheckSignals() != 0) {
+    m_landed = landed{error, std::move(result), position};
+    throw py::error_already_set();
   }
+  m_position = position;
   if (error) std::rethrow_exception(error);
-  if (!got) return py::none();  // end of the epoch
+  return result;
+}
 
-  batch b = std::move(*got);
+py::object py_loader::to_python(batch b, std::uintptr_t stream) {
   // torch's current stream; 0 is its default stream, which needs the wait
   // as much as any other.
   if (b.on_device()) b.wait(reinterpret_cast<cuda::stream_t>(stream));

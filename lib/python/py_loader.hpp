@@ -68,7 +68,10 @@ class py_loader {
  private:
   loader& checked();
   void issue();
-  void drop_pending();  // a request Ctrl-C interrupted: waited for, its batch dropped
+  void drop_pending();
+  // A batch as next() hands it to Python: (images, labels) DLPack capsules
+  // (the images' one holding the batch), epoch, number, copy.
+  pybind11::object to_python(batch b, std::uintptr_t stream);  // a request Ctrl-C interrupted: waited for, its batch dropped
   // set_epoch / set_order: `restart(loader&)` without the GIL, then the
   // pending request dropped (its answer is the end of the stopped run,
   // however stalled its read was) and the position read back.
@@ -86,11 +89,11 @@ class py_loader {
   loader_state m_position;
   // What a next() received as Ctrl-C came: KeyboardInterrupt is raised
   // first (Python would raise it as the call returned, and drop the batch),
-  // and the next next() returns this.
+  // and the next next() returns this. Held and dropped with the GIL.
   struct landed {
     std::exception_ptr error;
-    std::optional<batch> got;  // nullopt: the end of the epoch
-    loader_state position;     // the loader's state once it is taken
+    pybind11::object result;  // next()'s answer: the batch's tuple, or None at the end
+    loader_state position;    // the loader's state once it is taken
   };
   std::optional<landed> m_landed;
   std::string m_recipe;

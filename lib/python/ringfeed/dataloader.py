@@ -310,14 +310,19 @@ class _Iterator:
             dl._finished = True
             raise StopIteration
         dl._position[2] += 1
-        images, labels = batch  # [B, C, H, W] as the transform ends (float32, or uint8 after PILToTensor)
-        if dl._channels is not None and images.shape[1] != dl._channels:  # an L image ran as (v, v, v)
-            images = images[:, :dl._channels].contiguous()
-        if dl._pin and not images.is_cuda and _torch().cuda.is_available():
-            if not images.is_pinned():
-                images = images.pin_memory()
-            labels = labels.pin_memory()
-        return [images, labels]  # what default_collate makes of (image, target) pairs
+        try:
+            images, labels = batch  # [B, C, H, W] as the transform ends (float32, or uint8 after PILToTensor)
+            if dl._channels is not None and images.shape[1] != dl._channels:  # an L image ran as (v, v, v)
+                images = images[:, :dl._channels].contiguous()
+            if dl._pin and not images.is_cuda and _torch().cuda.is_available():
+                if not images.is_pinned():
+                    images = images.pin_memory()
+                labels = labels.pin_memory()
+            return [images, labels]  # what default_collate makes of (image, target) pairs
+        except KeyboardInterrupt:  # Ctrl-C while it was finished: the next call returns it
+            dl._position[2] -= 1
+            dl._core._kept = (None, {"batch": batch})
+            raise
 
 
 class _SourceIndex:

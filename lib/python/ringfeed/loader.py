@@ -290,6 +290,7 @@ class Loader:
         self._iter_token = 0
         self._iter_open = False
         self._warned_copies = False
+        self._kept = None  # (next()'s answer, its tensors made so far): see _next_batch
 
     def _open(self, resume):
         # Paths go to C++ as bytes (os.fsencode): a name that is not UTF-8,
@@ -325,6 +326,7 @@ class Loader:
         if self._want_epoch is not None:
             state = core.state()
             if state["epoch"] != self._want_epoch or state["next_batch"] != 0:
+                self._kept = None  # of the run set_epoch stops
                 core.set_epoch(self._want_epoch)
             self._want_epoch = None
         self._epoch = core.state()["epoch"]
@@ -368,6 +370,7 @@ class Loader:
                              f"this loader has {self._options['batch_size']}")
         old = self._live()
         self._core = self._open(resume)
+        self._kept = None
         old.close()
         self._epoch = resume["epoch"]
         self._want_epoch = None
@@ -395,6 +398,7 @@ class Loader:
         if core is not None:
             core.close()  # (raises, changing nothing, while another thread is in next())
             self._core = None
+            self._kept = None
 
     def __enter__(self):
         return self
@@ -425,15 +429,33 @@ class Loader:
 
     def _next_batch(self, timeout=0):
         core = self._live()
-        stream = 0
-        if self._device >= 0 and core.uses_device:
-            stream = _torch().cuda.current_stream(self._device).cuda_stream
-        got = core.next(stream, timeout)
-        if got is None:
-            return None
+        # A KeyboardInterrupt while a batch is being made into tensors keeps
+        # what was made for the next call: the batch is not lost to Ctrl-C.
+        got, made = self._kept if self._kept is not None else (None, {})
+        self._kept = None
+        if "batch" in made:  # made whole, then interrupted in the caller (DataLoader)
+            return made["batch"]
+        try:
+            if got is None:
+                stream = 0
+                if self._device >= 0 and core.uses_device:
+                    stream = _torch().cuda.current_stream(self._device).cuda_stream
+                got = core.next(stream, timeout)
+                if got is None:
+                    return None
+            return self._as_batch(core, got, made)
+        except KeyboardInterrupt:
+            if got is not None:
+                self._kept = (got, made)
+            raise
+
+    def _as_batch(self, core, got, made):
         images_capsule, labels_capsule, epoch, number, copy = got
-        images = _from_dlpack(images_capsule)
-        labels = _from_dlpack(labels_capsule)
+        if "images" not in made:
+            made["images"] = _from_dlpack(images_capsule)
+        if "labels" not in made:
+            made["labels"] = _from_dlpack(labels_capsule)
+        images, labels = made["images"], made["labels"]
         if images.is_cuda:  # labels follow the images: pinned (torch's caching host allocator), so no host sync
             labels = labels.pin_memory().to(images.device, non_blocking=True)
         if copy:
