@@ -266,11 +266,17 @@ def sigint_with_the_batch(source):
             timer.start()
             while True:
                 try:
-                    got.append(digest(next(it)))
+                    batch = next(it)
                 except StopIteration:
                     break
                 except KeyboardInterrupt:
                     interrupts += 1
+                    continue
+                try:  # (a signal here is this script's, not the loader's: the batch is in hand)
+                    got.append(digest(batch))
+                except KeyboardInterrupt:
+                    interrupts += 1
+                    got.append(digest(batch))
             try:
                 timer.join()  # a signal after the epoch: caught here, not in the next trial
             except KeyboardInterrupt:
