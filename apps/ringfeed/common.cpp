@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include <ringfeed/detail/atomic_file.hpp>
+#include <ringfeed/detail/path_inside.hpp>
 
 #include "commands.hpp"
 
@@ -97,14 +98,7 @@ CLI::Option* add_max_pixels_option(CLI::App* cmd, std::uint64_t& target) {
 void refuse_output_inside(const std::filesystem::path& out, const std::string& source, const char* command) {
   std::error_code ec;
   if (!std::filesystem::is_directory(source, ec)) return;  // a URL, a manifest, a tar file
-  // (absolute first: weakly_canonical leaves a relative path whose first
-  // part does not exist yet relative)
-  const std::filesystem::path root = std::filesystem::weakly_canonical(std::filesystem::absolute(source, ec), ec);
-  if (ec) return;
-  const std::filesystem::path at = std::filesystem::weakly_canonical(std::filesystem::absolute(out, ec), ec);
-  if (ec) return;
-  const auto [r, a] = std::mismatch(root.begin(), root.end(), at.begin(), at.end());
-  if (r == root.end())
+  if (detail::path_inside(out, source))
     throw std::runtime_error(std::string(command) + ": the output '" + out.string() + "' is inside the source '" +
                              source + "': what it writes would be read as part of the dataset; write elsewhere");
 }

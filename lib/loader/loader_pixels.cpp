@@ -2,35 +2,19 @@
 // key of a sample. The reads and stores are in work() (loader_run.cpp).
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
+#include <ringfeed/detail/path_inside.hpp>
 #include <ringfeed/image/decode.hpp>
 #include <ringfeed/text.hpp>
 
 #include "loader_core.hpp"
 
 namespace ringfeed::detail {
-namespace {
-
-// Whether `inner` is `outer` or lies inside it, both resolved as far as
-// they exist (symbolic links, "..").
-bool inside(const std::filesystem::path& inner, const std::filesystem::path& outer) {
-  std::error_code ec;
-  // (absolute first: weakly_canonical leaves a relative path whose first
-  // part does not exist yet relative)
-  const std::filesystem::path root = std::filesystem::weakly_canonical(std::filesystem::absolute(outer, ec), ec);
-  if (ec) return false;
-  const std::filesystem::path at = std::filesystem::weakly_canonical(std::filesystem::absolute(inner, ec), ec);
-  if (ec) return false;
-  return std::mismatch(root.begin(), root.end(), at.begin(), at.end()).first == root.end();
-}
-
-}  // namespace
 
 void loader_core::open_pixel_cache() {
   if (m_opt.cache != cache_kind::pixels || m_opt.cache_dir.empty()) return;
@@ -42,7 +26,7 @@ void loader_core::open_pixel_cache() {
   // In a folder that is read as the dataset, its directory would become a
   // class (with no image in it) at the next listing.
   std::error_code ec;
-  if (!m_src && std::filesystem::is_directory(m_opt.source, ec) && inside(m_opt.cache_dir, m_opt.source))
+  if (!m_src && std::filesystem::is_directory(m_opt.source, ec) && path_inside(m_opt.cache_dir, m_opt.source))
     throw std::invalid_argument("loader: cache_dir '" + dir + "' is inside the source '" + escape_bytes(m_opt.source) +
                                 "', which would list the cache as part of the dataset; put it elsewhere");
   pixel_cache_options po;
